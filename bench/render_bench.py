@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Benchmark the renderer at scale: 4,096 nodes / 32,768 GPUs in 8 node shapes.
+
+Generates an inventory (one group per shape, shape variables in group_vars, so every node carries its own
+slurm_gres_gpus through the normal variable machinery) and reports wall time for:
+  * the pure functions (build_cluster_model, render_all with its consistency proof) on plain dicts;
+  * the floor: a one-task playbook that merely reads every node's slurm_gres_gpus from the same inventory;
+  * the whole render-only playbook (validation, rendering, proof and writing all 4,097 files), first into an
+    empty directory, then again over the written tree (nothing changes).
+Run: .venv/bin/python bench/render_bench.py [--runs N] [--json FILE]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.model import build_cluster_model  # noqa: E402
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import render_all  # noqa: E402
+
+NODES_PER_SHAPE = 512
+GPUS_PER_NODE = 8
+
+# name prefix, GPU type, sockets, cores/socket, threads/core, RealMemory MiB, shards per GPU, GPU minors swapped
+SHAPES = [
+    ("a100s", "a100", 2, 64, 2, 1031000, None),
+    ("h100s", "h100", 2, 56, 2, 2063000, None),
+    ("h200s", "h200", 2, 48, 2, 2063000, None),
+    ("l40s", "l40s", 2, 32, 2, 770000, 4),
+    ("a40s", "a40", 2, 24, 2, 515000, None),
+    ("a6ks", "rtx_a6000", 1, 64, 2, 515000, 2),
+    ("v100s", "v100", 2, 20, 2, 385000, None),
+    ("gh", "h100_nvl", 2, 32, 1, 1547000, None),
+]
+
+
+def shape_vars(shape):
+    _, gtype, sockets, cps, tpc, mem, shards = shape
+    per_socket = GPUS_PER_NODE // sockets
+    gpus = []
+    for i in range(GPUS_PER_NODE):
+        sock = i // per_socket
+        gpu = {"index": i, "type": gtype, "cores": "%d-%d" % (sock * cps, sock * cps + cps - 1)}
+        if shards:
+            gpu["shards"] = shards
+        gpus.append(gpu)
+    return {"slurm_node_sockets": sockets, "slurm_node_cores_per_socket": cps, "slurm_node_threads_per_core": tpc,
+            "slurm_node_real_memory": mem, "slurm_gres_gpus": gpus}
+
+
+def host_names(prefix):
+    return ["%s%04d" % (prefix, n) for n in range(1, NODES_PER_SHAPE + 1)]
+
+
+def write_inventory(path):
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    os.makedirs(os.path.join(path, "group_vars"))
+    lines = ["---", "all:", "  children:", "    slurmctld:", "      hosts:", "        ctl01:",
+             "    slurmd:", "      children:"]
+    for shape in SHAPES:
+        prefix = shape[0]
+        lines += ["        shape_%s:" % prefix, "          hosts:",
+                  "            %s[0001:%04d]:" % (prefix, NODES_PER_SHAPE)]
+        with open(os.path.join(path, "group_vars", "shape_%s.yml" % prefix), "w") as handle:
+            handle.write("---\n" + json.dumps(shape_vars(shape), indent=1) + "\n")
+    with open(os.path.join(path, "hosts.yml"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    with open(os.path.join(path, "group_vars", "all.yml"), "w") as handle:
+        handle.write("---\nslurm_cluster_name: bench\nslurm_gres_autodetect: \"off\"\n")
+
+
+FLOOR_PLAYBOOK = """---
+- name: Floor - read every node's slurm_gres_gpus
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Count the GPUs of every node
+      ansible.builtin.debug:
+        msg: "{{ groups['slurmd'] | map('extract', hostvars, 'slurm_gres_gpus') | map('length') | sum }}"
+"""
+
+
+def time_pure():
+    hostvars = {"ctl01": {}}
+    groups = {"all": ["ctl01"], "slurmctld": ["ctl01"], "slurmd": []}
+    for shape in SHAPES:
+        hv = shape_vars(shape)
+        for host in host_names(shape[0]):
+            hostvars[host] = hv
+            groups["slurmd"].append(host)
+            groups["all"].append(host)
+    cluster = {"slurm_cluster_name": "bench"}
+    t0 = time.perf_counter()
+    model = build_cluster_model(hostvars, groups, cluster)
+    t1 = time.perf_counter()
+    files = render_all(model)
+    t2 = time.perf_counter()
+    node_lines = sum(1 for line in files["slurm.conf"].splitlines() if line.startswith("NodeName="))
+    gpus = sum(len(n["gpus"]) for n in model["nodes"])
+    return {"build_cluster_model_s": t1 - t0, "render_all_s": t2 - t1, "pure_total_s": t2 - t0,
+            "nodes": len(model["nodes"]), "gpus": gpus, "files": len(files), "nodename_lines": node_lines}
+
+
+def run_playbook(args, env):
+    t0 = time.perf_counter()
+    proc = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-5000:])
+        raise SystemExit("playbook failed: %s" % " ".join(args))
+    return elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3, help="playbook runs per measurement (median reported)")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out"), help="work directory")
+    parser.add_argument("--json", help="also write the results as JSON here")
+    parser.add_argument("--pure-only", action="store_true", help="time only the pure functions")
+    opts = parser.parse_args()
+
+    inv = os.path.join(opts.out, "inventory")
+    write_inventory(inv)
+    floor_pb = os.path.join(opts.out, "floor.yml")
+    with open(floor_pb, "w") as handle:
+        handle.write(FLOOR_PLAYBOOK)
+    render_dir = os.path.join(opts.out, "rendered")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    playbook = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
+    if not os.path.exists(playbook):
+        playbook = "ansible-playbook"
+
+    result = {"pure": time_pure()}
+    if opts.pure_only:
+        print(json.dumps(result["pure"], indent=1))
+        return 0
+    floor, fresh, rerun = [], [], []
+    for _ in range(opts.runs):
+        floor.append(run_playbook([playbook, "-i", inv, floor_pb], env))
+        if os.path.isdir(render_dir):
+            shutil.rmtree(render_dir)
+        fresh.append(run_playbook([playbook, "-i", inv, "playbooks/deploy-gres.yml",
+                                   "-e", "slurm_gres_render_dir=%s" % render_dir], env))
+        rerun.append(run_playbook([playbook, "-i", inv, "playbooks/deploy-gres.yml",
+                                   "-e", "slurm_gres_render_dir=%s" % render_dir], env))
+    written = sum(len(f) for _, _, f in os.walk(render_dir))
+    result["playbooks"] = {
+        "floor_s": statistics.median(floor), "render_only_fresh_s": statistics.median(fresh),
+        "render_only_rerun_s": statistics.median(rerun), "runs": opts.runs, "files_written": written,
+        "all_floor_s": floor, "all_fresh_s": fresh, "all_rerun_s": rerun,
+    }
+    pb = result["playbooks"]
+    pb["fresh_over_floor"] = pb["render_only_fresh_s"] / pb["floor_s"]
+    pure = result["pure"]
+    print("inventory: %d nodes, %d GPUs, %d shapes (%s)" % (pure["nodes"], pure["gpus"], len(SHAPES), inv))
+    print("pure functions: build_cluster_model %.3f s, render_all (with proof) %.3f s, total %.3f s"
+          % (pure["build_cluster_model_s"], pure["render_all_s"], pure["pure_total_s"]))
+    print("slurm.conf: %d NodeName lines; files rendered: %d, written: %d"
+          % (pure["nodename_lines"], pure["files"], written))
+    print("floor playbook (read every slurm_gres_gpus): %.2f s (median of %d)" % (pb["floor_s"], opts.runs))
+    print("render-only playbook, empty dir: %.2f s = %.2fx floor" % (pb["render_only_fresh_s"], pb["fresh_over_floor"]))
+    print("render-only playbook, unchanged tree: %.2f s" % pb["render_only_rerun_s"])
+    if opts.json:
+        with open(opts.json, "w") as handle:
+            json.dump(result, handle, indent=2)
+    ok = (pure["pure_total_s"] < 1 and pure["nodename_lines"] < 20 and pb["render_only_fresh_s"] < 30
+          and pb["fresh_over_floor"] <= 2)
+    print("targets (pure < 1 s, < 20 NodeName lines, playbook < 30 s and <= 2x floor): %s" % ("met" if ok else "MISSED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter: inventory (hostvars + groups + cluster variables) -> validated Slurm GPU cluster model."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: gres_cluster_model
+author: hpc.slurm_gres contributors
+version_added: "0.1.0"
+short_description: Validate the inventory and build the Slurm GPU cluster model
+description:
+  - Reads the inventory schema of this collection from O(_input) (C(hostvars)) and O(groups) and returns one
+    normalized model of the cluster, from which every Slurm file and check is derived.
+  - Only the variables of the schema are read from each host (C(slurm_node_*), C(slurm_gres_gpus),
+    C(slurm_ctld_addr)), so this stays fast for thousands of hosts.
+  - "Every problem found is reported at once, each naming the host, the field, what was expected and what was
+    found, for example C(host gpu-a01.example.org: slurm_gres_gpus[3].index: expected unique GPU index, found 2
+    (also used by slurm_gres_gpus[1]))."
+  - "Checks: duplicate GPU index or minor, unknown keys in a GPU entry and unknown C(slurm_node_*) variables,
+    wrong types, C(cores) outside C(sockets*cores_per_socket), a GPU node without its CPU layout, two hosts
+    mapping to one C(slurm_node_name), GPU entries on a host outside the C(slurmd) group, invalid cluster-wide
+    values. A host may be in both C(slurmctld) and C(slurmd)."
+positional: groups, cluster
+options:
+  _input:
+    description: The C(hostvars) of the play.
+    type: dict
+    required: true
+  groups:
+    description: The C(groups) of the play; C(slurmctld) and C(slurmd) (with any child groups) are used.
+    type: dict
+    required: true
+  cluster:
+    description:
+      - Cluster-wide variables, normally taken from C(group_vars/all).
+      - C(slurm_cluster_name) (default V(cluster)), C(slurm_gres_autodetect) (V(off), V(nvml) or V(nvidia);
+        default V(off)), C(slurm_partitions) (list of C({name, group|nodes, default, options}); default one
+        partition V(main) with all nodes), C(slurm_conf_options) and C(slurm_cgroup_conf_options) (dicts merged
+        over the defaults; V(null) drops a default).
+    type: dict
+    default: {}
+  cluster_host:
+    description: Host name reported in problems with cluster-wide variables.
+    type: str
+    default: localhost
+"""
+
+EXAMPLES = r"""
+- name: Build the cluster model
+  ansible.builtin.set_fact:
+    slurm_gres_model: >-
+      {{ hostvars | hpc.slurm_gres.gres_cluster_model(groups, {'slurm_cluster_name': 'demo',
+                                                               'slurm_gres_autodetect': 'off'}) }}
+
+# With host_vars of gpu-a01.example.org:
+#   slurm_node_sockets: 2
+#   slurm_node_cores_per_socket: 64
+#   slurm_node_threads_per_core: 2
+#   slurm_gres_gpus:
+#     - {index: 0, type: a100, cores: "0-63"}
+# the model holds
+#   nodes:
+#     - {host: gpu-a01.example.org, name: gpu-a01, sockets: 2, cores_per_socket: 64, threads_per_core: 2,
+#        real_memory: null, features: [], weight: null,
+#        gpus: [{index: 0, type: a100, minor: 0, cores: "0-63", model: null, mig: null, shards: null}]}
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - "The cluster model, plain data: C(cluster_name), C(autodetect), C(controllers) (list of C({host, name, addr})),
+      C(settings) (C(slurm_conf) and C(cgroup_conf) option dicts), C(partitions) and C(nodes)."
+    - C(nodes) holds every host of group C(slurmd), sorted by Slurm node name in natural order, each with
+      C(host), C(name), C(sockets), C(cores_per_socket), C(threads_per_core), C(real_memory), C(features),
+      C(weight) and C(gpus) (sorted by index; each C({index, type, minor, cores, model, mig, shards})).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.model import (
+    HOST_VAR_PREFIXES,
+    HOST_VARS,
+    build_cluster_model,
+)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import schema_hostvars
+
+
+def _wanted(name):
+    return name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES)
+
+
+def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
+    """Read only the schema variables of every inventory host and build the model (GresError on problems)."""
+    if not isinstance(groups, dict):
+        raise AnsibleFilterError("groups must be the play's groups mapping")
+    if cluster is not None and not isinstance(cluster, dict):
+        raise AnsibleFilterError("cluster must be a mapping of cluster-wide variables")
+    hosts = list(groups.get("all") or [])
+    known = set(hosts)
+    for name in ("slurmctld", "slurmd"):
+        for host in groups.get(name) or []:
+            if host not in known:
+                hosts.append(host)
+                known.add(host)
+    extracted = schema_hostvars(hostvars, hosts, _wanted)
+    plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
+    return build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+
+
+def gres_cluster_model(hostvars, groups, cluster=None, cluster_host="localhost"):
+    try:
+        return model_from_inventory(hostvars, groups, cluster, cluster_host)
+    except GresError as exc:
+        raise AnsibleFilterError("inventory check failed, nothing was rendered or written: %s" % exc)
+
+
+class FilterModule(object):
+    """hpc.slurm_gres inventory model filter."""
+
+    def filters(self):
+        return {"gres_cluster_model": gres_cluster_model}

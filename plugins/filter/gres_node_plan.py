@@ -1,0 +1,91 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter: does slurmd on a node need a restart for the new files, and which Gres must it then register."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: gres_node_plan
+author: hpc.slurm_gres contributors
+version_added: "0.1.0"
+short_description: Decide whether slurmd must restart for new Slurm files, and what it must then register
+description:
+  - Compares the files slurmd last started with (O(applied)) with the files being deployed (O(_input)) by meaning,
+    not bytes (C(slurm.conf) is parsed, so comments and line order do not count).
+  - slurmd restarts when its C(gres.conf) or C(cgroup.conf) changed, when its own C(NodeName) definition changed
+    (except slurmctld-only keys such as C(Weight) or C(Features)), when C(slurm.conf) options changed, or when nodes
+    were added or removed. Other nodes' lines and partitions do not restart it.
+positional: _input, applied, node_name, installed
+options:
+  _input:
+    description: The new files, C({"slurm.conf", "cgroup.conf", "gres.conf"}) to text (null or absent = no file).
+    type: dict
+    required: true
+  applied:
+    description: The files slurmd runs with, same shape.
+    type: dict
+    required: true
+  node_name:
+    description: The Slurm node name.
+    type: str
+    required: true
+  installed:
+    description: The files installed now, same shape; when given, RV(_value.not_installed) lists the new files that
+      differ from them.
+    type: dict
+"""
+
+EXAMPLES = r"""
+- name: Plan the restart of this node
+  ansible.builtin.set_fact:
+    plan: "{{ new_files | hpc.slurm_gres.gres_node_plan(applied_files, 'gpu-a01') }}"
+# plan:
+#   restart: true
+#   reasons: ["gres.conf changed", "slurm.conf: this node's gres changed"]
+#   files_changed: [slurm.conf, gres.conf]
+#   expected_gres: {"gpu:a100": 8}
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(restart) (bool), C(reasons) (list of text), C(files_changed) (file names whose bytes differ),
+      C(expected_gres) (C({gres key = count}) the new slurm.conf declares for the node), C(applied_gres) (the same
+      for the applied slurm.conf), C(slurm_conf) (the parsed difference) and, with O(installed), C(not_installed)
+      (names of new files whose installed content differs).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.restart_plan import (
+    FILES, expected_gres, node_restart_plan)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import ConfSyntaxError
+
+
+def _files(value, what):
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("gres_node_plan: %s must be a dict of file name to text, got %s"
+                                 % (what, type(value).__name__))
+    return {name: value.get(name) for name in FILES}
+
+
+def gres_node_plan(new, applied, node_name, installed=None):
+    new, applied = _files(new, "the input"), _files(applied, "applied")
+    try:
+        plan = node_restart_plan(node_name, applied, new)
+        plan["expected_gres"] = expected_gres(new["slurm.conf"], node_name)
+        plan["applied_gres"] = expected_gres(applied["slurm.conf"], node_name)
+        if installed is not None:
+            installed = _files(installed, "installed")
+            plan["not_installed"] = [name for name in FILES
+                                     if new[name] is not None and installed[name] != new[name]]
+    except (ConfSyntaxError, ValueError) as exc:
+        raise AnsibleFilterError("gres_node_plan: node %s: %s" % (node_name, exc))
+    return plan
+
+
+class FilterModule(object):
+    """hpc.slurm_gres restart plan for a node."""
+
+    def filters(self):
+        return {"gres_node_plan": gres_node_plan}

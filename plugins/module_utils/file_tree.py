@@ -1,0 +1,95 @@
+"""Write a set of files under one directory, all or nothing, touching only files whose bytes or mode differ.
+
+Files are first written to a staging directory next to the destination (same filesystem), then renamed into
+place. If the destination does not exist yet, the whole staged tree is renamed in one step. A failure while
+staging leaves the destination untouched. Top-level files are moved last, so a partly applied update (only
+possible if a rename itself fails) never shows a new top-level file (slurm.conf) beside old node files.
+"""
+import os
+import shutil
+import stat
+import tempfile
+
+
+class TreeError(Exception):
+    """Bad input or a filesystem error; nothing under the destination was changed when raised from plan/stage."""
+
+
+def check_relpath(path):
+    """Return ``path`` normalized, or raise TreeError if it is absolute, empty or leaves the tree."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise TreeError("file name %r: expected a non-empty relative path" % (path,))
+    if os.path.isabs(path):
+        raise TreeError("file name %r: expected a relative path, found an absolute one" % path)
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise TreeError("file name %r: expected a relative path without empty, '.' or '..' parts" % path)
+    return path
+
+
+def plan(dest, files, mode):
+    """Which files need writing: {"changed": [relpath], "unchanged": int, "before": {relpath: old text or None}}."""
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise TreeError("dest %s: expected a directory, found a file" % dest)
+    changed = []
+    before = {}
+    unchanged = 0
+    for rel in sorted(files):
+        check_relpath(rel)
+        content = files[rel]
+        if not isinstance(content, str):
+            raise TreeError("file %s: expected text content, found %s" % (rel, type(content).__name__))
+        target = os.path.join(dest, rel)
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            changed.append(rel)
+            before[rel] = None
+            continue
+        except NotADirectoryError:
+            raise TreeError("file %s: a parent of %s is not a directory" % (rel, target))
+        if not stat.S_ISREG(st.st_mode):
+            raise TreeError("file %s: %s exists and is not a regular file" % (rel, target))
+        with open(target, "rb") as handle:
+            old = handle.read()
+        if old != content.encode("utf-8") or stat.S_IMODE(st.st_mode) != mode:
+            changed.append(rel)
+            before[rel] = old.decode("utf-8", "replace")
+        else:
+            unchanged += 1
+    return {"changed": changed, "unchanged": unchanged, "before": before}
+
+
+def write(dest, files, changed, mode, directory_mode):
+    """Stage ``changed`` files next to ``dest`` and move them into place."""
+    dest = os.path.abspath(dest)
+    parent = os.path.dirname(dest)
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".%s.stage-" % os.path.basename(dest), dir=parent)
+    try:
+        made = set()
+        for rel in changed:
+            path = os.path.join(stage, rel)
+            folder = os.path.dirname(path)
+            if folder not in made:
+                os.makedirs(folder, exist_ok=True)
+                made.add(folder)
+            with open(path, "wb") as handle:
+                handle.write(files[rel].encode("utf-8"))
+            os.chmod(path, mode)
+        for folder in made | {stage}:
+            os.chmod(folder, directory_mode)
+        if not os.path.exists(dest):
+            os.rename(stage, dest)
+            stage = None
+            return
+        # Deeper paths first, top-level files (slurm.conf, cgroup.conf) last.
+        for rel in sorted(changed, key=lambda r: (-r.count("/"), r)):
+            target = os.path.join(dest, rel)
+            folder = os.path.dirname(target)
+            if not os.path.isdir(folder):
+                os.makedirs(folder, mode=directory_mode, exist_ok=True)
+            os.replace(os.path.join(stage, rel), target)
+    finally:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)

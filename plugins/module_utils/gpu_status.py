@@ -1,0 +1,100 @@
+"""Which GPUs of a shared server are free, and the environment line a user could run with.
+
+Input is ``slurm_gres_hw`` from gpu_facts: GPUs with memory figures and their processes (joined by uuid).
+A GPU is free when no process runs on it, it is not in MIG mode (a whole-GPU index is no use there), and at
+least ``min_free_mib`` of its memory is free. nvidia-smi's index order is PCI bus order, so with
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` CUDA's device numbers are the same indexes.
+"""
+
+
+def _first(mapping, *keys):
+    for key in keys:
+        if mapping.get(key) not in (None, ""):
+            return mapping[key]
+    return None
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def gpu_status(hw, min_free_mib=0):
+    """``{"gpus": [...], "free": [indexes], "cuda_env": str or None}`` for one node."""
+    min_free_mib = int(min_free_mib or 0)
+    gpus = []
+    for gpu in sorted((hw or {}).get("gpus") or [], key=lambda g: g["index"]):
+        total = _int(gpu.get("memory_total_mib"))
+        used = _int(gpu.get("memory_used_mib"))
+        free_mib = total - used if total is not None and used is not None else None
+        procs = []
+        for proc in gpu.get("processes") or []:
+            procs.append({
+                "pid": _int(proc.get("pid")),
+                "user": _first(proc, "user", "username"),
+                "elapsed": _first(proc, "elapsed", "etime"),
+                "command": _first(proc, "command", "cmdline", "process_name", "name"),
+                "used_mib": _int(_first(proc, "used_mib", "used_memory_mib", "used_memory")),
+            })
+        mig = str(gpu.get("mig_mode") or "").lower() == "enabled"
+        if procs:
+            state, why = "busy", "%d process(es)" % len(procs)
+        elif mig:
+            state, why = "mig", "MIG mode: use its MIG devices (nvidia-smi -L)"
+        elif free_mib is None:
+            state, why = "unknown", "memory not reported"
+        elif free_mib < min_free_mib:
+            state, why = "busy", "%d MiB free < %d MiB asked (memory in use, no visible process)" % (
+                free_mib, min_free_mib)
+        else:
+            state, why = "free", "%d MiB free" % free_mib
+        gpus.append({"index": gpu["index"], "name": gpu.get("name"), "uuid": gpu.get("uuid"),
+                     "pci_bus_id": gpu.get("pci_bus_id"), "memory_total_mib": total, "memory_used_mib": used,
+                     "memory_free_mib": free_mib, "processes": procs, "state": state, "why": why})
+    free = [g["index"] for g in gpus if g["state"] == "free"]
+    cuda_env = None
+    if free:
+        cuda_env = "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=%s" % ",".join(str(i) for i in free)
+    return {"gpus": gpus, "free": free, "cuda_env": cuda_env}
+
+
+def _mem(gpu):
+    if gpu["memory_total_mib"] is None:
+        return "?"
+    return "%s/%d MiB" % ("?" if gpu["memory_used_mib"] is None else gpu["memory_used_mib"], gpu["memory_total_mib"])
+
+
+def _proc_text(proc):
+    parts = ["pid %s" % (proc["pid"] if proc["pid"] is not None else "?")]
+    parts.append(proc["user"] or "?")
+    parts.append(proc["elapsed"] or "?")
+    if proc["used_mib"] is not None:
+        parts.append("%d MiB" % proc["used_mib"])
+    parts.append(proc["command"] or "?")
+    return " ".join(str(p) for p in parts)
+
+
+def status_lines(host, report):
+    """Fixed-width report lines for one node, ending with the CUDA environment line (or why there is none)."""
+    gpus = report["gpus"]
+    if not gpus:
+        return ["%s: no GPUs seen by nvidia-smi" % host]
+    name_w = max(len(str(g["name"] or "?")) for g in gpus)
+    mem_w = max(len(_mem(g)) for g in gpus)
+    lines = []
+    for gpu in gpus:
+        head = "%s: GPU %-2d %-*s  %*s  %-5s" % (host, gpu["index"], name_w, gpu["name"] or "?", mem_w, _mem(gpu),
+                                                 gpu["state"])
+        if gpu["processes"]:
+            for pos, proc in enumerate(gpu["processes"]):
+                prefix = head if pos == 0 else " " * len(head)
+                lines.append("%s  %s" % (prefix, _proc_text(proc)))
+        else:
+            lines.append("%s  %s" % (head, gpu["why"]))
+    if report["cuda_env"]:
+        lines.append("%s: %s" % (host, report["cuda_env"]))
+    else:
+        lines.append("%s: no free GPU" % host)
+    return lines

@@ -1,0 +1,176 @@
+#!/usr/bin/python
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module: gather a node's NVIDIA GPUs, CPU layout and GPU-to-core locality as ansible_facts.slurm_gres_hw."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gpu_facts
+author: hpc.slurm_gres contributors
+version_added: "0.1.0"
+short_description: Gather NVIDIA GPUs, CPU layout and GPU core locality as Slurm sees them
+description:
+  - Reads the node's GPUs from C(nvidia-smi) and its CPU topology from sysfs, and returns them as
+    C(ansible_facts.slurm_gres_hw).
+  - For every GPU it gives the OS cpus local to it (from C(nvidia-smi topo -m)) and the same set as Slurm core
+    indices (O(sysfs_root)'s topology numbered the way hwloc and Slurm number cores), ready for C(Cores=) in
+    C(gres.conf).
+  - "Runs only these commands, each with an argument list and never through a shell:
+    C(nvidia-smi --query-gpu=index,uuid,name,pci.bus_id,mig.mode.current,memory.total,memory.used
+    --format=csv,noheader,nounits), C(nvidia-smi topo -m),
+    C(nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory,process_name --format=csv,noheader,nounits), and,
+    only when a GPU has MIG enabled, C(nvidia-smi -L), C(nvidia-smi mig -lgi) and C(nvidia-smi mig -lci)."
+  - A GPU that nvidia-smi cannot reach ("Unable to determine the device handle", exit code 15) does not fail the
+    task; it is listed in RV(ansible_facts.slurm_gres_hw.lost_gpus) and the GPUs that answered are returned.
+    C(No devices were found) returns an empty GPU list.
+  - Changes nothing on the node.
+options:
+  nvidia_smi:
+    description:
+      - The nvidia-smi command, either a name looked up in E(PATH) or an absolute path.
+    type: str
+    default: nvidia-smi
+  sysfs_root:
+    description:
+      - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia-caps/mig-minors),
+        C(proc/driver/nvidia/gpus/*/information) and C(proc/<pid>) are read. Tests point it at a fake tree.
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
+    support: full
+    description: Linux nodes with the NVIDIA driver.
+notes:
+  - Slurm core indices follow hwloc's logical order (packages, then cores within a package, in the order of their
+    lowest OS cpu; one index per core whatever its thread count). A GPU whose CPU affinity is C(0-31,64-95) on a
+    2 x 32 core node with hyperthreads numbered at +64 is local to Slurm cores C(0-31).
+  - MIG devices are matched to their GPU and compute instance ids by NVML's enumeration order (GPU instance id,
+    then compute instance id), checked against the profile names of C(mig -lci).
+seealso:
+  - name: nvidia-smi documentation
+    description: The NVIDIA System Management Interface manual page.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+"""
+
+EXAMPLES = r"""
+- name: Gather GPU facts
+  hpc.slurm_gres.gpu_facts:
+
+- name: Show which Slurm cores each GPU is local to
+  ansible.builtin.debug:
+    msg: "GPU {{ item.index }} ({{ item.name }}): Cores={{ item.slurm_cores }}"
+  loop: "{{ ansible_facts.slurm_gres_hw.gpus }}"
+
+- name: Use an nvidia-smi outside PATH
+  hpc.slurm_gres.gpu_facts:
+    nvidia_smi: /usr/local/nvidia/bin/nvidia-smi
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to the host.
+  returned: always
+  type: dict
+  contains:
+    slurm_gres_hw:
+      description: The node's GPUs and CPU layout.
+      returned: always
+      type: dict
+      contains:
+        cpu:
+          description: CPU layout from sysfs as slurmd computes it; null when no cpu topology could be read.
+          type: dict
+          sample: {"sockets": 2, "cores_per_socket": 32, "threads_per_core": 2}
+        gpus:
+          description: One entry per GPU in nvidia-smi index (PCI bus) order.
+          type: list
+          elements: dict
+          contains:
+            index: {description: nvidia-smi index., type: int}
+            uuid: {description: GPU UUID., type: str, sample: GPU-a44622e3-2296-6285-0a86-84d0f6c67900}
+            name: {description: Product name as nvidia-smi prints it., type: str, sample: NVIDIA A100-SXM4-80GB}
+            pci_bus_id: {description: PCI bus id (8-digit domain)., type: str, sample: "00000000:07:00.0"}
+            minor:
+              description: Device minor (C(/dev/nvidia<minor>)) from C(/proc/driver/nvidia/gpus/<bus>/information),
+                else the index (see RV(ansible_facts.slurm_gres_hw.gpus.minor_source)).
+              type: int
+            minor_source: {description: "C(proc) when read from the driver, C(index) when assumed.", type: str}
+            mig_mode: {description: "C(Enabled), C(Disabled), or null where the GPU has no MIG.", type: str}
+            memory_total_mib: {description: Memory size in MiB., type: int}
+            memory_used_mib: {description: Memory in use in MiB., type: int}
+            cpu_affinity:
+              description: OS cpu ids local to the GPU (C(topo -m) CPU Affinity); null when not reported.
+              type: list
+              elements: int
+            numa_affinity: {description: NUMA nodes of the GPU (C(topo -m)); null when not reported., type: list,
+                            elements: int}
+            numa_node: {description: The GPU's NUMA node, or null when unknown or ambiguous., type: int}
+            slurm_cores:
+              description: Slurm core indices local to the GPU as a range string (C(Cores=) syntax); null when the
+                affinity or the CPU topology is unknown.
+              type: str
+              sample: 0-31
+            processes:
+              description: Compute processes on the GPU (joined by uuid); null when the query failed.
+              type: list
+              elements: dict
+              sample: [{"pid": 44378, "used_mib": 1836, "process_name": "tritonserver", "user": "svc",
+                        "elapsed_s": 3725, "elapsed": "01:02:05", "mig_uuid": null}]
+            mig_devices:
+              description: MIG devices when MIG is enabled (empty otherwise), with their GPU and compute instance ids
+                and the C(/dev/nvidia-caps/nvidia-cap<minor>) minors of their GI and CI access capabilities.
+              type: list
+              elements: dict
+              sample: [{"uuid": "MIG-c42101f0-a1fa-5b68-8908-7c5c887f28bd", "profile": "4g.20gb", "device": 0,
+                        "gi_id": 2, "ci_id": 0, "gi_profile": "4g.20gb", "gi_profile_id": 5, "placement_start": 0,
+                        "placement_size": 4, "gi_cap_minor": 21, "ci_cap_minor": 22}]
+        lost_gpus:
+          description: GPUs nvidia-smi reported but could not reach (fallen off the bus, driver errors).
+          type: list
+          elements: dict
+          sample: [{"pci_bus_id": "00000000:34:00.0",
+                    "message": "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error"}]
+commands:
+  description: The nvidia-smi command lines that were run.
+  returned: always
+  type: list
+  elements: list
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.gpu_collect import CollectError, collect
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            sysfs_root=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+
+    def run(argv):
+        return module.run_command(argv, check_rc=False, environ_update={"LC_ALL": "C"})
+
+    try:
+        facts, warnings, commands = collect(run, sysfs_root=module.params["sysfs_root"],
+                                            nvidia_smi_path=module.params["nvidia_smi"], which=module.get_bin_path)
+    except CollectError as exc:
+        module.fail_json(msg=str(exc), **exc.details)
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(changed=False, ansible_facts={"slurm_gres_hw": facts}, commands=commands)
+
+
+if __name__ == "__main__":
+    main()

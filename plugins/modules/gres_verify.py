@@ -1,0 +1,331 @@
+#!/usr/bin/python
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module: prove staged slurm.conf + gres.conf fit this node before they are installed."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gres_verify
+author: hpc.slurm_gres contributors
+version_added: "0.1.0"
+short_description: Check staged slurm.conf and gres.conf against a node's GPUs before slurmd restarts
+description:
+  - Reads a staged C(slurm.conf) and C(gres.conf), gathers the node's GPUs and CPU layout the way
+    M(hpc.slurm_gres.gpu_facts) does, stats every device file gres.conf names, and reports every mismatch Slurm would
+    only notice after a restart, by draining the node.
+  - "Checks: C(slurm.conf) C(Gres=) for the node equals gres.conf's count per type; the GPUs (and MIG devices)
+    nvidia-smi sees cover what is declared (C(declares 8 a100, nvidia-smi sees 7)); each GPU's nvidia-smi name
+    matches the Type its line claims (O(type_patterns)); every C(File) exists, is a character device with the
+    NVIDIA major 195, and its minor is a GPU nvidia-smi sees; a whole-GPU line does not name a GPU in MIG mode;
+    C(Cores) lie within the socket(s) the GPU is local to (error) and are set where the topology is known
+    (warning); C(Cores) cover whole sockets (an error from Slurm 24.11, where slurmctld drains the node with
+    C(doesn't match socket boundaries); a warning before); the Slurm GPU order follows PCI bus order, the order
+    C(CUDA_DEVICE_ORDER=PCI_BUS_ID) numbers GPUs in; C(Sockets)/C(CoresPerSocket)/C(ThreadsPerCore) match the
+    CPUs; and, with O(slurmd), what the real C(slurmd -N NODE -G) makes of the staged files."
+  - Errors fail the task with a table of findings; warnings are returned and shown. Changes nothing on the node.
+options:
+  gres_conf:
+    description: Path of the staged gres.conf on the node.
+    type: path
+    required: true
+  slurm_conf:
+    description: Path of the staged slurm.conf on the node.
+    type: path
+    required: true
+  node_name:
+    description: The Slurm node name of this host (its C(NodeName) in slurm.conf).
+    type: str
+    required: true
+  nvidia_smi:
+    description: The nvidia-smi command, a name looked up in E(PATH) or an absolute path.
+    type: str
+    default: nvidia-smi
+  sysfs_root:
+    description: Root under which C(sys/devices/system/cpu) and C(proc/driver/nvidia*) are read. Tests point it at a
+      fake tree.
+    type: path
+    default: /
+  dev_root:
+    description:
+      - Root under which the device files gres.conf names are checked, C(<dev_root>/dev/nvidia0) for
+        C(File=/dev/nvidia0). Tests point it at a directory of made device nodes.
+      - The O(slurmd) cross-check always sees the real paths.
+    type: path
+    default: /
+  slurmd:
+    description:
+      - Path of the node's slurmd. When set, the module copies the two staged files into a private temporary
+        directory (slurmd reads gres.conf from the directory of its slurm.conf), runs
+        C(slurmd -f <dir>/slurm.conf -N <node_name> -G), and turns its errors and its GRES counts into findings.
+      - Skipped when a device file is missing (slurmd would only wait 20 s and exit with the same error).
+    type: path
+  slurmd_version:
+    description:
+      - The Slurm version of the node (C(24.11.1)). It decides whether C(Cores) that split a socket are an error
+        (24.11 and later) or a warning.
+      - When unset and O(slurmd) is set, taken from C(slurmd -V); otherwise unknown, and socket findings are warnings.
+    type: str
+  slurmd_timeout:
+    description: Seconds the slurmd cross-check may take.
+    type: int
+    default: 60
+  type_patterns:
+    description:
+      - GRES type to a regular expression searched case-insensitively in the nvidia-smi name, merged over the
+        built-in patterns (a100, a800, h100, h800, h200, h20, gh200, gb200, b200, l40s, l40, l4, a40, a30, a10,
+        v100, t4, rtx/quadro models and more).
+      - A type with no pattern is matched the way Slurm's AutoDetect does, as a substring of the lower-cased name
+        with spaces as underscores (C(nvidia_a100-sxm4-80gb)); failing that, a warning asks for a pattern.
+    type: dict
+    default: {}
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+    support: full
+    description: Linux nodes with the NVIDIA driver.
+notes:
+  - Runs the same nvidia-smi calls as M(hpc.slurm_gres.gpu_facts), each with an argument list, never through a shell.
+  - The role C(hpc.slurm_gres.slurm_gres_verify) stages rendered files in a temporary directory, runs this module
+    and removes the directory again.
+seealso:
+  - module: hpc.slurm_gres.gpu_facts
+"""
+
+EXAMPLES = r"""
+- name: Verify staged files before installing them
+  hpc.slurm_gres.gres_verify:
+    slurm_conf: "{{ stage.path }}/slurm.conf"
+    gres_conf: "{{ stage.path }}/gres.conf"
+    node_name: "{{ inventory_hostname_short }}"
+    slurmd: /usr/sbin/slurmd
+
+- name: A site that names its A100 80 GB parts a100_80g
+  hpc.slurm_gres.gres_verify:
+    slurm_conf: /tmp/stage/slurm.conf
+    gres_conf: /tmp/stage/gres.conf
+    node_name: gpu-a01
+    type_patterns:
+      a100_80g: 'A100.*80GB'
+
+# A failure reads like:
+# gres_verify: the staged files do not fit node gpu-a01 (1 error(s), 0 warning(s))
+# SEVERITY  CHECK    GPU  EXPECTED                                   FOUND
+# --------  -------  ---  -----------------------------------------  ----------------------------------
+# error     present  -    8 GPUs of type a100 visible to nvidia-smi  declares 8 a100, nvidia-smi sees 7
+#                         hint: a GPU fell off the bus, ...
+"""
+
+RETURN = r"""
+findings:
+  description: Every finding, errors and warnings.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    severity: {description: C(error) or C(warning)., type: str}
+    check:
+      description: >-
+        C(parse), C(count), C(present), C(type), C(mig), C(device), C(cores), C(socket_boundary), C(order),
+        C(cpu_layout) or C(slurmd_g).
+      type: str
+    gpu: {description: "nvidia-smi index, a range string for several GPUs, or null.", type: raw}
+    expected: {description: What the check wanted., type: str}
+    found: {description: What it found., type: str}
+    hint: {description: Consequence and remedy, or null., type: str}
+  sample: [{"severity": "error", "check": "present", "gpu": null,
+            "expected": "8 GPUs of type a100 visible to nvidia-smi",
+            "found": "declares 8 a100, nvidia-smi sees 7", "hint": "a GPU fell off the bus, ..."}]
+errors:
+  description: Number of error findings.
+  returned: always
+  type: int
+warnings_count:
+  description: Number of warning findings.
+  returned: always
+  type: int
+counts:
+  description: Per gpu GRES type, the count in slurm.conf, in gres.conf, and the devices nvidia-smi shows (null
+    when the type cannot be matched to a name).
+  returned: always
+  type: dict
+  sample: {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 7}}
+table:
+  description: The findings as a fixed-width table (on failure it is the message, C(msg)).
+  returned: success
+  type: str
+slurmd_g:
+  description: The output of C(slurmd -G), or why it did not run.
+  returned: always
+  type: dict
+  sample: {"ran": true, "rc": 0, "output": "slurmd-gpu-a01: Gres Name=gpu Type=a100 Count=4 ..."}
+slurmd_version:
+  description: The Slurm version the socket-boundary rule was judged for, or null when unknown.
+  returned: always
+  type: str
+hw:
+  description: The gathered hardware facts (the same shape as C(ansible_facts.slurm_gres_hw) of gpu_facts).
+  returned: success
+  type: dict
+commands:
+  description: The command lines that were run.
+  returned: success
+  type: list
+  elements: list
+"""
+
+import os
+import shutil
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.gpu_collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_gres_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.verify import (
+    count_summary,
+    device_paths,
+    format_findings_table,
+    parse_slurm_version,
+    stat_device_files,
+    summarize,
+    verify_node,
+)
+
+
+def _read(module, param):
+    path = module.params[param]
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError) as exc:
+        module.fail_json(msg="%s: expected a readable staged file, found %s (%s)" % (param, path, exc.strerror))
+
+
+def _slurmd_version(module, slurmd, commands):
+    argv = [slurmd, "-V"]
+    commands.append(argv)
+    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+    if rc != 0:
+        module.fail_json(msg="%s -V failed with exit code %d: %s" % (slurmd, rc, (err or out).strip()[:300]),
+                         commands=commands)
+    return (out or err).strip()
+
+
+def _run_slurmd_g(module, slurmd, node, slurm_text, gres_text, commands):
+    """slurmd -G on copies of the staged files in a private directory, so it reads exactly these two."""
+    workdir = tempfile.mkdtemp(prefix="gres_verify.")
+    try:
+        for name, text in (("slurm.conf", slurm_text), ("gres.conf", gres_text)):
+            with open(os.path.join(workdir, name), "w") as handle:
+                handle.write(text)
+        argv = ["timeout", str(module.params["slurmd_timeout"]), slurmd, "-f",
+                os.path.join(workdir, "slurm.conf"), "-N", node, "-G"]
+        if not module.get_bin_path("timeout"):
+            argv = argv[2:]
+        commands.append(argv)
+        rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    output = (err or "") + (out or "")
+    if rc == 124:
+        output += "\nfatal: slurmd -G did not finish within %d s" % module.params["slurmd_timeout"]
+    return {"ran": True, "rc": rc, "output": output}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gres_conf=dict(type="path", required=True),
+            slurm_conf=dict(type="path", required=True),
+            node_name=dict(type="str", required=True),
+            nvidia_smi=dict(type="str", default="nvidia-smi"),
+            sysfs_root=dict(type="path", default="/"),
+            dev_root=dict(type="path", default="/"),
+            slurmd=dict(type="path"),
+            slurmd_version=dict(type="str"),
+            slurmd_timeout=dict(type="int", default=60),
+            type_patterns=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    node = params["node_name"]
+    slurm_text = _read(module, "slurm_conf")
+    gres_text = _read(module, "gres_conf")
+
+    def run(argv):
+        return module.run_command(argv, check_rc=False, environ_update={"LC_ALL": "C"})
+
+    try:
+        hw, warnings, commands = collect(run, params["sysfs_root"], params["nvidia_smi"],
+                                         which=module.get_bin_path)
+    except CollectError as exc:
+        module.fail_json(msg="gres_verify on node %s: %s" % (node, exc), **exc.details)
+    for warning in warnings:
+        module.warn(warning)
+
+    try:
+        paths = device_paths(parse_gres_conf(gres_text, node))
+    except ValueError:
+        paths = []  # verify_node reports the parse error
+    dev_stat = stat_device_files(paths, params["dev_root"])
+
+    version = params["slurmd_version"]
+    slurmd_g = {"ran": False, "reason": "no slurmd given"}
+    if params["slurmd"]:
+        slurmd = params["slurmd"]
+        if not (os.path.isfile(slurmd) and os.access(slurmd, os.X_OK)):
+            module.fail_json(msg="slurmd: expected the node's slurmd executable, found nothing runnable at %s"
+                                 % slurmd, commands=commands)
+        if not version:
+            version = _slurmd_version(module, slurmd, commands)
+        missing = [p for p, st in dev_stat.items() if st is None]
+        if missing:
+            slurmd_g = {"ran": False, "reason": "device files missing (%s); slurmd would only wait 20 s and exit"
+                        % ", ".join(missing)}
+        else:
+            slurmd_g = _run_slurmd_g(module, slurmd, node, slurm_text, gres_text, commands)
+
+    findings = verify_node(node, slurm_text, gres_text, hw, dev_stat,
+                           slurmd_g_output=slurmd_g.get("output") if slurmd_g.get("ran") else None,
+                           slurmd_version=version, type_patterns=params["type_patterns"])
+    try:
+        parsed_version = parse_slurm_version(version)
+    except ValueError:
+        parsed_version = None
+    counts = summarize(findings)
+    title = "gres_verify: the staged files %s node %s (%d error(s), %d warning(s))" % (
+        "do not fit" if counts["errors"] else "fit", node, counts["errors"], counts["warnings"])
+    table = format_findings_table(findings, title=title)
+    result = dict(
+        changed=False,
+        findings=findings,
+        errors=counts["errors"],
+        warnings_count=counts["warnings"],
+        counts=count_summary(node, slurm_text, gres_text, hw, params["type_patterns"]),
+        table=table,
+        slurmd_g=slurmd_g,
+        slurmd_version="%d.%02d.%d" % parsed_version if parsed_version else None,
+        hw=hw,
+        commands=commands,
+    )
+    for f in findings:
+        if f["severity"] == "warning":
+            module.warn("node %s: %s%s: expected %s, found %s%s" % (
+                node, f["check"], "" if f["gpu"] is None else " (GPU %s)" % f["gpu"], f["expected"], f["found"],
+                "; %s" % f["hint"] if f["hint"] else ""))
+    if counts["errors"]:
+        # the table is the message; the bulky facts would bury it in the failure output
+        for key in ("table", "hw", "commands"):
+            result.pop(key)
+        module.fail_json(msg=table, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

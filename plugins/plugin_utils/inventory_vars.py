@@ -1,0 +1,94 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read the schema variables of many hosts from Ansible's hostvars quickly (controller side only).
+
+``hostvars[host][key]`` templates every value on access, which for 4,096 hosts with 8 GPU entries each costs
+seconds. Hosts of one group share their group_vars objects, and almost every value is plain data without a
+Jinja expression. So each distinct value object is checked once: without template syntax it is converted to
+plain Python data and reused for every host that shares it; anything else (a template, a vaulted value) goes
+through Ansible's own per-host templating as usual.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+_TEMPLATE_MARKERS = ("{{", "{%", "{#")
+
+
+def _static_plain(value):
+    """(plain copy, True) when ``value`` holds no template syntax, else (None, False)."""
+    if value is None:
+        return None, True
+    if isinstance(value, str):
+        if type(value).__name__ == "EncryptedString" or any(m in value for m in _TEMPLATE_MARKERS):
+            return None, False
+        return str(value), True
+    if isinstance(value, bool):
+        return bool(value), True
+    if isinstance(value, int):
+        return int(value), True
+    if isinstance(value, float):
+        return float(value), True
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            plain, ok = _static_plain(item)
+            if not ok:
+                return None, False
+            out[str(key) if isinstance(key, str) else key] = plain
+        return out, True
+    if isinstance(value, (list, tuple)):
+        out = []
+        for item in value:
+            plain, ok = _static_plain(item)
+            if not ok:
+                return None, False
+            out.append(plain)
+        return out, True
+    return None, False
+
+
+def _plain(value):
+    """Plain copy of an already templated value (lazy containers become dict/list)."""
+    if isinstance(value, Mapping):
+        return {(str(k) if isinstance(k, str) else k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    plain, ok = _static_plain(value)
+    return plain if ok else value
+
+
+def schema_hostvars(hostvars, hosts, wanted):
+    """{host: {var: plain value}} for the variables ``wanted(name)`` accepts, templated where needed."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    cache = {}
+    result = {}
+    for host in hosts:
+        if raw_get is None:
+            hv = hostvars[host]
+            result[host] = {k: _plain(hv[k]) for k in hv if wanted(k)}
+            continue
+        raw = raw_get(host)
+        if not isinstance(raw, Mapping):
+            result[host] = {}
+            continue
+        templated = None
+        values = {}
+        for key in raw:
+            if not wanted(key):
+                continue
+            value = raw[key]
+            hit = cache.get(id(value))
+            if hit is not None and hit[0] is value:
+                values[key] = hit[1]
+                continue
+            plain, ok = _static_plain(value)
+            if ok:
+                cache[id(value)] = (value, plain)
+                values[key] = plain
+            else:
+                if templated is None:
+                    templated = hostvars[host]
+                values[key] = _plain(templated[key])
+        result[host] = values
+    return result

@@ -1,0 +1,96 @@
+"""playbooks/discover-gpus.yml and playbooks/gpu-status.yml on emulated nodes (local connection)."""
+import os
+import re
+
+import yaml
+
+from emulated_node import Node, flat, node_nvidia_smi as wrapper, run_playbook_json, write_inventory
+
+def playbook(inventory, name, *extra):
+    """(rc, {task name: {host: result}}, raw output)."""
+    return run_playbook_json(inventory, name, *extra)
+
+
+def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
+    # gpu-b01: GPUs 0 and 1 have swapped device minors (the driver's order differs from the PCI order)
+    nodes = [Node(tmp_path / "a01", name="gpu-a01"), Node(tmp_path / "b01", name="gpu-b01", minors={0: 1, 1: 0})]
+    smi_vars = {n.name: {"slurm_gres_discover_nvidia_smi": wrapper(n), "slurm_gres_discover_sysfs_root": n.root}
+                for n in nodes}
+    inventory = write_inventory(tmp_path, nodes, smi_vars)
+    out_dir = tmp_path / "proposed"
+    (out_dir).mkdir()
+    (out_dir / "gpu-b01.yml").write_text("# hand-written, keep\n")
+
+    rc, tasks, out = playbook(inventory, "discover-gpus.yml", "-e", "slurm_gres_discover_dir=%s" % out_dir,
+                              "-e", "slurm_gres_discover_memory=false")
+    assert rc == 0, out
+    report = tasks["Report"]
+    assert report["gpu-b01"]["msg"][0] == "skipped %s/gpu-b01.yml: the file exists, left as it is" % out_dir
+    assert report["gpu-a01"]["msg"][0] == "wrote %s/gpu-a01.yml" % out_dir
+    assert "slurm_node_real_memory: not derived" in report["gpu-a01"]["msg"][1]
+    assert (out_dir / "gpu-b01.yml").read_text() == "# hand-written, keep\n"
+    text = (out_dir / "gpu-a01.yml").read_text()
+    assert text.startswith("---\n# Proposed by hpc.slurm_gres")
+    proposal = yaml.safe_load(text)
+    assert proposal == {
+        "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+        "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]}
+
+    # the hand-written file goes; the second run proposes the minors it sees for gpu-b01
+    (out_dir / "gpu-b01.yml").unlink()
+    rc, tasks, out = playbook(inventory, "discover-gpus.yml", "-e", "slurm_gres_discover_dir=%s" % out_dir,
+                              "-e", "slurm_gres_discover_memory=false")
+    assert rc == 0, out
+    assert tasks["Report"]["gpu-a01"]["msg"][0].startswith("skipped %s/gpu-a01.yml" % out_dir)
+    b01 = yaml.safe_load((out_dir / "gpu-b01.yml").read_text())
+    assert b01["slurm_gres_gpus"][:2] == [{"index": 0, "type": "a100", "cores": "0-31", "minor": 1},
+                                          {"index": 1, "type": "a100", "cores": "0-31", "minor": 0}]
+
+    # explicit configuration seeded from reality: the proposals, as host_vars, pass verify-gres on these nodes
+    verify_vars = {}
+    for node in nodes:
+        entry = yaml.safe_load((out_dir / ("%s.yml" % node.name)).read_text())
+        entry.update({"slurm_gres_verify_nvidia_smi": wrapper(node), "slurm_gres_verify_sysfs_root": node.root,
+                      "slurm_gres_verify_dev_root": node.dev_root})
+        verify_vars[node.name] = entry
+    inventory = write_inventory(tmp_path, nodes, verify_vars)
+    rc, tasks, out = playbook(inventory, "verify-gres.yml")
+    assert rc == 0, out
+    summary = next(iter(tasks["One line per node (counts per GPU type as slurm.conf/gres.conf/nvidia-smi)"].values()))
+    assert summary["msg"] == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8", "gpu-b01: ok, 0 warning(s); gpu:a100 8/8/8"]
+
+
+def test_discover_needs_a_directory(tmp_path):
+    node = Node(tmp_path / "a01", name="gpu-a01")
+    inventory = write_inventory(tmp_path, [node], {node.name: {"slurm_gres_discover_nvidia_smi": wrapper(node)}})
+    rc, tasks, out = playbook(inventory, "discover-gpus.yml")
+    assert rc != 0
+    assert "slurm_gres_discover_dir: expected a directory on the controller" in flat(out)
+
+
+def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
+    node = Node(tmp_path / "a01", name="gpu-a01")
+    with open("/proc/self/comm") as handle:
+        comm = handle.read().strip()
+    # GPU 0 runs this very test process (so /proc shows its user and elapsed time); GPU 1 has memory taken by a
+    # process in another PID namespace (not listed); the rest are idle
+    node.profile["processes"] = [{"gpu_uuid": node.gpus[0]["uuid"], "pid": os.getpid(), "process_name": comm,
+                                  "used_memory_mib": 30000}]
+    node.gpus[0]["memory_used_mib"] = 30004
+    node.gpus[1]["memory_used_mib"] = 60000
+    node.save()
+    inventory = write_inventory(tmp_path, [node], {node.name: {"gpu_status_nvidia_smi": wrapper(node)}})
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "min_free_mib=30000", "-e",
+                              "gpu_status_hosts=slurmd")
+    assert rc == 0, out
+    lines = tasks["Per GPU"]["gpu-a01"]["msg"]
+    assert lines[-1] == "gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"
+    assert re.search(r" busy +pid %d root (\d+-)?(\d\d:)?\d\d:\d\d 30000 MiB %s$" % (os.getpid(), re.escape(comm)),
+                     lines[0]), lines[0]
+    assert " busy " in lines[1] and lines[1].endswith("21920 MiB free < 30000 MiB asked (memory in use, no visible "
+                                                      "process)")
+    assert all(" free " in line for line in lines[2:8])
+    fleet = next(iter(tasks["Fleet summary, one line per node"].values()))["msg"]
+    assert fleet == ["gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"]
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "gpu_status_hosts=slurmd")
+    assert tasks["Per GPU"]["gpu-a01"]["msg"][-1].endswith("CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7")

@@ -1,0 +1,188 @@
+"""hpc.slurm_gres.gres_verify run through ansible against an emulated 8x A100 node (real topo -m recording,
+fake sysfs for its 2x32x2 CPUs, real device nodes), and with the real slurmd -G cross-check."""
+import os
+import shutil
+
+import pytest
+
+from emulated_node import Node, fail_or_skip, run_module
+
+SLURM_CONF = """\
+ClusterName=verify
+SlurmctldHost=ctl01
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+GresTypes=gpu
+NodeName=gpu-a01 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=1000 Gres=gpu:a100:8
+PartitionName=main Nodes=ALL Default=YES
+"""
+GRES_CONF = """\
+NodeName=gpu-a01 AutoDetect=off Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31
+NodeName=gpu-a01 Name=gpu Type=a100 File=/dev/nvidia[4-7] Cores=32-63
+"""
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Node(tmp_path / "node")
+
+
+def stage(node, slurm=SLURM_CONF, gres=GRES_CONF):
+    stage_dir = os.path.join(node.base, "stage")
+    os.makedirs(stage_dir, exist_ok=True)
+    for name, text in (("slurm.conf", slurm), ("gres.conf", gres)):
+        with open(os.path.join(stage_dir, name), "w") as handle:
+            handle.write(text)
+    return stage_dir
+
+
+def verify(node, stage_dir, check=False, extra_env=None, **more):
+    args = {"slurm_conf": stage_dir + "/slurm.conf", "gres_conf": stage_dir + "/gres.conf", "node_name": node.name,
+            "nvidia_smi": os.path.join(os.path.dirname(__file__), "..", "emulator", "nvidia-smi"),
+            "sysfs_root": node.root, "dev_root": node.dev_root}
+    args.update(more)
+    return run_module(node, "hpc.slurm_gres.gres_verify", args, check=check, extra_env=extra_env)
+
+
+def errors(result):
+    return [f for f in result["findings"] if f["severity"] == "error"]
+
+
+def test_correct_node_passes(node):
+    rc, result = verify(node, stage(node), slurmd_version="24.11.1")
+    assert rc == 0, result.get("msg")
+    assert result["findings"] == []
+    assert result["changed"] is False
+    assert result["counts"] == {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 8}}
+    # the facts came from the emulated node: Slurm cores computed from the recorded affinity + fake sysfs
+    assert [g["slurm_cores"] for g in result["hw"]["gpus"]] == ["0-31"] * 4 + ["32-63"] * 4
+
+
+def test_check_mode_gives_the_same_verdict(node):
+    rc, result = verify(node, stage(node, gres=GRES_CONF.replace("Cores=32-63", "Cores=0-31")), check=True)
+    assert rc != 0
+    assert {f["check"] for f in errors(result)} == {"cores"}
+
+
+def test_node_declaring_more_gpus_than_it_has_fails_naming_the_count(node):
+    node.lose(7)  # GPU 7 fell off the bus: nvidia-smi enumerates 7; /dev/nvidia7 is still there
+    rc, result = verify(node, stage(node))
+    assert rc != 0
+    assert "declares 8 a100, nvidia-smi sees 7" in result["msg"]
+    present = [f for f in errors(result) if f["check"] == "present"]
+    assert [f["found"] for f in present] == ["declares 8 a100, nvidia-smi sees 7"]
+    assert result["counts"]["gpu:a100"]["nvidia_smi"] == 7
+
+
+def test_unreachable_gpu_is_counted_missing_and_its_message_shown(node):
+    node.lose(3, "unreachable")  # nvidia-smi prints "Unable to determine the device handle" and exits 15
+    rc, result = verify(node, stage(node))
+    assert rc != 0
+    present = [f for f in errors(result) if f["check"] == "present"]
+    assert present[0]["found"] == "declares 8 a100, nvidia-smi sees 7"
+    assert "Unable to determine the device handle for GPU3" in present[0]["hint"]
+
+
+def test_cores_of_the_other_socket_fail(node):
+    gres = GRES_CONF.replace("Cores=0-31", "Cores=32-63")
+    rc, result = verify(node, stage(node, gres=gres))
+    assert rc != 0
+    bad = errors(result)
+    assert [(f["check"], f["gpu"]) for f in bad] == [("cores", 0), ("cores", 1), ("cores", 2), ("cores", 3)]
+    assert "names socket 1 (cores 32-63)" in bad[0]["found"]
+    assert "Cores=32-63 names socket 1" in result["msg"]
+
+
+def test_missing_device_file_fails(node):
+    node.remove_device(5)
+    rc, result = verify(node, stage(node))
+    assert rc != 0
+    assert [(f["check"], f["found"]) for f in errors(result)] == [("device", "/dev/nvidia5 does not exist")]
+
+
+def test_half_socket_cores_warn_on_22_05_and_fail_on_24_11(node):
+    gres = GRES_CONF.replace("Cores=0-31", "Cores=0-15")
+    stage_dir = stage(node, gres=gres)
+    rc, result = verify(node, stage_dir, slurmd_version="22.05.8")
+    assert rc == 0
+    assert [(f["severity"], f["check"]) for f in result["findings"]] == [("warning", "socket_boundary")]
+    assert any("socket_boundary" in w for w in result.get("warnings", []))
+    rc, result = verify(node, stage_dir, slurmd_version="24.11.0")
+    assert rc != 0 and "doesn't match socket boundaries" in result["msg"]
+
+
+def test_type_patterns_parameter(node):
+    slurm = SLURM_CONF.replace("gpu:a100:8", "gpu:hgx:8")
+    gres = GRES_CONF.replace("Type=a100", "Type=hgx")
+    stage_dir = stage(node, slurm=slurm, gres=gres)
+    rc, result = verify(node, stage_dir)
+    assert rc == 0 and [f["check"] for f in result["findings"]] == ["type"]
+    rc, result = verify(node, stage_dir, type_patterns={"hgx": "A100-SXM4"})
+    assert rc == 0 and result["findings"] == []
+    rc, result = verify(node, stage_dir, type_patterns={"hgx": "H100"})
+    assert rc != 0 and {f["check"] for f in errors(result)} == {"type", "present"}
+
+
+def test_missing_nvidia_smi_is_a_clear_failure(node):
+    rc, result = verify(node, stage(node), nvidia_smi=os.path.join(node.base, "no-such-nvidia-smi"))
+    assert rc != 0
+    assert "nvidia_smi: expected an executable file" in result["msg"]
+    assert "Traceback" not in result.get("module_stderr", "")
+
+
+def test_missing_staged_file_is_a_clear_failure(node):
+    stage_dir = stage(node)
+    os.unlink(os.path.join(stage_dir, "gres.conf"))
+    rc, result = verify(node, stage_dir)
+    assert rc != 0 and result["msg"].startswith("gres_conf: expected a readable staged file")
+
+
+# --- the real slurmd -G on the staged files --------------------------------------------------------------
+
+
+def _slurmd():
+    path = shutil.which("slurmd") or ("/usr/sbin/slurmd" if os.access("/usr/sbin/slurmd", os.X_OK) else None)
+    if not path:
+        fail_or_skip("slurmd not installed (make system-deps)")
+    return path
+
+
+def _real_paths(node, gres):
+    """gres.conf naming the node's made device nodes by their real path, so slurmd can stat them too."""
+    return gres.replace("File=/dev/", "File=%s/dev/" % node.dev_root)
+
+
+HWLOC = {"HWLOC_SYNTHETIC": "package:2 core:32 pu:2"}
+
+
+def test_slurmd_cross_check_passes_on_a_correct_node(node):
+    slurmd = _slurmd()
+    rc, result = verify(node, stage(node, gres=_real_paths(node, GRES_CONF)), extra_env=HWLOC, slurmd=slurmd,
+                        dev_root="/")
+    assert rc == 0, result.get("msg")
+    assert result["slurmd_g"]["ran"] is True and result["slurmd_g"]["rc"] == 0
+    assert result["slurmd_g"]["output"].count("Gres Name=gpu Type=a100 Count=4") == 2
+    assert result["slurmd_version"].startswith("22.05") or result["slurmd_version"] >= "23"
+    assert result["findings"] == []
+
+
+def test_slurmd_cross_check_reports_what_slurmd_refuses(node):
+    slurmd = _slurmd()
+    # OS cpu ids with the hyperthreads copied from topo -m: beyond the node's 64 cores
+    gres = _real_paths(node, GRES_CONF.replace("Cores=32-63", "Cores=32-63,96-127"))
+    rc, result = verify(node, stage(node, gres=gres), extra_env=HWLOC, slurmd=slurmd, dev_root="/")
+    assert rc != 0
+    slurmd_findings = [f["found"] for f in errors(result) if f["check"] == "slurmd_g"]
+    assert "error: Invalid GRES data for gpu, Cores=32-63,96-127" in slurmd_findings
+    assert any(f["check"] == "cores" for f in errors(result))
+
+
+def test_slurmd_is_skipped_when_a_device_file_is_missing(node):
+    slurmd = _slurmd()
+    node.remove_device(2)
+    rc, result = verify(node, stage(node, gres=_real_paths(node, GRES_CONF)), extra_env=HWLOC, slurmd=slurmd,
+                        dev_root="/")
+    assert rc != 0
+    assert result["slurmd_g"]["ran"] is False and "device files missing" in result["slurmd_g"]["reason"]
+    assert [f["check"] for f in errors(result)] == ["device"]

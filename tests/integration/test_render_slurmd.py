@@ -1,0 +1,102 @@
+"""The rendered example inventory passes the real slurmd, node by node, with slurm.conf's counts.
+
+inventories/example is loaded the way Ansible sees it (``ansible-inventory --list``), turned into the
+cluster model and rendered by the collection's pure functions. Every GPU node's gres.conf is then fed to
+the real ``slurmd -N NODE -G`` with that node's CPU shape (HWLOC_SYNTHETIC) and its device nodes made in a
+private mount namespace (slurmd_oracle). slurmd must log no error, and per GRES type the count it reports
+must equal the node's ``Gres=`` count in the rendered slurm.conf, and the inventory's GPU count.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import slurmd_oracle
+from ansible_collections.hpc.slurm_gres.plugins.module_utils import model as model_mod
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import deferred_gres, render_all
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_slurm_conf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "inventories", "example")
+
+
+def ansible_inventory(path):
+    """(hostvars, groups) as a play sees them: groups hold every host of their descendants."""
+    exe = os.path.join(os.path.dirname(sys.executable), "ansible-inventory")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    out = subprocess.run([exe, "-i", path, "--list"], check=True, stdout=subprocess.PIPE, cwd=ROOT, env=env).stdout
+    data = json.loads(out)
+    hostvars = data.get("_meta", {}).get("hostvars", {})
+
+    def members(group, seen=()):
+        entry = data.get(group, {})
+        hosts = list(entry.get("hosts", []))
+        for child in entry.get("children", []):
+            if child not in seen:
+                hosts += [h for h in members(child, seen + (group,)) if h not in hosts]
+        return hosts
+
+    groups = {g: members(g) for g in data if g != "_meta"}
+    for host in {h for hs in groups.values() for h in hs}:
+        hostvars.setdefault(host, {})
+    return hostvars, groups
+
+
+def cluster_vars(hostvars, groups):
+    """The cluster-wide variables (group_vars/all), read from the controller as the render play does."""
+    ctl = groups["slurmctld"][0]
+    return {k: hostvars[ctl][k] for k in model_mod.CLUSTER_VARS if k in hostvars[ctl]}
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    hostvars, groups = ansible_inventory(EXAMPLE)
+    cluster_model = model_mod.build_cluster_model(hostvars, groups, cluster_vars(hostvars, groups))
+    return cluster_model, render_all(cluster_model)
+
+
+def test_example_is_a_real_test(rendered):
+    # Guards against a vacuous pass: the example must keep several shapes and GPU types.
+    cluster_model, files = rendered
+    gpu_nodes = [n for n in cluster_model["nodes"] if n["gpus"]]
+    shapes = {(n["sockets"], n["cores_per_socket"], n["threads_per_core"]) for n in gpu_nodes}
+    types = {g["type"] for n in gpu_nodes for g in n["gpus"]}
+    assert len(gpu_nodes) >= 4 and len(shapes) >= 2 and len(types) >= 2, (len(gpu_nodes), shapes, types)
+    assert sorted(k for k in files if k.endswith("/gres.conf")) == sorted(n["name"] + "/gres.conf" for n in gpu_nodes)
+
+
+def test_every_gpu_node_passes_slurmd_with_slurm_conf_counts(rendered):
+    slurmd_oracle.require_oracle()
+    cluster_model, files = rendered
+    slurm_conf = files["slurm.conf"]
+    declared = parse_slurm_conf(slurm_conf)["nodes"]
+    deferred = deferred_gres(cluster_model)  # MIG lines are completed on the node, not rendered here
+    failures = []
+    judged = 0
+    for node in cluster_model["nodes"]:
+        if not node["gpus"]:
+            continue
+        result = slurmd_oracle.run_for_node(node, slurm_conf, files[node["name"] + "/gres.conf"],
+                                            extra_files={"cgroup.conf": files["cgroup.conf"]})
+        judged += 1
+        skip = set(deferred.get(node["name"], {}))
+        expected = {k.lower(): v for k, v in declared[node["name"]]["gres"].items() if k.lower() not in skip}
+        found = {k.lower(): v for k, v in result.counts().items() if k.lower() not in skip}
+        whole = {}
+        for gpu in node["gpus"]:
+            if not gpu["mig"]:
+                key = "gpu:" + gpu["type"].lower()
+                whole[key] = whole.get(key, 0) + 1
+        found_gpus = {k: v for k, v in found.items() if k.startswith("gpu")}
+        if not result.ok:
+            failures.append("%s: slurmd refused the config: %s\n%s" % (node["name"], result.problems, result.describe()))
+        elif found != expected:
+            failures.append("%s: slurmd counts %s != slurm.conf Gres= %s\n%s" % (
+                node["name"], found, expected, result.describe()))
+        elif found_gpus != whole:
+            failures.append("%s: slurmd GPU counts %s != inventory %s" % (node["name"], found_gpus, whole))
+    assert judged > 0
+    assert not failures, "\n\n".join(failures)

@@ -1,0 +1,65 @@
+"""The filter path: schema variables read from a real Ansible inventory (templates, group_vars, vault-free)."""
+import pytest
+from ansible.errors import AnsibleFilterError
+from render_helpers import load_inventory, write_inventory
+
+from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import (
+    gres_cluster_model,
+    model_from_inventory,
+)
+from ansible_collections.hpc.slurm_gres.plugins.filter.gres_render_inventory import gres_render_inventory
+
+HOSTS = {"all": {"children": {
+    "slurmctld": {"hosts": {"ctl01": None}},
+    "slurmd": {"children": {"gpu": {"hosts": {"gpu-a[01:03].lab": None}}, "cpu": {"hosts": {"cpu1": None}}}},
+}}}
+GPU_GROUP = {
+    "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 16, "slurm_node_threads_per_core": 2,
+    "socket1": "16-31",
+    "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-15"}, {"index": 1, "type": "a100",
+                                                                        "cores": "{{ socket1 }}"}],
+    "unrelated_broken": "{{ this_is_never_defined }}",
+}
+
+
+def test_templated_values_are_templated_per_host(tmp_path):
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP},
+                             host_vars={"gpu-a02.lab": {"slurm_node_name": "{{ inventory_hostname_short }}x",
+                                                        "socket1": "16-23"}})
+    model = model_from_inventory(*load_inventory(source))
+    nodes = {n["name"]: n for n in model["nodes"]}
+    assert sorted(nodes) == ["cpu1", "gpu-a01", "gpu-a02x", "gpu-a03"]
+    assert nodes["gpu-a01"]["gpus"][1]["cores"] == "16-31"
+    assert nodes["gpu-a02x"]["gpus"][1]["cores"] == "16-23"
+    assert type(nodes["gpu-a01"]["gpus"][0]["type"]) is str
+
+
+def test_duplicate_index_from_group_vars_fails_with_host_and_index(tmp_path):
+    bad = dict(GPU_GROUP, slurm_gres_gpus=[{"index": 0, "type": "a100"}, {"index": 0, "type": "a100"}])
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": bad})
+    hostvars, groups, cluster = load_inventory(source)
+    with pytest.raises(AnsibleFilterError) as err:
+        gres_cluster_model(hostvars, groups, cluster)
+    message = str(err.value)
+    assert "nothing was rendered or written" in message
+    assert "host gpu-a01.lab: slurm_gres_gpus[1].index: expected unique GPU index, found 0" in message
+    assert "host gpu-a03.lab: slurm_gres_gpus[1].index" in message
+
+
+def test_render_inventory_returns_files_and_summary(tmp_path):
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"slurm_cluster_name": "lab"}})
+    hostvars, groups, cluster = load_inventory(source)
+    out = gres_render_inventory(hostvars, groups, cluster)
+    assert sorted(out["files"]) == ["cgroup.conf", "gpu-a01/gres.conf", "gpu-a02/gres.conf", "gpu-a03/gres.conf",
+                                    "slurm.conf"]
+    assert "NodeName=gpu-a[01-03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
+        "slurm.conf"]
+    assert out["summary"]["gpus_by_type"] == {"a100": 6}
+    assert out["summary"]["cluster"] == "lab"
+
+
+def test_plain_dict_hostvars_work_too():
+    hostvars = {"ctl01": {}, "n1": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 4,
+                                    "slurm_node_threads_per_core": 1, "slurm_gres_gpus": [{"index": 0, "type": "t4"}]}}
+    groups = {"all": ["ctl01", "n1"], "slurmctld": ["ctl01"], "slurmd": ["n1"]}
+    assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"

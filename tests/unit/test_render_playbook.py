@@ -1,0 +1,69 @@
+"""The render-only main job through ansible-playbook: writes every file, or nothing at all."""
+import os
+import subprocess
+
+from render_helpers import ROOT, write_inventory
+
+HOSTS = {"all": {"children": {
+    "slurmctld": {"hosts": {"head.lab": None}},
+    "slurmd": {"children": {"a100": {"hosts": {"gpu[01:03].lab": None}}, "cpu": {"hosts": {"cpu[1:2].lab": None}}}},
+}}}
+A100 = {
+    "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+    "slurm_node_real_memory": 500000,
+    "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"} for i in range(4)],
+}
+
+
+def render(inventory, dest):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/deploy-gres.yml", "-i", inventory,
+           "-e", "slurm_gres_render_dir=%s" % dest]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc.returncode, " ".join(proc.stdout.split())  # YAML output wraps long lines
+
+
+def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path):
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={
+        "a100": A100, "all": {"slurm_cluster_name": "lab"}})
+    dest = tmp_path / "out"
+    rc, out = render(inventory, dest)
+    assert rc == 0, out
+    written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs)
+    assert written == ["cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf", "slurm.conf"]
+    slurm = (dest / "slurm.conf").read_text()
+    assert "NodeName=gpu[01-03] Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=500000 Gres=gpu:a100:4" \
+        in slurm
+    assert "NodeName=cpu[1-2]\n" in slurm
+    assert (dest / "gpu02" / "gres.conf").read_text().endswith(
+        "NodeName=gpu02 Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-31\n"
+        "NodeName=gpu02 Name=gpu Type=a100 File=/dev/nvidia[2-3] Cores=32-63\n")
+    assert "cluster lab: 5 nodes (3 with GPUs, 2 CPU-only), controller head" in out
+    assert "GPUs: 12 (a100 12)" in out
+    rc, out = render(inventory, dest)
+    assert rc == 0 and "0 changed, 5 unchanged" in out and "changed=0" in out, out
+
+
+def test_duplicate_index_fails_naming_host_and_index_and_writes_nothing(tmp_path):
+    bad = dict(A100, slurm_gres_gpus=A100["slurm_gres_gpus"] + [{"index": 2, "type": "a100"}])
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100},
+                                host_vars={"gpu02.lab": bad})
+    dest = tmp_path / "out"
+    rc, out = render(inventory, dest)
+    assert rc != 0
+    assert "host gpu02.lab: slurm_gres_gpus[4].index: expected unique GPU index, found 2" in out
+    assert not (dest / "slurm.conf").exists()
+    assert not dest.exists()
+
+
+def test_failed_render_leaves_a_previous_tree_as_it_was(tmp_path):
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100})
+    dest = tmp_path / "out"
+    assert render(inventory, dest)[0] == 0
+    before = {p: (dest / p).read_bytes() for p in ("slurm.conf", "gpu01/gres.conf")}
+    broken = dict(A100, slurm_node_cores_per_socket=16)  # cores 32-63 are now outside 2 x 16
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": broken})
+    rc, out = render(inventory, dest)
+    assert rc != 0
+    assert "host gpu01.lab: slurm_gres_gpus[2].cores: expected Slurm logical core indices within 0-31" in out
+    assert {p: (dest / p).read_bytes() for p in before} == before
