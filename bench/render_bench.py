@@ -173,7 +173,8 @@ def main():
             json.dump(result, handle, indent=2)
     ok = (pure["pure_total_s"] < 1 and pure["nodename_lines"] < 20 and pb["render_only_fresh_s"] < 30
           and pb["fresh_over_floor"] <= 2)
-    print("targets (pure < 1 s, < 20 NodeName lines, playbook < 30 s and <= 2x floor): %s" % ("met" if ok else "MISSED"))
+    print("targets (pure < 1 s, < 20 NodeName lines, playbook < 30 s and <= 2x floor): %s"
+          % ("met" if ok else "MISSED"))
     return 0 if ok else 1
 
 

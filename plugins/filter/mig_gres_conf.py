@@ -9,9 +9,9 @@ author: hpc.slurm_gres contributors
 version_added: "0.1.0"
 short_description: Complete a node's gres.conf with one MultipleFiles line per live MIG device
 description:
-  - The render step (P(hpc.slurm_gres.gres_render#filter)) cannot know the C(/dev/nvidia-caps) files of a MIG GPU:
+  - "The render step (P(hpc.slurm_gres.gres_render#filter)) cannot know the C(/dev/nvidia-caps) files of a MIG GPU:
     their minors depend on the GPU and compute instance ids the driver handed out when the layout was applied. It
-    leaves one comment per MIG GPU, C(# MIG: GPU 0 (...): MultipleFiles lines are completed on the node).
+    leaves one comment per MIG GPU, C(# MIG: GPU 0 (...): MultipleFiles lines are completed on the node)."
   - This filter replaces each such comment with one line per MIG device,
     C(NodeName=N Name=gpu Type=TYPE MultipleFiles=/dev/nvidia<minor>,/dev/nvidia-caps/nvidia-cap<GI>,/dev/nvidia-caps/nvidia-cap<CI>),
     the file list Slurm's own NVML AutoDetect records, with the cap minors the node's

@@ -168,3 +168,45 @@ def complete_gres_conf(base_text, hw_facts, node_spec, slurm_conf=None):
         if problems:
             raise GresError(problems)
     return text
+
+
+def live_layouts(plan):
+    """``{gpu index: [profiles] or None}`` from a ``mig_layout`` result's ``plan`` (what the GPUs have now).
+
+    A GPU in MIG mode lists its GPU-instance profiles (sorted by name, one entry per instance); MIG off, or a
+    GPU that cannot do MIG, gives None.
+    """
+    out = {}
+    for gpu in plan or ():
+        mode = str(gpu.get("mig_mode") or "")
+        counts = gpu.get("current") or {}
+        if mode == "Enabled" and counts:
+            out[int(gpu["index"])] = [p for p in sorted(counts) for _ in range(int(counts[p]))]
+        else:
+            out[int(gpu["index"])] = None
+    return out
+
+
+def step_model(model, host, live):
+    """The cluster model for one step of a serial MIG reconfiguration.
+
+    ``host`` (an inventory host) keeps the layout the inventory declares; every other host named in ``live``
+    (``{host: {gpu index: [profiles] or None}}``, see :func:`live_layouts`) gets the layout its GPUs have now,
+    so the slurm.conf of this step changes the Gres of ``host`` only. Hosts not in ``live`` keep the inventory's
+    layout. Returns a new model; the input is not changed.
+    """
+    nodes = []
+    for node in model["nodes"]:
+        have = live.get(node["host"]) if node["host"] != host else None
+        if have is None:
+            nodes.append(node)
+            continue
+        have = {int(k): v for k, v in have.items()}
+        gpus = []
+        for gpu in node["gpus"]:
+            gpu = dict(gpu)
+            if gpu["index"] in have:
+                gpu["mig"] = list(have[gpu["index"]]) if have[gpu["index"]] else None
+            gpus.append(gpu)
+        nodes.append(dict(node, gpus=gpus))
+    return dict(model, nodes=nodes)

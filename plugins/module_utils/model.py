@@ -10,6 +10,7 @@ import re
 import hostlist
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError, Problem
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import validate_layout
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.ranges import format_int_ranges, parse_int_ranges
 
 CTLD_GROUP = "slurmctld"
@@ -95,12 +96,13 @@ def short_name(host):
 
 
 def mig_gres_type(gpu_type, profile):
-    """GRES type of one MIG instance in slurm.conf: ``a100`` + ``3g.40gb`` -> ``a100_3g.40gb``.
+    """GRES type of one MIG instance in slurm.conf: the profile itself, ``3g.40gb`` (``+me`` kept).
 
-    Prefixing the parent type keeps profiles of different GPU models apart (A100-80GB and H100 both have
-    ``1g.10gb``), as in Slurm's own example ``gpu:a100_3g.20gb``.
+    This is the collection's contract (``Gres=gpu:1g.10gb:2,gpu:a100:1``; ``srun --gres=gpu:1g.10gb:1``), checked
+    live on Slurm 22.05: types match exactly, so a ``1g.10gb`` job never lands on the ``1g.10gb+me`` instance.
+    ``gpu_type`` is accepted so that a prefixing scheme could be added without touching callers.
     """
-    return "%s_%s" % (gpu_type, profile)
+    return profile
 
 
 def node_gres(node):
@@ -386,7 +388,12 @@ def _build_gpu(col, host, i, entry, layout, core_count):
                 col.add(host, field + ".mig", "MIG profile names like 1g.10gb or 1c.3g.40gb",
                         ", ".join(_describe(p) for p in bad))
             else:
-                gpu["mig"] = [str(p) for p in mig]
+                mig_problems = validate_layout(host, gpu["index"], entry.get("model"), list(mig),
+                                               field=field + ".mig", model_field=field + ".model")
+                if mig_problems:
+                    col.problems.extend(mig_problems)
+                else:
+                    gpu["mig"] = [str(p) for p in mig]
         if gpu["shards"] is not None:
             col.add(host, field + ".shards", "shards only on a GPU without MIG instances",
                     "shards %d together with mig" % gpu["shards"])

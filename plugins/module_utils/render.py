@@ -125,7 +125,8 @@ def render_slurm_conf(model):
     out.append("\n# Partitions\n")
     for part in model["partitions"]:
         nodes = part["nodes"] if part["nodes"] == "ALL" else hostlist.collect_hostlist(part["nodes"])
-        line = ["PartitionName=%s" % part["name"], "Nodes=%s" % nodes, "Default=%s" % ("YES" if part["default"] else "NO")]
+        line = ["PartitionName=%s" % part["name"], "Nodes=%s" % nodes,
+                "Default=%s" % ("YES" if part["default"] else "NO")]
         line.extend("%s=%s" % kv for kv in part["options"].items())
         out.append(" ".join(line) + "\n")
     return "".join(out)

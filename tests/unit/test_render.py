@@ -88,13 +88,14 @@ def test_autodetect_adds_a_node_line_and_keeps_explicit_lines():
 
 def test_mig_gpus_count_per_profile_in_slurm_conf_and_are_left_to_the_node_in_gres_conf():
     text, model = one_node([{"index": 0, "type": "a100"},
-                            {"index": 1, "type": "a100", "mig": ["3g.40gb", "3g.40gb", "1g.10gb"]}])
+                            {"index": 1, "type": "a100", "model": "A100-80GB",
+                             "mig": ["3g.40gb", "2g.20gb", "1g.10gb"]}])
     assert gres_lines(text) == ["NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0"]
-    assert "# MIG: GPU 1 (a100, /dev/nvidia1) a100_3g.40gb,a100_3g.40gb,a100_1g.10gb: MultipleFiles lines are " \
+    assert "# MIG: GPU 1 (a100, /dev/nvidia1) 3g.40gb,2g.20gb,1g.10gb: MultipleFiles lines are " \
            "completed on the node" in text
     slurm = render.render_slurm_conf(model)
-    assert "Gres=gpu:a100:1,gpu:a100_3g.40gb:2,gpu:a100_1g.10gb:1" in slurm
-    assert render.deferred_gres(model) == {"n1": {"gpu:a100_3g.40gb": 2, "gpu:a100_1g.10gb": 1}}
+    assert "Gres=gpu:a100:1,gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:1" in slurm
+    assert render.deferred_gres(model) == {"n1": {"gpu:3g.40gb": 1, "gpu:2g.20gb": 1, "gpu:1g.10gb": 1}}
     files = render.render_all(model)  # the proof accepts the deferred MIG lines
     assert files["n1/gres.conf"] == text
 
@@ -206,13 +207,14 @@ def test_render_gres_conf_unknown_node():
 
 def test_summary_counts():
     model = make({"gpu1": layout(slurm_gres_gpus=[{"index": 0, "type": "a100", "shards": 3},
-                                                  {"index": 1, "type": "a100", "mig": ["3g.40gb", "3g.40gb"]}]),
+                                                  {"index": 1, "type": "a100", "model": "A100-80GB",
+                                                   "mig": ["3g.40gb", "3g.40gb"]}]),
                   "cpu1": {}})
     files = render.render_all(model)
     summary = render.summarize(model, files)
     assert summary["nodes"] == 2 and summary["gpu_nodes"] == 1 and summary["cpu_only_nodes"] == 1
     assert summary["gpus_by_type"] == {"a100": 2}
-    assert summary["mig_instances_by_type"] == {"a100_3g.40gb": 2}
+    assert summary["mig_instances_by_type"] == {"3g.40gb": 2}
     assert summary["shards"] == 3 and summary["nodename_lines"] == 2
     assert summary["files"] == 3 and summary["gres_conf_files"] == 1
     assert summary["lines"][0] == "cluster cluster: 2 nodes (1 with GPUs, 1 CPU-only), controller ctl01"

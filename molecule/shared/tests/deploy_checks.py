@@ -1,0 +1,110 @@
+"""testinfra helpers for the deploy scenarios (default, mismatch, gpu-lost, rollback).
+
+They share one cluster shape (molecule/shared/deploy_inventory): controller gres-ctl, GPU nodes gres-gpu01
+(2 x V100) and gres-gpu02 (4 x H100). Besides looking at the containers, a test can run the deploy again, the
+way an admin would, with the scenario's inventory plus an overriding one (a wrong GPU list, a corrected one).
+Import from a scenario's tests/ directory:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tests"))
+    import deploy_checks
+"""
+
+import hashlib
+import os
+import subprocess
+import tempfile
+
+import slurm_checks
+
+CTL = "gres-ctl"
+NODES = ("gres-gpu01", "gres-gpu02")
+DECLARED = {"gres-gpu01": {"gpu:v100": 2}, "gres-gpu02": {"gpu:h100": 4}}
+CONFIG_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY",
+                         os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
+PLAYBOOK = os.path.join(PROJECT, "playbooks", "deploy-gres.yml")
+
+
+def inventory():
+    path = os.environ.get("MOLECULE_INVENTORY_FILE")
+    assert path, "MOLECULE_INVENTORY_FILE is not set: run the tests through molecule (scripts/run-molecule.sh)"
+    return path
+
+
+def run_playbook(*args, extra_inventories=(), timeout=900):
+    """ansible-playbook deploy-gres.yml with the scenario inventory (+ extra ones); returns (rc, output)."""
+    cmd = ["ansible-playbook", "-i", inventory()]
+    for extra in extra_inventories:
+        cmd += ["-i", extra]
+    cmd += [PLAYBOOK] + list(args)
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PY_COLORS="0")
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                          timeout=timeout, check=False)
+    return proc.returncode, proc.stdout
+
+
+def deploy(*args, extra_inventories=()):
+    """The real deploy, as an admin runs it. Its output goes to the test log (pytest -s / on failure)."""
+    rc, out = run_playbook(*args, extra_inventories=extra_inventories)
+    print("=== ansible-playbook deploy-gres.yml %s (rc %d)\n%s" % (" ".join(args), rc, out))
+    return rc, out
+
+
+def render(extra_inventories=()):
+    """Render-only run into a temporary directory: {relative path: content} of what the deploy installs."""
+    with tempfile.TemporaryDirectory(prefix="gres-render-") as out_dir:
+        rc, out = run_playbook("-e", "slurm_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories)
+        assert rc == 0, "render-only run failed:\n%s" % out
+        files = {}
+        for base, _, names in os.walk(out_dir):
+            for name in names:
+                path = os.path.join(base, name)
+                with open(path) as handle:
+                    files[os.path.relpath(path, out_dir)] = handle.read()
+        return files
+
+
+def write_inventory(directory, host_vars):
+    """An inventory file that only overrides host variables ({host: {var: value}}); returns its path."""
+    import json
+
+    path = os.path.join(directory, "override.json")
+    with open(path, "w") as handle:
+        json.dump({"all": {"hosts": host_vars}}, handle)
+    return path
+
+
+def sha256(host, path):
+    """sha256 of a file in a container, None when it does not exist."""
+    result = host.run("sha256sum %s", path)
+    return result.stdout.split()[0] if result.rc == 0 else None
+
+
+def unit(host, name):
+    """systemd's view of a unit: MainPID, ActiveEnterTimestampMonotonic, ActiveState, NRestarts."""
+    out = host.check_output("systemctl show %s -p MainPID -p ActiveEnterTimestampMonotonic -p ActiveState "
+                            "-p ExecMainStartTimestampMonotonic", name)
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def snapshot():
+    """Everything a refused or rolled-back deploy must leave alone: daemons, files, node states."""
+    ctl = slurm_checks.container(CTL)
+    state = {"slurmctld": unit(ctl, "slurmctld"),
+             "ctl_files": {name: sha256(ctl, "/etc/slurm/" + name) for name in CONFIG_FILES},
+             "nodes": {}}
+    for name in NODES:
+        node = slurm_checks.container(name)
+        info = slurm_checks.show_node(ctl, name)
+        state["nodes"][name] = {
+            "slurmd": unit(node, "slurmd"),
+            "files": {f: sha256(node, "/etc/slurm/" + f) for f in CONFIG_FILES},
+            "state": info.get("State"),
+            "gres": slurm_checks.gres_counts(info.get("Gres")),
+            "reason": info.get("Reason"),
+        }
+    return state
+
+
+def digest(text):
+    return hashlib.sha256(text.encode()).hexdigest()
