@@ -32,13 +32,13 @@ lint: setup
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-integration: setup system-deps
+integration: system-deps setup
 	$(BIN)/pytest -q tests/integration
 
-molecule: setup system-deps
+molecule: system-deps setup
 	bash scripts/run-molecule.sh
 
-test: setup system-deps lint
+test: system-deps setup lint
 	$(BIN)/pytest -q tests/unit tests/integration
 	bash scripts/run-molecule.sh
 

@@ -7,7 +7,7 @@ expected and found.
 import difflib
 import re
 
-import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils import hostlist
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import validate_layout

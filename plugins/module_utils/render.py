@@ -3,7 +3,7 @@
 ``render_all`` proves its own output before returning it: the files are parsed back with slurmconf.py and,
 per node and GRES type, slurm.conf's count must equal gres.conf's; otherwise it raises GresError.
 """
-import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils import hostlist
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.model import (

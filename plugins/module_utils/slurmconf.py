@@ -11,7 +11,7 @@ names and types case-insensitively.
 import functools
 import re
 
-import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils import hostlist
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import Problem
 

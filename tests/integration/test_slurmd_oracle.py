@@ -177,3 +177,13 @@ def test_device_paths_follow_nodename_and_multiple_files():
 def test_bad_shape_refused(shape):
     with pytest.raises(ValueError):
         hwloc_synthetic(*shape)
+
+
+def test_missing_slurmd_fails_under_ci_and_skips_elsewhere(monkeypatch):
+    monkeypatch.setattr(slurmd_oracle, "find_slurmd", lambda: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true .*slurmd not installed"):
+        slurmd_oracle.require_oracle()
+    monkeypatch.delenv("CI")
+    with pytest.raises(pytest.skip.Exception, match="slurmd not installed"):
+        slurmd_oracle.require_oracle()

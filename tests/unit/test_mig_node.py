@@ -46,6 +46,11 @@ LCI_DEFAULTS = """\
 """
 
 
+def T(profile, gpu_type="a30"):
+    """The GRES type the renderer gives a MIG instance (model.mig_gres_type), whatever its naming rule."""
+    return model.mig_gres_type(gpu_type, profile)
+
+
 def fixture(*parts):
     with open(os.path.join(TESTS, "fixtures", *parts), encoding="utf-8") as fh:
         text = fh.read()
@@ -92,7 +97,7 @@ def test_completed_file_has_one_line_per_device_with_gpu_gi_and_ci_caps():
         assert m, line
         found.append((m.group(1), m.group(2).split(",")))
     # ordered by GI id: GI 2 (2g.12gb), 3 and 4 (1g.6gb), as -lgi of the real A30 reports them
-    assert [t for t, _ in found] == ["a30_2g.12gb", "a30_1g.6gb", "a30_1g.6gb"]
+    assert [t for t, _ in found] == [T("2g.12gb"), T("1g.6gb"), T("1g.6gb")]
     for (_, files), gi in zip(found, (2, 3, 4)):
         gi_cap, ci_cap = expected_caps(0, gi, 0)
         assert files == ["/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap%d" % gi_cap,
@@ -101,7 +106,7 @@ def test_completed_file_has_one_line_per_device_with_gpu_gi_and_ci_caps():
     assert "NodeName=gpu-a30 Name=gpu Type=a30 File=/dev/nvidia1 Cores=0-7" in text
     assert "MIG 2g.12gb GI 2 CI 0 MIG-1b8509c0-e60d-502d-8263-d434867998aa" in text
     counts = gres_counts_from_records(parse_gres_conf(text, "gpu-a30"))
-    assert counts == {"gpu:a30": 1, "gpu:a30_2g.12gb": 1, "gpu:a30_1g.6gb": 2}
+    assert counts == {"gpu:a30": 1, "gpu:" + T("2g.12gb"): 1, "gpu:" + T("1g.6gb"): 2}
     assert check_consistency(slurm, {"gpu-a30": text}) == []
 
 
@@ -159,8 +164,10 @@ def test_compute_instance_splits_are_refused():
 
 def test_counts_not_matching_slurm_conf_are_refused():
     base, slurm, node = rendered()
-    slurm = slurm.replace("gpu:a30_1g.6gb:2", "gpu:a30_1g.6gb:3")
-    with pytest.raises(GresError, match=r"gres.conf count of gpu:a30_1g.6gb: expected 3 \(slurm.conf Gres=\), found 2"):
+    assert "gpu:%s:2" % T("1g.6gb") in slurm
+    slurm = slurm.replace("gpu:%s:2" % T("1g.6gb"), "gpu:%s:3" % T("1g.6gb"))
+    with pytest.raises(GresError, match=r"gres.conf count of gpu:%s: expected 3 \(slurm.conf Gres=\), found 2"
+                       % re.escape(T("1g.6gb"))):
         complete_gres_conf(base, a30_facts(), node, slurm_conf=slurm)
 
 
@@ -184,3 +191,45 @@ def test_type_prefix_follows_the_renderers_type_rule():
     full = model.mig_gres_type("a100", "1g.10gb+me")
     prefix = type_prefix("a100", "1g.10gb+me")
     assert (prefix + "_1g.10gb+me" if prefix else "1g.10gb+me") == full
+
+
+# --- the runbook's step model -------------------------------------------------------------------------------
+
+def two_node_model():
+    gpus = lambda mig: [{"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-7", "mig": mig},
+                        {"index": 1, "type": "a100", "cores": "0-7"}]
+    hv = {"ctl": {}}
+    for host in ("gpu-a01", "gpu-a02"):
+        hv[host] = {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
+                    "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus(["3g.40gb", "3g.40gb"])}
+    return model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["gpu-a01", "gpu-a02"]}, {})
+
+
+def node_gres_line(slurm_conf, node):
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_slurm_conf
+    return parse_slurm_conf(slurm_conf)["nodes"][node]["gres"]
+
+
+def test_step_model_changes_only_the_node_whose_turn_it_is():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_node import step_model
+    m = two_node_model()
+    live = {"gpu-a01": {0: None, 1: None}, "gpu-a02": {"0": None, "1": None}}  # both still whole GPUs
+    files = render.render_all(step_model(m, "gpu-a01", live))
+    mig = "gpu:" + T("3g.40gb", "a100")
+    assert node_gres_line(files["slurm.conf"], "gpu-a01") == {mig: 2, "gpu:a100": 1}
+    assert node_gres_line(files["slurm.conf"], "gpu-a02") == {"gpu:a100": 2}
+    assert "MultipleFiles" not in files["gpu-a02/gres.conf"] and "# MIG" not in files["gpu-a02/gres.conf"]
+    # after gpu-a01 is done its live layout is the new one; the next step changes gpu-a02 only
+    live["gpu-a01"] = {0: ["3g.40gb", "3g.40gb"], 1: None}
+    files = render.render_all(step_model(m, "gpu-a02", live))
+    assert node_gres_line(files["slurm.conf"], "gpu-a01") == {mig: 2, "gpu:a100": 1}
+    assert node_gres_line(files["slurm.conf"], "gpu-a02") == {mig: 2, "gpu:a100": 1}
+    assert m["nodes"][1]["gpus"][0]["mig"] == ["3g.40gb", "3g.40gb"]  # input untouched
+
+
+def test_live_layouts_from_a_mig_layout_plan():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_node import live_layouts
+    plan = [{"index": 0, "mig_mode": "Enabled", "current": {"3g.40gb": 1, "1g.10gb": 2}},
+            {"index": 1, "mig_mode": "Disabled", "current": {}},
+            {"index": 2, "mig_mode": "[N/A]", "current": {}}]
+    assert live_layouts(plan) == {0: ["1g.10gb", "1g.10gb", "3g.40gb"], 1: None, 2: None}

@@ -10,6 +10,7 @@ Import from a scenario's tests/ directory:
 """
 
 import hashlib
+import json
 import os
 import subprocess
 import tempfile
@@ -65,12 +66,18 @@ def render(extra_inventories=()):
 
 
 def write_inventory(directory, host_vars):
-    """An inventory file that only overrides host variables ({host: {var: value}}); returns its path."""
-    import json
+    """An inventory source that overrides host variables ({host: {var: value}}); returns its path.
 
-    path = os.path.join(directory, "override.json")
-    with open(path, "w") as handle:
-        json.dump({"all": {"hosts": host_vars}}, handle)
+    The variables go to a host_vars/ directory beside it: the scenario inventory keeps its own in host_vars/,
+    which beat variables written in an inventory file, and the later source's host_vars/ win.
+    """
+    path = os.path.join(directory, "override")
+    os.makedirs(os.path.join(path, "host_vars"), exist_ok=True)
+    with open(os.path.join(path, "hosts.json"), "w") as handle:
+        json.dump({"all": {"hosts": {host: {} for host in host_vars}}}, handle)
+    for host, variables in host_vars.items():
+        with open(os.path.join(path, "host_vars", host + ".json"), "w") as handle:
+            json.dump(variables, handle)
     return path
 
 

@@ -1,0 +1,91 @@
+"""gpu-lost: after a good deploy a GPU of gres-gpu02 falls off the bus. The deploy must report it and change
+nothing; with the inventory corrected it must deploy cleanly and the node must be IDLE with three H100."""
+
+import os
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tests"))
+import deploy_checks  # noqa: E402
+import slurm_checks  # noqa: E402
+
+CTL = slurm_checks.container(deploy_checks.CTL)
+NODE = slurm_checks.container("gres-gpu02")
+PROFILE = "/etc/slurm-gres-emu/nvidia-smi-profile.json"
+THREE_H100 = {"gres-gpu02": {"slurm_gres_gpus": [
+    {"index": 0, "type": "h100", "cores": "24-27"},
+    {"index": 1, "type": "h100", "cores": "16-19"},
+    {"index": 2, "type": "h100", "cores": "28-31"},
+]}}
+
+
+def lose_gpu3():
+    """The emulator stops enumerating GPU 3 (as after 'fallen off the bus'); its device node goes away."""
+    NODE.check_output("python3 -c %s", "import json; p = %r; d = json.load(open(p)); "
+                      "d['gpus'][3]['lost'] = 'missing'; json.dump(d, open(p, 'w'))" % PROFILE)
+    NODE.check_output("rm -f /dev/nvidia3")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    slurm_checks.wait_for_node(CTL, "gres-gpu02")
+    lose_gpu3()
+    assert NODE.check_output("nvidia-smi -L").count("GPU ") == 3
+    before = deploy_checks.snapshot()
+    rc_lost, out_lost = deploy_checks.deploy()
+    after_lost = deploy_checks.snapshot()
+    with tempfile.TemporaryDirectory() as tmp:
+        fixed = deploy_checks.write_inventory(tmp, THREE_H100)
+        rc_fixed, out_fixed = deploy_checks.deploy(extra_inventories=[fixed])
+        after_fixed = deploy_checks.snapshot()
+        rc_again, out_again = deploy_checks.deploy(extra_inventories=[fixed])
+    return {"before": before, "rc_lost": rc_lost, "out_lost": out_lost, "after_lost": after_lost,
+            "rc_fixed": rc_fixed, "out_fixed": out_fixed, "after_fixed": after_fixed,
+            "rc_again": rc_again, "out_again": out_again}
+
+
+def test_lost_gpu_is_reported(runs):
+    assert runs["rc_lost"] != 0
+    assert "fatal: [gres-gpu02]" in runs["out_lost"]
+    assert "declares 4 h100, nvidia-smi sees 3" in runs["out_lost"]
+    assert "/dev/nvidia3" in runs["out_lost"]
+
+
+def test_lost_gpu_run_changes_nothing(runs):
+    before, after = runs["before"], runs["after_lost"]
+    assert after["slurmctld"] == before["slurmctld"]
+    assert after["ctl_files"] == before["ctl_files"]
+    for node in deploy_checks.NODES:
+        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
+        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+        assert after["nodes"][node]["reason"] is None, node
+
+
+def test_corrected_inventory_deploys_cleanly(runs):
+    assert runs["rc_fixed"] == 0, runs["out_fixed"][-3000:]
+    out = runs["out_fixed"]
+    # a count that goes down: slurmctld learns it before gres-gpu02's slurmd restarts, so no drain on the way
+    assert "restart before the slurmd restarts" in out
+    assert "node gres-gpu02: restarting slurmd" in out
+    assert "node gres-gpu01: restarting slurmd" not in out
+    assert "CUDA_VISIBLE_DEVICES=0,1,2" in out
+    after = runs["after_fixed"]
+    assert after["nodes"]["gres-gpu01"]["slurmd"] == runs["before"]["nodes"]["gres-gpu01"]["slurmd"]
+    gres = NODE.file("/etc/slurm/gres.conf").content_string
+    assert "/dev/nvidia3" not in gres and "nvidia2" in gres
+
+
+def test_node_idle_with_three_gpus(runs):
+    info = slurm_checks.wait_for_node(CTL, "gres-gpu02", timeout=10)
+    print("scontrol gres-gpu02: State=%s Gres=%s" % (info["State"], info["Gres"]))
+    assert slurm_checks.gres_counts(info["Gres"]) == {"gpu:h100": 3}
+    assert "Reason" not in info
+    assert slurm_checks.srun_env(CTL, "gres-gpu02", "gpu:h100:3") == "0,1,2"
+
+
+def test_corrected_run_is_idempotent(runs):
+    assert runs["rc_again"] == 0
+    recap = [line for line in runs["out_again"].splitlines() if line.startswith("gres-")]
+    assert recap and all("changed=0" in line and "failed=0" in line for line in recap), recap

@@ -1,0 +1,64 @@
+"""mismatch: gres-gpu02 declares five H100, the node has four. The deploy must refuse at verify and touch nothing."""
+
+import os
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tests"))
+import deploy_checks  # noqa: E402
+import slurm_checks  # noqa: E402
+
+CTL = slurm_checks.container(deploy_checks.CTL)
+FIVE_H100 = {"gres-gpu02": {"slurm_gres_gpus": [
+    {"index": 0, "type": "h100", "cores": "24-27"},
+    {"index": 1, "type": "h100", "cores": "16-19"},
+    {"index": 2, "type": "h100", "cores": "28-31"},
+    {"index": 3, "type": "h100", "cores": "20-23"},
+    {"index": 4, "type": "h100", "cores": "20-23"},
+]}}
+
+
+@pytest.fixture(scope="module")
+def refused():
+    for node in deploy_checks.NODES:
+        slurm_checks.wait_for_node(CTL, node)
+    before = deploy_checks.snapshot()
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out = deploy_checks.deploy(extra_inventories=[deploy_checks.write_inventory(tmp, FIVE_H100)])
+    return {"before": before, "rc": rc, "out": out, "after": deploy_checks.snapshot()}
+
+
+def test_play_fails_at_verify_naming_node_and_counts(refused):
+    assert refused["rc"] != 0
+    out = refused["out"]
+    assert "fatal: [gres-gpu02]" in out
+    assert "declares 5 h100, nvidia-smi sees 4" in out
+    assert "nothing installed, nothing restarted: 1 of 2 targeted node(s) did not pass verification: gres-gpu02" in out
+    # the gate stops the playbook before any install or restart task runs
+    assert "Install the new files" not in out
+    assert "restarting slurmd" not in out
+
+
+def test_files_unchanged(refused):
+    before, after = refused["before"], refused["after"]
+    assert after["ctl_files"] == before["ctl_files"]
+    for node in deploy_checks.NODES:
+        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
+
+
+def test_no_daemon_restarted(refused):
+    before, after = refused["before"], refused["after"]
+    assert after["slurmctld"] == before["slurmctld"]
+    for node in deploy_checks.NODES:
+        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+        assert after["nodes"][node]["slurmd"]["ActiveState"] == "active"
+
+
+def test_nodes_not_drained(refused):
+    for node in deploy_checks.NODES:
+        info = slurm_checks.wait_for_node(CTL, node, timeout=10)
+        print("scontrol %s: State=%s Gres=%s" % (node, info["State"], info["Gres"]))
+        assert slurm_checks.gres_counts(info["Gres"]) == deploy_checks.DECLARED[node]
+        assert refused["after"]["nodes"][node]["reason"] is None
