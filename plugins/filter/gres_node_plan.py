@@ -50,7 +50,7 @@ _value:
   description:
     - C(restart) (bool), C(reasons) (list of text), C(files_changed) (file names whose bytes differ),
       C(expected_gres) (C({gres key = count}) the new slurm.conf declares for the node), C(applied_gres) (the same
-      for the applied slurm.conf), C(slurm_conf) (the parsed difference) and, with O(installed), C(not_installed)
+      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference) and, with O(installed), C(not_installed)
       (names of new files whose installed content differs).
   type: dict
 """
@@ -75,6 +75,7 @@ def gres_node_plan(new, applied, node_name, installed=None):
         plan = node_restart_plan(node_name, applied, new)
         plan["expected_gres"] = expected_gres(new["slurm.conf"], node_name)
         plan["applied_gres"] = expected_gres(applied["slurm.conf"], node_name)
+        plan["gres_changed"] = plan["expected_gres"] != plan["applied_gres"]
         if installed is not None:
             installed = _files(installed, "installed")
             plan["not_installed"] = [name for name in FILES

@@ -97,7 +97,8 @@ def read_state(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
         rc, out, err = run(argv)
         if rc == 0:
             try:
-                pending = {r["index"]: r.get("mig.mode.pending") for r in nvidia_smi.parse_query_gpu(out, PENDING_FIELDS)}
+                rows = nvidia_smi.parse_query_gpu(out, PENDING_FIELDS)
+                pending = {r["index"]: r.get("mig.mode.pending") for r in rows}
             except ValueError as exc:
                 warnings.append("cannot read %s: %s; pending MIG mode changes are unknown" % (" ".join(argv), exc))
         else:

@@ -325,8 +325,8 @@ def create_gi(machine, args):
             prof = _find_profile(model, name)
             if prof is None:
                 machine.save()
-                raise MigError(RC_INVALID_ARG, "".join(out) + "Unable to create a GPU instance on GPU %2d using profile "
-                               "%s: Invalid Argument\nFailed to create GPU instances: Invalid Argument\n"
+                raise MigError(RC_INVALID_ARG, "".join(out) + "Unable to create a GPU instance on GPU %2d using "
+                               "profile %s: Invalid Argument\nFailed to create GPU instances: Invalid Argument\n"
                                % (index, name.strip()))
             if _busy(machine, gpu):
                 machine.save()

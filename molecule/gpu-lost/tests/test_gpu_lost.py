@@ -28,6 +28,13 @@ def lose_gpu3():
     NODE.check_output("rm -f /dev/nvidia3")
 
 
+def repair_gpu3():
+    """The GPU is back (reseated, replaced): enumerated again, device node back."""
+    NODE.check_output("python3 -c %s", "import json; p = %r; d = json.load(open(p)); "
+                      "d['gpus'][3].pop('lost', None); json.dump(d, open(p, 'w'))" % PROFILE)
+    NODE.check_output("test -e /dev/nvidia3 || mknod -m 0666 /dev/nvidia3 c 195 3")
+
+
 @pytest.fixture(scope="module")
 def runs():
     slurm_checks.wait_for_node(CTL, "gres-gpu02")
@@ -41,9 +48,15 @@ def runs():
         rc_fixed, out_fixed = deploy_checks.deploy(extra_inventories=[fixed])
         after_fixed = deploy_checks.snapshot()
         rc_again, out_again = deploy_checks.deploy(extra_inventories=[fixed])
+        info_fixed = slurm_checks.wait_for_node(CTL, "gres-gpu02", timeout=10)
+        srun_fixed = slurm_checks.srun_env(CTL, "gres-gpu02", "gpu:h100:3")
+        gres_fixed = NODE.file("/etc/slurm/gres.conf").content_string
+    repair_gpu3()
+    rc_back, out_back = deploy_checks.deploy()  # the original inventory: four H100 again
     return {"before": before, "rc_lost": rc_lost, "out_lost": out_lost, "after_lost": after_lost,
-            "rc_fixed": rc_fixed, "out_fixed": out_fixed, "after_fixed": after_fixed,
-            "rc_again": rc_again, "out_again": out_again}
+            "rc_fixed": rc_fixed, "out_fixed": out_fixed, "after_fixed": after_fixed, "info_fixed": info_fixed,
+            "srun_fixed": srun_fixed, "gres_fixed": gres_fixed, "rc_again": rc_again, "out_again": out_again,
+            "rc_back": rc_back, "out_back": out_back}
 
 
 def test_lost_gpu_is_reported(runs):
@@ -73,19 +86,33 @@ def test_corrected_inventory_deploys_cleanly(runs):
     assert "CUDA_VISIBLE_DEVICES=0,1,2" in out
     after = runs["after_fixed"]
     assert after["nodes"]["gres-gpu01"]["slurmd"] == runs["before"]["nodes"]["gres-gpu01"]["slurmd"]
-    gres = NODE.file("/etc/slurm/gres.conf").content_string
-    assert "/dev/nvidia3" not in gres and "nvidia2" in gres
+    assert "/dev/nvidia3" not in runs["gres_fixed"] and "/dev/nvidia2" in runs["gres_fixed"]
 
 
 def test_node_idle_with_three_gpus(runs):
-    info = slurm_checks.wait_for_node(CTL, "gres-gpu02", timeout=10)
+    info = runs["info_fixed"]
     print("scontrol gres-gpu02: State=%s Gres=%s" % (info["State"], info["Gres"]))
     assert slurm_checks.gres_counts(info["Gres"]) == {"gpu:h100": 3}
     assert "Reason" not in info
-    assert slurm_checks.srun_env(CTL, "gres-gpu02", "gpu:h100:3") == "0,1,2"
+    assert runs["srun_fixed"] == "0,1,2"
 
 
 def test_corrected_run_is_idempotent(runs):
     assert runs["rc_again"] == 0
     recap = [line for line in runs["out_again"].splitlines() if line.startswith("gres-")]
     assert recap and all("changed=0" in line and "failed=0" in line for line in recap), recap
+
+
+def test_gpu_back_count_goes_up_without_a_drain(runs):
+    """A count that goes up: slurmd restarts first (slurmctld clamps to the old count), slurmctld after it, so the
+    node's first registration with the restarted slurmctld already carries four GPUs: no drain, nothing to resume."""
+    assert runs["rc_back"] == 0, runs["out_back"][-3000:]
+    out = runs["out_back"]
+    assert "restart after the slurmd restarts" in out
+    assert out.index("node gres-gpu02: restarting slurmd") < out.index("slurmctld on gres-ctl: restarting")
+    assert "node gres-gpu02: ok: registered: State=IDLE Gres=gpu:h100:4" in out
+    assert "gres-gpu02: resumed" not in out
+    assert "CUDA_VISIBLE_DEVICES=0,1,2,3" in out
+    info = slurm_checks.wait_for_node(CTL, "gres-gpu02", timeout=10)
+    assert slurm_checks.gres_counts(info["Gres"]) == {"gpu:h100": 4}
+    assert "Reason" not in info

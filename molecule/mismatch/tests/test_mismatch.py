@@ -62,3 +62,42 @@ def test_nodes_not_drained(refused):
         print("scontrol %s: State=%s Gres=%s" % (node, info["State"], info["Gres"]))
         assert slurm_checks.gres_counts(info["Gres"]) == deploy_checks.DECLARED[node]
         assert refused["after"]["nodes"][node]["reason"] is None
+
+
+THREE_H100 = {"gres-gpu02": {"slurm_gres_gpus": FIVE_H100["gres-gpu02"]["slurm_gres_gpus"][:3]}}
+
+
+@pytest.fixture(scope="module")
+def limited(refused):
+    """A valid GRES change (gres-gpu02 down to three H100), deployed with a --limit that cannot do it safely."""
+    before = deploy_checks.snapshot()
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = [deploy_checks.write_inventory(tmp, THREE_H100)]
+        no_controller = deploy_checks.deploy("--limit", "gres-gpu02", extra_inventories=inventory)
+        node_left_out = deploy_checks.deploy("--limit", "gres-ctl,gres-gpu01", extra_inventories=inventory)
+    return {"before": before, "no_controller": no_controller, "node_left_out": node_left_out,
+            "after": deploy_checks.snapshot()}
+
+
+def test_gres_change_without_slurmctld_is_refused(limited):
+    rc, out = limited["no_controller"]
+    assert rc != 0
+    assert ("the Gres of gres-gpu02 changes, which needs slurmctld restarted, but no slurmctld host is targeted"
+            in out)
+    assert "Install the new files" not in out
+
+
+def test_gres_change_for_a_node_outside_the_limit_is_refused(limited):
+    rc, out = limited["node_left_out"]
+    assert rc != 0
+    assert "slurm.conf changes the Gres of gres-gpu02, which this run does not restart" in out
+    assert "Install the new files" not in out
+
+
+def test_refused_limits_change_nothing(limited):
+    before, after = limited["before"], limited["after"]
+    assert after["slurmctld"] == before["slurmctld"]
+    assert after["ctl_files"] == before["ctl_files"]
+    for node in deploy_checks.NODES:
+        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
+        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
