@@ -227,6 +227,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     nodes.sort(key=lambda n: natural_key(n["name"]))
 
     _check_type_spelling(col, nodes)
+    _check_mig_with_shards(col, nodes)
 
     controllers = []
     for host in ctld_hosts:
@@ -398,6 +399,24 @@ def _build_gpu(col, host, i, entry, layout, core_count):
             col.add(host, field + ".shards", "shards only on a GPU without MIG instances",
                     "shards %d together with mig" % gpu["shards"])
     return gpu
+
+
+def _check_mig_with_shards(col, nodes):
+    """MIG instances and shards cannot share a cluster: GresTypes is cluster-wide, and with ``shard`` in it the
+    real slurmd 22.05 splits every MultipleFiles record into one Count=1 GPU per file (``slurmd -G`` lists
+    /dev/nvidia0 and both nvidia-cap files as three GPUs for one MIG instance; seen with this collection's own
+    integration test). The node would then report three GPUs per instance."""
+    sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"]]
+    if not sharded:
+        return
+    for node in nodes:
+        for pos, gpu in enumerate(node["gpus"]):
+            if gpu["mig"]:
+                col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos,
+                        "MIG instances only in a cluster without shards (GresTypes would include shard)",
+                        "shards on host %s GPU %s" % sharded[0],
+                        "Slurm 22.05's slurmd splits a MIG MultipleFiles record into one GPU per file when shard "
+                        "is in GresTypes; use MIG or shards in one cluster, not both")
 
 
 def _cores(col, host, field, value, layout, core_count):

@@ -5,6 +5,11 @@ cluster model and rendered by the collection's pure functions. Every GPU node's 
 the real ``slurmd -N NODE -G`` with that node's CPU shape (HWLOC_SYNTHETIC) and its device nodes made in a
 private mount namespace (slurmd_oracle). slurmd must log no error, and per GRES type the count it reports
 must equal the node's ``Gres=`` count in the rendered slurm.conf, and the inventory's GPU count.
+
+MIG GPUs: the renderer leaves a comment where the node completes the MultipleFiles lines from its live GPU and
+compute instance ids. Here those lines are completed as a freshly partitioned GPU would have them (instances
+created in ``mig.creation_order``, GI ids 1.., one default CI each, the driver's mig-minors table) with the same
+``mig_render`` code the node uses, so slurmd judges MIG nodes in full too.
 """
 
 import json
@@ -15,12 +20,17 @@ import sys
 import pytest
 
 import slurmd_oracle
+from ansible_collections.hpc.slurm_gres.plugins.module_utils import mig
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_render import render_mig_gres_block
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia_smi import parse_mig_minors
 from ansible_collections.hpc.slurm_gres.plugins.module_utils import model as model_mod
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import deferred_gres, render_all
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_slurm_conf
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "inventories", "example")
+sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
+import fake_sysfs  # noqa: E402
 
 
 def ansible_inventory(path):
@@ -51,6 +61,22 @@ def cluster_vars(hostvars, groups):
     return {k: hostvars[ctl][k] for k in model_mod.CLUSTER_VARS if k in hostvars[ctl]}
 
 
+def complete_mig_lines(node, gres_text):
+    """gres.conf as the node completes it after partitioning its MIG GPUs (see the module docstring)."""
+    mig_gpus = []
+    for gpu in node["gpus"]:
+        if gpu["mig"]:
+            order = mig.creation_order(mig.normalize_model(gpu["model"]), gpu["mig"])
+            devices = [{"profile": inst["profile"], "gi_id": gi, "ci_id": 0} for gi, inst in enumerate(order, 1)]
+            mig_gpus.append({"index": gpu["index"], "minor": gpu["minor"], "cores": gpu["cores"],
+                             "mig_devices": devices})
+    if not mig_gpus:
+        return gres_text
+    block = render_mig_gres_block(node["name"], mig_gpus, parse_mig_minors(fake_sysfs.mig_minors_text()))
+    kept = [line for line in gres_text.splitlines() if not line.startswith("# MIG:")]
+    return "\n".join(kept) + "\n" + block.rstrip("\n") + "\n"
+
+
 @pytest.fixture(scope="module")
 def rendered():
     hostvars, groups = ansible_inventory(EXAMPLE)
@@ -73,22 +99,20 @@ def test_every_gpu_node_passes_slurmd_with_slurm_conf_counts(rendered):
     cluster_model, files = rendered
     slurm_conf = files["slurm.conf"]
     declared = parse_slurm_conf(slurm_conf)["nodes"]
-    deferred = deferred_gres(cluster_model)  # MIG lines are completed on the node, not rendered here
     failures = []
     judged = 0
     for node in cluster_model["nodes"]:
         if not node["gpus"]:
             continue
-        result = slurmd_oracle.run_for_node(node, slurm_conf, files[node["name"] + "/gres.conf"],
+        result = slurmd_oracle.run_for_node(node, slurm_conf, complete_mig_lines(node, files[node["name"] + "/gres.conf"]),
                                             extra_files={"cgroup.conf": files["cgroup.conf"]})
         judged += 1
-        skip = set(deferred.get(node["name"], {}))
-        expected = {k.lower(): v for k, v in declared[node["name"]]["gres"].items() if k.lower() not in skip}
-        found = {k.lower(): v for k, v in result.counts().items() if k.lower() not in skip}
+        expected = {k.lower(): v for k, v in declared[node["name"]]["gres"].items()}
+        found = {k.lower(): v for k, v in result.counts().items()}
         whole = {}
         for gpu in node["gpus"]:
-            if not gpu["mig"]:
-                key = "gpu:" + gpu["type"].lower()
+            for gres_type in gpu["mig"] or [gpu["type"]]:
+                key = "gpu:" + gres_type.lower()
                 whole[key] = whole.get(key, 0) + 1
         found_gpus = {k: v for k, v in found.items() if k.startswith("gpu")}
         if not result.ok:

@@ -245,3 +245,20 @@ def test_the_same_bad_group_vars_are_reported_for_every_host_sharing_them():
     hostvars["gpu-a02.example.org"] = shared
     hosts = {p.host for p in problems_of(hostvars, groups, cluster)}
     assert hosts == {HOST, "gpu-a02.example.org"}
+
+
+def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.model import build_cluster_model
+    shape = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1}
+    hostvars = {
+        "ctl": {},
+        "gpu-s1": dict(shape, slurm_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4}]),
+        "gpu-m1": dict(shape, slurm_gres_gpus=[{"index": 0, "type": "a100", "model": "A100-80GB",
+                                                "mig": ["3g.40gb", "2g.20gb"]}]),
+    }
+    groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": ["gpu-s1", "gpu-m1"]}
+    with pytest.raises(GresError) as err:
+        build_cluster_model(hostvars, groups, {})
+    text = str(err.value)
+    assert "host gpu-m1: slurm_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text
