@@ -140,13 +140,19 @@ def test_input_is_not_modified():
 
 
 def test_node_gres_orders_types_by_lowest_index_and_counts_mig_and_shards():
+    # MIG and shards cannot share a cluster (Slurm 22.05), so each is checked on its own cluster.
     hv = a100_node(slurm_gres_gpus=[
         {"index": 0, "type": "l40s", "shards": 4},
         {"index": 1, "type": "l40s", "shards": 4},
+        {"index": 3, "type": "a100"},
+    ])
+    node = cluster({"n1": hv}, ["n1"])["nodes"][0]
+    assert list(node_gres(node).items()) == [("gpu:l40s", 2), ("gpu:a100", 1), ("shard", 8)]
+    hv = a100_node(slurm_gres_gpus=[
+        {"index": 0, "type": "l40s"},
         {"index": 2, "type": "a100", "model": "A100-80GB", "mig": ["3g.40gb", "3g.40gb"]},
         {"index": 3, "type": "a100"},
     ])
     node = cluster({"n1": hv}, ["n1"])["nodes"][0]
-    assert list(node_gres(node).items()) == [("gpu:l40s", 2), ("gpu:3g.40gb", 2), ("gpu:a100", 1),
-                                             ("shard", 8)]
+    assert list(node_gres(node).items()) == [("gpu:l40s", 1), ("gpu:3g.40gb", 2), ("gpu:a100", 1)]
     assert mig_gres_type("h100", "1g.10gb+me") == "1g.10gb+me"

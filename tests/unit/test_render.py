@@ -206,7 +206,7 @@ def test_render_gres_conf_unknown_node():
 
 
 def test_summary_counts():
-    model = make({"gpu1": layout(slurm_gres_gpus=[{"index": 0, "type": "a100", "shards": 3},
+    model = make({"gpu1": layout(slurm_gres_gpus=[{"index": 0, "type": "a100"},
                                                   {"index": 1, "type": "a100", "model": "A100-80GB",
                                                    "mig": ["3g.40gb", "3g.40gb"]}]),
                   "cpu1": {}})
@@ -215,6 +215,6 @@ def test_summary_counts():
     assert summary["nodes"] == 2 and summary["gpu_nodes"] == 1 and summary["cpu_only_nodes"] == 1
     assert summary["gpus_by_type"] == {"a100": 2}
     assert summary["mig_instances_by_type"] == {"3g.40gb": 2}
-    assert summary["shards"] == 3 and summary["nodename_lines"] == 2
+    assert summary["shards"] == 0 and summary["nodename_lines"] == 2
     assert summary["files"] == 3 and summary["gres_conf_files"] == 1
     assert summary["lines"][0] == "cluster cluster: 2 nodes (1 with GPUs, 1 CPU-only), controller ctl01"
