@@ -75,8 +75,11 @@ def limited(refused):
         inventory = [deploy_checks.write_inventory(tmp, THREE_H100)]
         no_controller = deploy_checks.deploy("--limit", "gres-gpu02", extra_inventories=inventory)
         node_left_out = deploy_checks.deploy("--limit", "gres-ctl,gres-gpu01", extra_inventories=inventory)
-    return {"before": before, "no_controller": no_controller, "node_left_out": node_left_out,
-            "after": deploy_checks.snapshot()}
+        after = deploy_checks.snapshot()
+        # the same change with a sufficient limit (localhost not in it: the deploy renders on its own)
+        allowed = deploy_checks.deploy("--limit", "gres-ctl,gres-gpu02", extra_inventories=inventory)
+    return {"before": before, "no_controller": no_controller, "node_left_out": node_left_out, "after": after,
+            "allowed": allowed, "after_allowed": deploy_checks.snapshot()}
 
 
 def test_gres_change_without_slurmctld_is_refused(limited):
@@ -101,3 +104,14 @@ def test_refused_limits_change_nothing(limited):
     for node in deploy_checks.NODES:
         assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
         assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+
+
+def test_a_sufficient_limit_deploys(limited):
+    rc, out = limited["allowed"]
+    assert rc == 0, out[-3000:]
+    assert "smoke test srun --gres=gpu:h100:3 on gres-gpu02: CUDA_VISIBLE_DEVICES=0,1,2" in out
+    info = slurm_checks.wait_for_node(CTL, "gres-gpu02", timeout=10)
+    assert slurm_checks.gres_counts(info["Gres"]) == {"gpu:h100": 3}
+    # gres-gpu01 was outside the limit: not touched at all
+    before, after = limited["before"], limited["after_allowed"]
+    assert after["nodes"]["gres-gpu01"] == before["nodes"]["gres-gpu01"]
