@@ -45,12 +45,15 @@ bash scripts/build-image.sh || { echo "run-molecule: image build failed" >&2; ex
 mkdir -p out/molecule
 results=()
 failed=0
+passed_n=0
+failed_n=0
 total_start=$SECONDS
 for scenario in "${scenarios[@]}"; do
   if [[ ! -f molecule/$scenario/molecule.yml ]]; then
     echo "run-molecule: no scenario molecule/$scenario" >&2
     results+=("$(printf '%-16s %-6s %5s s' "$scenario" MISSING 0)")
     failed=1
+    failed_n=$((failed_n + 1))
     continue
   fi
   echo "=== molecule test -s $scenario"
@@ -61,6 +64,9 @@ for scenario in "${scenarios[@]}"; do
   if [[ $rc -ne 0 ]]; then
     status=FAIL
     failed=1
+    failed_n=$((failed_n + 1))
+  else
+    passed_n=$((passed_n + 1))
   fi
   results+=("$(printf '%-16s %-6s %5s s' "$scenario" "$status" $((SECONDS - start)))")
 done
@@ -68,4 +74,5 @@ done
 echo
 echo "=== molecule summary ($((SECONDS - total_start)) s)"
 printf '%s\n' "${results[@]}"
+echo "molecule scenarios: ${passed_n} passed, ${failed_n} failed"
 exit $failed
