@@ -74,5 +74,5 @@ done
 echo
 echo "=== molecule summary ($((SECONDS - total_start)) s)"
 printf '%s\n' "${results[@]}"
-echo "molecule scenarios: ${passed_n} passed, ${failed_n} failed"
+echo "molecule: ${passed_n} passed, ${failed_n} failed"
 exit $failed
