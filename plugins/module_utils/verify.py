@@ -7,6 +7,7 @@
 Every finding is ``{"severity": "error"|"warning", "check", "gpu", "expected", "found", "hint"}``.
 ``gpu`` is the nvidia-smi index (int), a string when a finding covers several GPUs, or None.
 """
+import os
 import re
 import textwrap
 
@@ -225,7 +226,7 @@ def _autodetect_on(node):
 
 
 def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_output=None,
-                slurmd_version=None, type_patterns=None):
+                slurmd_version=None, type_patterns=None, gpu_plugins=None):
     """Return the list of findings for ``node_name`` (empty: the staged files fit this node).
 
     ``hw_facts``: ``slurm_gres_hw`` from gpu_facts (``cpu`` and ``gpus``; a GPU may carry ``minor``, its
@@ -235,6 +236,8 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
     ``slurmd_g_output``: stderr+stdout of ``slurmd -N NODE -G`` on the staged files, or None.
     ``slurmd_version``: the node's Slurm version (``"24.11.1"`` or a tuple), or None when unknown.
     ``type_patterns``: ``{type: regex}`` merged over ``gpu_types.DEFAULT_TYPE_PATTERNS``.
+    ``gpu_plugins``: ``{"dir": path or None, "plugins": ["generic", "rsmi", ...]}``, the gpu_*.so plugins of the
+    node's slurmd (``find_gpu_plugins``), or None when not looked at.
     """
     findings = []
     try:
@@ -272,9 +275,46 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
     findings.extend(_check_socket_boundaries(node, version))
     findings.extend(_check_order(node))
     findings.extend(_check_cpu_layout(node))
+    findings.extend(_check_autodetect_plugin(node, gpu_plugins))
     if slurmd_g_output is not None:
         findings.extend(_check_slurmd_g(node, slurmd_g_output))
     return findings
+
+
+GPU_PLUGIN_DIRS = ("/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib/aarch64-linux-gnu/slurm-wlm",
+                   "/usr/lib64/slurm", "/usr/lib/slurm", "/usr/local/lib/slurm", "/opt/slurm/lib/slurm")
+
+
+def find_gpu_plugins(plugin_dir=None, candidates=GPU_PLUGIN_DIRS, listdir=os.listdir):
+    """The gpu_*.so plugins slurmd can load: ``{"dir": path or None, "plugins": sorted names}``.
+
+    ``plugin_dir`` is slurm.conf's PluginDir when set; otherwise the usual install locations are tried.
+    """
+    for directory in ([plugin_dir] if plugin_dir else list(candidates)):
+        try:
+            names = listdir(directory)
+        except OSError:
+            continue
+        plugins = sorted(n[len("gpu_"):-len(".so")] for n in names if n.startswith("gpu_") and n.endswith(".so"))
+        return {"dir": directory, "plugins": plugins}
+    return {"dir": None, "plugins": []}
+
+
+def _check_autodetect_plugin(node, gpu_plugins):
+    """AutoDetect=nvml needs slurmd's gpu_nvml plugin; without it nothing is detected and nothing is checked."""
+    if gpu_plugins is None or "nvml" not in (node.autodetect or ""):
+        return []
+    if "nvml" in gpu_plugins["plugins"]:
+        return []
+    if gpu_plugins["dir"] is None:
+        return [finding("warning", "autodetect", None, "slurmd's gpu_nvml.so plugin for AutoDetect=nvml",
+                        "no Slurm plugin directory found (set PluginDir in slurm.conf)")]
+    found = ", ".join("gpu_%s.so" % p for p in gpu_plugins["plugins"]) or "no gpu_*.so"
+    return [finding("error", "autodetect", None,
+                    "gpu_nvml.so in %s for AutoDetect=nvml" % gpu_plugins["dir"], found,
+                    "this slurmd was built without NVML (Debian's is): AutoDetect=nvml would detect and check "
+                    "nothing; set slurm_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or "
+                    "install a Slurm built with NVML")]
 
 
 def _check_counts(node, slurm_text, gres_text):

@@ -65,6 +65,13 @@ options:
         (24.11 and later) or a warning.
       - When unset and O(slurmd) is set, taken from C(slurmd -V); otherwise unknown, and socket findings are warnings.
     type: str
+  slurm_plugin_dir:
+    description:
+      - Where the node's Slurm plugins are, to check that C(AutoDetect=nvml) has slurmd's C(gpu_nvml.so)
+        (Debian's Slurm has none).
+      - Default, slurm.conf's C(PluginDir), else the usual install locations
+        (C(/usr/lib/x86_64-linux-gnu/slurm-wlm), C(/usr/lib64/slurm), ...).
+    type: path
   slurmd_timeout:
     description: Seconds the slurmd cross-check may take.
     type: int
@@ -184,11 +191,13 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.gpu_collect import CollectError, collect
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_gres_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_gres_conf, parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.verify import (
     count_summary,
     device_paths,
+    find_gpu_plugins,
     format_findings_table,
     parse_slurm_version,
     stat_device_files,
@@ -237,6 +246,16 @@ def _run_slurmd_g(module, slurmd, node, slurm_text, gres_text, commands):
     return {"ran": True, "rc": rc, "output": output}
 
 
+def _gpu_plugins(plugin_dir, slurm_text):
+    """The node's gpu_*.so plugins: from slurm_plugin_dir, else slurm.conf's PluginDir, else the usual places."""
+    if not plugin_dir:
+        try:
+            plugin_dir = parse_slurm_conf(slurm_text)["options"].get("plugindir")
+        except (GresError, ValueError):
+            plugin_dir = None
+    return find_gpu_plugins(plugin_dir.split(":")[0] if plugin_dir else None)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -250,6 +269,7 @@ def main():
             slurmd_version=dict(type="str"),
             slurmd_timeout=dict(type="int", default=60),
             type_patterns=dict(type="dict", default={}),
+            slurm_plugin_dir=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -293,7 +313,8 @@ def main():
 
     findings = verify_node(node, slurm_text, gres_text, hw, dev_stat,
                            slurmd_g_output=slurmd_g.get("output") if slurmd_g.get("ran") else None,
-                           slurmd_version=version, type_patterns=params["type_patterns"])
+                           slurmd_version=version, type_patterns=params["type_patterns"],
+                           gpu_plugins=_gpu_plugins(params["slurm_plugin_dir"], slurm_text))
     try:
         parsed_version = parse_slurm_version(version)
     except ValueError:
