@@ -13,6 +13,8 @@ Facts this encodes, seen live on Slurm 22.05.8 with ``File=`` GRES (see docs/dep
 """
 import re
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import fold_untyped
+
 # Drains slurmctld sets when a node's GRES registration disagrees with slurm.conf. Only these are ever
 # resumed by the deploy, and only once the node's Gres matches again.
 GRES_DRAIN_PATTERNS = (
@@ -179,19 +181,6 @@ def is_gres_drain_reason(reason):
 def is_registration_drain_reason(reason):
     """True for other drains slurmctld sets when a node registers unlike its slurm.conf definition."""
     return bool(reason) and any(p.search(reason) for p in REGISTRATION_DRAIN_PATTERNS)
-
-
-def fold_untyped(expected, reported):
-    """When slurm.conf declares a GRES untyped (``gpu:4``), compare the node's typed counts as their sum."""
-    folded = dict(reported)
-    for name in {k.split(":", 1)[0] for k in expected}:
-        if name in expected and not any(k.startswith(name + ":") for k in expected):
-            total = sum(v for k, v in reported.items() if k == name or k.startswith(name + ":"))
-            for key in [k for k in folded if k.startswith(name + ":")]:
-                del folded[key]
-            if total:
-                folded[name] = total
-    return folded
 
 
 def gres_differences(expected, reported):

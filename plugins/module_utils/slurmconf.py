@@ -335,7 +335,7 @@ def gres_record_problems(records, node_name):
     return problems
 
 
-def _fold_untyped(expected, found):
+def fold_untyped(expected, found):
     """Slurm drops gres.conf types when slurm.conf declares that GRES untyped; compare the same way."""
     folded = dict(found)
     for name in {k.split(":", 1)[0] for k in expected}:
@@ -383,7 +383,7 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
             problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
             continue
         problems.extend(gres_record_problems(records, node))
-        found = _fold_untyped(expected, gres_counts_from_records(records))
+        found = fold_untyped(expected, gres_counts_from_records(records))
         pending = deferred.get(node, {})
         for key in sorted(set(expected) | set(found)):
             want = expected.get(key, 0)
