@@ -21,8 +21,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.model import build_cluster_model  # noqa: E402
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import render_all  # noqa: E402
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model  # noqa: E402
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all  # noqa: E402
 
 NODES_PER_SHAPE = 512
 GPUS_PER_NODE = 8

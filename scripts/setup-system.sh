@@ -11,7 +11,7 @@ set -euo pipefail
 PACKAGES=(
   slurmd slurmctld slurm-client munge
   podman runc conmon netavark aardvark-dns iptables uidmap
-  debootstrap
+  debootstrap hwloc-nox shellcheck
   util-linux coreutils
   python3 python3-venv make ca-certificates
 )

@@ -1,12 +1,16 @@
-"""Make ``ansible_collections.hpc.slurm_gres`` importable from a plain checkout."""
+"""Make ``ansible_collections.hpc.slurm_gres`` and the shared test helpers importable from a plain checkout."""
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
 COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
 LINK = os.path.join(COLLECTIONS, "ansible_collections", "hpc", "slurm_gres")
 if not os.path.exists(LINK):
     os.makedirs(os.path.dirname(LINK), exist_ok=True)
     os.symlink(ROOT, LINK)
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+# helpers/ (fixture loaders, paths), emulator/ (fake sysfs, emulated nvidia-smi machines), integration/ (oracles)
+for path in (COLLECTIONS, os.path.join(TESTS, "helpers"), os.path.join(TESTS, "emulator"),
+             os.path.join(TESTS, "integration")):
+    if path not in sys.path:
+        sys.path.insert(0, path)

@@ -49,7 +49,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.gpu_status import gpu_status, status_lines
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import gpu_status, status_lines
 
 
 def gpu_status_report(hw, host, min_free_mib=0):

@@ -78,8 +78,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.model import (
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     HOST_VAR_PREFIXES,
     HOST_VARS,
     build_cluster_model,

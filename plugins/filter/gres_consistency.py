@@ -45,7 +45,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import check_consistency
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import check_consistency
 
 _SUFFIX = "/gres.conf"
 

@@ -54,8 +54,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.restart_plan import controller_plan
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import ConfSyntaxError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import controller_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
 def gres_controller_plan(new, applied, targeted_nodes=None):

@@ -56,7 +56,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.discover import propose_host_vars, render_host_vars
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.discover import propose_host_vars, render_host_vars
 
 
 def gres_host_vars_proposal(hw, host, memtotal_mb=None, type_patterns=None):

@@ -57,9 +57,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.restart_plan import (
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import (
     FILES, expected_gres, node_restart_plan)
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import ConfSyntaxError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
 def _files(value, what):

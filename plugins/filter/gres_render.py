@@ -46,8 +46,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import render_all
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 
 def gres_render(model):

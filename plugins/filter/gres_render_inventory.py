@@ -54,8 +54,8 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import model_from_inventory
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import render_all, summarize
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all, summarize
 
 
 def gres_render_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):

@@ -49,8 +49,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import ConfSyntaxError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.smoke import smoke_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import smoke_plan
 
 
 def gres_smoke_plan(files, usable_nodes=None, preferred_nodes=None):

@@ -44,7 +44,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import summarize
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import summarize
 
 
 def gres_summary(model, files=None):

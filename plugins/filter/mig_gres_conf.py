@@ -67,8 +67,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_node import complete_gres_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import complete_gres_conf
 
 
 def mig_gres_conf(base_gres_conf, hw_facts, node_spec, slurm_conf=None):

@@ -42,7 +42,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_node import live_layouts
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import live_layouts
 
 
 def mig_live_layouts(plan):

@@ -46,7 +46,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_node import step_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
 
 
 def mig_step_model(model, host, live):

@@ -90,7 +90,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.file_tree import TreeError, plan, write
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, plan, write
 
 
 def _octal(module, value, name):

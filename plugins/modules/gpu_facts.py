@@ -147,7 +147,7 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.gpu_collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
 
 
 def main():

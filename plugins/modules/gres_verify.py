@@ -191,10 +191,10 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.gpu_collect import CollectError, collect
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_gres_conf, parse_slurm_conf
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.verify import (
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_gres_conf, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
     device_paths,
     find_gpu_plugins,

@@ -118,7 +118,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.scontrol import (
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
     describe, parse_show_node, registration_verdict)
 
 

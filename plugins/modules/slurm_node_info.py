@@ -87,7 +87,7 @@ verdicts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.scontrol import parse_show_node, registration_verdict
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_show_node, registration_verdict
 
 
 def read_nodes(module, scontrol, names):

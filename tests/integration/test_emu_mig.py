@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia_smi import (
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
     parse_list_gpus,
     parse_mig_lci,
     parse_mig_lgi,

@@ -6,13 +6,12 @@ tree's definition (fake_sysfs.expected_slurm_cores over each socket's cpus), ind
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+import testpaths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = testpaths.ROOT
 EMULATOR_DIR = os.path.join(ROOT, "tests", "emulator")
-sys.path.insert(0, EMULATOR_DIR)
 
 import fake_sysfs  # noqa: E402
 import machines  # noqa: E402

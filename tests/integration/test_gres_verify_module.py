@@ -4,6 +4,7 @@ import os
 import shutil
 
 import pytest
+import testpaths
 
 from emulated_node import Node, fail_or_skip, run_module
 
@@ -39,7 +40,7 @@ def stage(node, slurm=SLURM_CONF, gres=GRES_CONF):
 
 def verify(node, stage_dir, check=False, extra_env=None, **more):
     args = {"slurm_conf": stage_dir + "/slurm.conf", "gres_conf": stage_dir + "/gres.conf", "node_name": node.name,
-            "nvidia_smi": os.path.join(os.path.dirname(__file__), "..", "emulator", "nvidia-smi"),
+            "nvidia_smi": os.path.join(testpaths.EMULATOR, "nvidia-smi"),
             "sysfs_root": node.root, "dev_root": node.dev_root}
     args.update(more)
     return run_module(node, "hpc.slurm_gres.gres_verify", args, check=check, extra_env=extra_env)

@@ -11,7 +11,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils import mig_apply, mig_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import apply as mig_apply
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import plan as mig_plan
 from emulated_node import NVIDIA_SMI, Node, run_module
 
 A100_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]

@@ -6,15 +6,16 @@ type, and report one device per MIG instance with its three device files.
 """
 
 import os
-import sys
 
 from slurmd_oracle import require_oracle, run_slurmd_g
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils import mig, mig_render
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia_smi import parse_mig_minors
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import profiles as mig
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emulator"))
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import render as mig_render
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_minors
+
 import fake_sysfs  # noqa: E402
+import testpaths
 
 SLURM_CONF = """\
 ClusterName=migtest

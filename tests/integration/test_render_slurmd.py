@@ -18,18 +18,18 @@ import subprocess
 import sys
 
 import pytest
+import testpaths
 
 import slurmd_oracle
-from ansible_collections.hpc.slurm_gres.plugins.module_utils import mig
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig_render import render_mig_gres_block
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia_smi import parse_mig_minors
-from ansible_collections.hpc.slurm_gres.plugins.module_utils import model as model_mod
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.render import render_all
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurmconf import parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import profiles as mig
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.render import render_mig_gres_block
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_minors
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model as model_mod
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = testpaths.ROOT
 EXAMPLE = os.path.join(ROOT, "inventories", "example")
-sys.path.insert(0, os.path.join(ROOT, "tests", "emulator"))
 import fake_sysfs  # noqa: E402
 
 

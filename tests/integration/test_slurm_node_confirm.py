@@ -13,11 +13,12 @@ import threading
 import time
 
 import pytest
+import testpaths
 
 import slurm_loopback
 from slurm_loopback import NODE
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = testpaths.ROOT
 GOOD = {"gpu:a100": 2, "gpu:h100": 2}
 
 

@@ -1,0 +1,124 @@
+"""Run the nvidia-smi calls and read sysfs/procfs for ``slurm_gres_hw``: the I/O half of gpu_facts, shared.
+
+Both ``gpu_facts`` and ``gres_verify`` gather the same facts; this keeps one copy of the command sequence and
+its failure handling. ``run`` is ``AnsibleModule.run_command``-like: ``run(argv) -> (rc, stdout, stderr)``.
+Everything it learns goes through :func:`gpu_facts.build_facts`.
+"""
+import os
+import shutil
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_topology
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import facts as gpu_facts
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import smi as nvidia_smi
+
+# nvidia-smi exit codes: 6 "query unsuccessful" (also "No devices were found"), 15 "GPU is lost".
+RC_NO_DEVICES = 6
+RC_GPU_LOST = 15
+
+
+class CollectError(Exception):
+    """nvidia-smi missing or failing: ``str()`` is the message, ``details`` goes into fail_json."""
+
+    def __init__(self, msg, **details):
+        super(CollectError, self).__init__(msg)
+        self.details = details
+
+
+def resolve_nvidia_smi(command, which=None):
+    """An absolute path for ``command`` (a name on PATH or a path), or CollectError."""
+    if os.path.isabs(command) or os.sep in command:
+        if not (os.path.isfile(command) and os.access(command, os.X_OK)):
+            raise CollectError("nvidia_smi: expected an executable file, found nothing runnable at %s" % command)
+        return command
+    path = (which or shutil.which)(command)
+    if path is None:
+        raise CollectError("nvidia_smi: %r is not on PATH (%s); is the NVIDIA driver installed? Set nvidia_smi= "
+                           "to its full path" % (command, os.environ.get("PATH", "")))
+    return path
+
+
+def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
+    """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError."""
+    smi = resolve_nvidia_smi(nvidia_smi_path, which)
+    commands = []
+    warnings = []
+
+    def call(argv):
+        commands.append(argv)
+        return run(argv)
+
+    def fail(argv, rc, out, err):
+        text = (out or "").strip() or (err or "").strip() or "(no output)"
+        raise CollectError("%s failed with exit code %d: %s" % (" ".join(argv), rc, text.splitlines()[0]),
+                           rc=rc, stdout=out, stderr=err, commands=commands)
+
+    argv = gpu_facts.query_gpu_command(smi)
+    rc, query_out, err = call(argv)
+    no_devices = "No devices were found" in (query_out or "") + (err or "")
+    if rc != 0 and not (rc == RC_GPU_LOST and query_out.strip()) and not (rc == RC_NO_DEVICES and no_devices):
+        fail(argv, rc, query_out, err)
+    query_text = query_out + ("\n" + err if nvidia_smi.LOST_GPU_RE.search(err or "") else "")
+    try:
+        rows = nvidia_smi.parse_query_gpu(query_text)
+        mig_on = gpu_facts.needs_mig_listing(query_text)
+    except ValueError as exc:
+        raise CollectError("cannot read %s: %s" % (" ".join(argv), exc), stdout=query_out, commands=commands)
+
+    topo_text = apps_text = None
+    outputs = {}
+    if rows:
+        argv = gpu_facts.topo_command(smi)
+        rc, out, err = call(argv)
+        if rc == 0 or (rc == RC_GPU_LOST and "GPU0" in out):
+            topo_text = out
+        else:
+            warnings.append("%s failed (exit code %d): %s; CPU affinity and Slurm cores are unknown"
+                            % (" ".join(argv), rc, (out or err or "").strip()[:300]))
+        argv = gpu_facts.query_apps_command(smi)
+        rc, out, err = call(argv)
+        if rc == 0 or rc == RC_GPU_LOST:
+            apps_text = out
+        else:
+            warnings.append("%s failed (exit code %d): %s; processes are unknown"
+                            % (" ".join(argv), rc, (out or err or "").strip()[:300]))
+        if mig_on:
+            for key, argv in gpu_facts.mig_commands(smi).items():
+                rc, out, err = call(argv)
+                if rc != 0 and not (key in ("lgi", "lci") and "No " in out + err and "found" in out + err):
+                    fail(argv, rc, out, err)
+                outputs[key] = out + err if rc != 0 else out
+
+    try:
+        topology = cpu_topology.read_cpu_topology(sysfs_root)
+    except ValueError as exc:
+        warnings.append("CPU topology: %s; Slurm cores are unknown" % exc)
+        topology = None
+
+    try:
+        gpu_minors = {}
+        for row in rows:
+            minor = gpu_facts.read_gpu_minor(sysfs_root, row["pci.bus_id"])
+            if minor is not None:
+                gpu_minors[row["pci.bus_id"]] = minor
+        pids = set()
+        if apps_text is not None:
+            pids = {a["pid"] for a in nvidia_smi.parse_query_apps(apps_text) if a.get("pid") is not None}
+        processes = {pid: gpu_facts.read_process(sysfs_root, pid) for pid in pids}
+        mig_minors_text = None
+        if mig_on:
+            path = os.path.join(sysfs_root, "proc", "driver", "nvidia-caps", "mig-minors")
+            mig_minors_text = gpu_facts.read_text(path)
+            if mig_minors_text is None:
+                warnings.append("MIG is enabled but %s is not readable; MIG cap minors are unknown" % path)
+        facts, more = gpu_facts.build_facts(
+            query_text, topo_text=topo_text, apps_text=apps_text, topology=topology, gpu_minors=gpu_minors,
+            list_text=outputs.get("list"), lgi_text=outputs.get("lgi"), lci_text=outputs.get("lci"),
+            mig_minors_text=mig_minors_text, processes=processes)
+    except ValueError as exc:
+        raise CollectError("cannot read nvidia-smi output: %s" % exc, commands=commands)
+    warnings.extend(more)
+    for lost in facts.get("lost_gpus") or []:
+        warnings.append("nvidia-smi cannot reach a GPU: %s" % lost["message"])
+    return facts, warnings, commands

@@ -1,0 +1,404 @@
+"""The one parser for slurm.conf and gres.conf, and the count proof built on it.
+
+Used twice: by the renderer, to prove its own output before anything is written, and by the node-side verifier,
+to read the files that are actually installed. Both therefore agree on what a file means.
+
+Parsing follows Slurm 22.05+ (``src/common/parse_config.c`` and ``gres.c``): keys are case-insensitive, ``#``
+starts a comment (``\\#`` is a literal ``#``), a trailing ``\\`` continues a line, values may be double-quoted.
+GRES keys in results are lower-case (``"gpu:a100"``, ``"gpu"``, ``"shard"``) because Slurm compares GRES
+names and types case-insensitively.
+"""
+import functools
+import re
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
+
+SHARING_GRES = ("shard", "mps")
+
+# Per-line keys Slurm accepts in gres.conf (gres.c _gres_options) plus NodeName and the aliases.
+_GRES_KEYS = {
+    "nodename": "nodename",
+    "name": "name",
+    "type": "type",
+    "file": "file",
+    "files": "file",
+    "multiplefiles": "multiplefiles",
+    "count": "count",
+    "cores": "cores",
+    "cpus": "cores",
+    "links": "links",
+    "link": "links",
+    "flags": "flags",
+    "autodetect": "autodetect",
+}
+_COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
+_SUFFIX = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4, "P": 1024 ** 5}
+
+
+class ConfSyntaxError(ValueError):
+    """A line Slurm itself would refuse; the message names the file and line."""
+
+
+def _natural_key(text):
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
+
+
+def _logical_lines(text):
+    """Yield (first line number, line without comment) with continuation lines joined."""
+    pending = ""
+    start = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = _strip_comment(raw)
+        if start is None:
+            start = lineno
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = (pending + line).strip()
+        pending = ""
+        if line:
+            yield start, line
+        start = None
+    if pending.strip():
+        yield start, pending.strip()
+
+
+def _strip_comment(raw):
+    if "#" not in raw:
+        return raw.rstrip()
+    out = []
+    i = 0
+    while i < len(raw):
+        ch = raw[i]
+        if ch == "\\" and i + 1 < len(raw) and raw[i + 1] == "#":
+            out.append("#")
+            i += 2
+            continue
+        if ch == "#":
+            break
+        out.append(ch)
+        i += 1
+    return "".join(out).rstrip()
+
+
+_TOKEN_RE = re.compile(r'\s*([A-Za-z][A-Za-z0-9_]*)=("([^"]*)"|[^\s"]*)')
+
+
+def _tokens(line, fname, lineno):
+    """Split ``Key=value Key2="v a l"`` into [(key, value)], keys as written."""
+    pos = 0
+    out = []
+    while pos < len(line):
+        m = _TOKEN_RE.match(line, pos)
+        if not m:
+            raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, line[pos:].strip()))
+        value = m.group(3) if m.group(3) is not None else m.group(2)
+        out.append((m.group(1), value))
+        pos = m.end()
+        while pos < len(line) and line[pos].isspace():
+            pos += 1
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _expand_cached(expr):
+    if "[" not in expr and "," not in expr:
+        return (expr,)
+    return tuple(hostlist.expand_hostlist(expr))
+
+
+def _expand(expr, fname, lineno, what):
+    try:
+        return list(_expand_cached(expr))
+    except hostlist.BadHostlist as exc:
+        raise ConfSyntaxError("%s line %d: bad %s %r: %s" % (fname, lineno, what, expr, exc))
+
+
+def parse_count(text):
+    """``"8"`` -> 8, ``"10G"`` -> 10 * 1024**3; ValueError otherwise."""
+    m = _COUNT_RE.match(str(text).strip())
+    if not m:
+        raise ValueError("not a GRES count: %r" % (text,))
+    return int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+
+
+def parse_gres_spec(spec):
+    """slurm.conf ``Gres=gpu:a100:8,shard:32`` -> {"gpu:a100": 8, "shard": 32} (repeats are summed)."""
+    counts = {}
+    if spec is None or spec.strip() == "" or spec.strip().lower() == "(null)":
+        return counts
+    for elem in spec.split(","):
+        parts = [p for p in elem.strip().split(":") if p.lower() != "no_consume"]
+        if not parts or not parts[0]:
+            raise ValueError("empty GRES element in %r" % spec)
+        count = 1
+        if len(parts) > 1 and _COUNT_RE.match(parts[-1]):
+            count = parse_count(parts.pop())
+        if len(parts) > 2:
+            raise ValueError("bad GRES element %r in %r" % (elem, spec))
+        key = ":".join(parts).lower()
+        counts[key] = counts.get(key, 0) + count
+    return counts
+
+
+def parse_slurm_conf(text):
+    """Parse slurm.conf text.
+
+    Returns ``{"options": {lowercased key: value}, "controllers": [SlurmctldHost values],
+    "nodes": {node: {"gres": {gres_key: count}, <lowercased NodeName options>..., "line": n}},
+    "partitions": {name: {lowercased options..., "line": n}}, "includes": [...], "errors": [str]}``.
+    NodeName lines are expanded with hostlist; ``NodeName=DEFAULT`` values apply to later lines.
+    """
+    fname = "slurm.conf"
+    result = {"options": {}, "controllers": [], "nodes": {}, "partitions": {}, "includes": [], "errors": []}
+    node_defaults = {}
+    part_defaults = {}
+    for lineno, line in _logical_lines(text):
+        if line.lower().startswith("include ") or line.lower().startswith("include\t"):
+            result["includes"].append(line.split(None, 1)[1])
+            continue
+        tokens = _tokens(line, fname, lineno)
+        first = tokens[0][0].lower()
+        if first == "nodename":
+            opts = {k.lower(): v for k, v in tokens[1:]}
+            if tokens[0][1].upper() == "DEFAULT":
+                node_defaults.update(opts)
+                continue
+            merged = dict(node_defaults)
+            merged.update(opts)
+            try:
+                gres = parse_gres_spec(merged.get("gres"))
+            except ValueError as exc:
+                result["errors"].append("%s line %d: %s" % (fname, lineno, exc))
+                gres = {}
+            for name in _expand(tokens[0][1], fname, lineno, "NodeName"):
+                if name in result["nodes"]:
+                    result["errors"].append("%s line %d: node %s already defined on line %d"
+                                            % (fname, lineno, name, result["nodes"][name]["line"]))
+                    continue
+                node = dict(merged)
+                node["gres"] = dict(gres)
+                node["line"] = lineno
+                result["nodes"][name] = node
+        elif first == "partitionname":
+            opts = {k.lower(): v for k, v in tokens[1:]}
+            if tokens[0][1].upper() == "DEFAULT":
+                part_defaults.update(opts)
+                continue
+            merged = dict(part_defaults)
+            merged.update(opts)
+            merged["line"] = lineno
+            result["partitions"][tokens[0][1]] = merged
+        elif first in ("nodeset", "frontendname", "downnodes", "switchname"):
+            continue
+        else:
+            for key, value in tokens:
+                if key.lower() == "slurmctldhost" or key.lower() == "controlmachine":
+                    result["controllers"].append(value)
+                result["options"][key.lower()] = value
+    return result
+
+
+def parse_gres_conf(text, node_name):
+    """Records of gres.conf ``text`` that apply to ``node_name``.
+
+    A line applies when it has no NodeName or its NodeName hostlist contains the node. Each record is
+    ``{"name", "type", "files": [...], "multiple_files": [...], "count": int or None, "cores", "links",
+    "flags", "autodetect", "nodes": hostlist or None, "line": lineno}``. A bare ``AutoDetect=`` line gives a
+    record with ``name`` None. Raises ConfSyntaxError for anything slurmd would refuse to parse.
+    """
+    fname = "gres.conf"
+    records = []
+    for lineno, line in _logical_lines(text):
+        if line.lower().startswith("include"):
+            raise ConfSyntaxError("%s line %d: Include is not supported by this checker" % (fname, lineno))
+        tokens = _tokens(line, fname, lineno)
+        rec = {"name": None, "type": None, "files": [], "multiple_files": [], "count": None, "cores": None,
+               "links": None, "flags": None, "autodetect": None, "nodes": None, "line": lineno}
+        for pos, (key, value) in enumerate(tokens):
+            canon = _GRES_KEYS.get(key.lower())
+            if canon is None:
+                raise ConfSyntaxError("%s line %d: unrecognized key %r" % (fname, lineno, key))
+            if canon == "nodename" and pos != 0:
+                raise ConfSyntaxError("%s line %d: NodeName must be the first key on a line" % (fname, lineno))
+            if canon == "nodename":
+                rec["nodes"] = value
+            elif canon == "file":
+                rec["files"] = _expand(value, fname, lineno, "File")
+            elif canon == "multiplefiles":
+                rec["multiple_files"] = _expand(value, fname, lineno, "MultipleFiles")
+            elif canon == "count":
+                try:
+                    rec["count"] = parse_count(value)
+                except ValueError:
+                    raise ConfSyntaxError("%s line %d: invalid Count %r" % (fname, lineno, value))
+            else:
+                rec[canon] = value
+        if rec["name"] is None and rec["autodetect"] is None:
+            raise ConfSyntaxError("%s line %d: a line needs Name= (or a lone AutoDetect=)" % (fname, lineno))
+        if rec["nodes"] is not None and rec["nodes"] != node_name and node_name not in _expand(
+                rec["nodes"], fname, lineno, "NodeName"):
+            continue
+        records.append(rec)
+    return records
+
+
+def gres_counts_from_records(records):
+    """{"gpu:a100": 8, "shard": 32, ...} from parse_gres_conf records.
+
+    gpu-like records count one per File entry (a MultipleFiles record is one device, else Count or 1);
+    shard/mps records count their Count (default: one per file) and carry no type.
+    """
+    counts = {}
+    for rec in records:
+        if not rec["name"]:
+            continue
+        name = rec["name"].lower()
+        if name in SHARING_GRES:
+            key = name
+            n = rec["count"] if rec["count"] is not None else (len(rec["files"]) or 1)
+        else:
+            key = name if not rec["type"] else "%s:%s" % (name, rec["type"].lower())
+            if rec["multiple_files"]:
+                n = 1
+            elif rec["files"]:
+                n = len(rec["files"])
+            elif rec["count"] is not None:
+                n = rec["count"]
+            else:
+                n = 1
+        counts[key] = counts.get(key, 0) + n
+    return counts
+
+
+def gres_record_problems(records, node_name):
+    """Problems slurmd would report as fatal or silently 'fix' for one node's records."""
+    problems = []
+    seen = {}
+    gpu_files = set()
+    for rec in records:
+        if not rec["name"]:
+            continue
+        field = "gres.conf line %d" % rec["line"]
+        if rec["files"] and rec["multiple_files"]:
+            problems.append(Problem(node_name, field, "File or MultipleFiles", "both (slurmd: mutually exclusive)"))
+        if rec["multiple_files"] and len(rec["multiple_files"]) < 2:
+            problems.append(Problem(node_name, field, "MultipleFiles with at least 2 files",
+                                    ",".join(rec["multiple_files"])))
+        sharing = rec["name"].lower() in SHARING_GRES
+        if not sharing and rec["files"] and rec["count"] is not None and rec["count"] != len(rec["files"]):
+            problems.append(Problem(node_name, field, "Count equal to the number of File entries (%d)"
+                                    % len(rec["files"]), "Count=%d" % rec["count"]))
+        if sharing:
+            continue
+        gpu_files.update(rec["files"])
+        for path in rec["files"]:
+            key = (rec["name"].lower(), path)
+            if key in seen:
+                problems.append(Problem(node_name, field, "each device file in one %s record" % rec["name"],
+                                        "%s again (first on line %d)" % (path, seen[key])))
+            else:
+                seen[key] = rec["line"]
+    by_name = {}
+    for rec in records:
+        if rec["name"] and rec["name"].lower() not in SHARING_GRES:
+            by_name.setdefault(rec["name"].lower(), []).append(rec)
+    for name, recs in sorted(by_name.items()):
+        with_file = [r for r in recs if r["files"] or r["multiple_files"]]
+        if with_file and len(with_file) != len(recs):
+            bare = [r for r in recs if not (r["files"] or r["multiple_files"])][0]
+            problems.append(Problem(node_name, "gres.conf line %d" % bare["line"],
+                                    "File= on every %s record when any has one" % name,
+                                    "a record without File (slurmd: some records have \"File\" specification "
+                                    "while others do not)"))
+        typed = [r for r in recs if r["type"]]
+        if typed and len(typed) != len(recs):
+            bare = [r for r in recs if not r["type"]][0]
+            problems.append(Problem(node_name, "gres.conf line %d" % bare["line"],
+                                    "Type= on every %s record when any has one" % name,
+                                    "a record without Type (slurmd: some records have \"Type=\" specification "
+                                    "while others do not)"))
+        plain = [r for r in recs if not (r["files"] or r["multiple_files"] or r["type"])]
+        if len(plain) > 1:
+            problems.append(Problem(node_name, "gres.conf line %d" % plain[1]["line"],
+                                    "at most one %s record without File and Type" % name,
+                                    "%d such records (slurmd: duplicate records for %s)" % (len(plain), name)))
+    for rec in records:
+        if rec["name"] and rec["name"].lower() in SHARING_GRES:
+            missing = [path for path in rec["files"] if path not in gpu_files]
+            if missing:
+                problems.append(Problem(node_name, "gres.conf line %d" % rec["line"],
+                                        "File entries that a gpu record also lists",
+                                        "%s (slurmd discards this %s line)" % (",".join(missing), rec["name"])))
+    return problems
+
+
+def fold_untyped(expected, found):
+    """Slurm drops gres.conf types when slurm.conf declares that GRES untyped; compare the same way."""
+    folded = dict(found)
+    for name in {k.split(":", 1)[0] for k in expected}:
+        if name in expected and not any(k.startswith(name + ":") for k in expected):
+            total = sum(v for k, v in found.items() if k == name or k.startswith(name + ":"))
+            for k in [k for k in folded if k.startswith(name + ":")]:
+                del folded[k]
+            if total:
+                folded[name] = total
+    return folded
+
+
+def consistency_problems(slurm_text, gres_texts, deferred=None):
+    """Problem objects (host = Slurm node name) where slurm.conf and the gres.conf files disagree.
+
+    ``gres_texts`` is {node: gres.conf text}. ``deferred`` is {node: {gres_key: count}}: GRES that are
+    completed on the node later (MIG lines); they may be absent from gres.conf but never partially present.
+    """
+    deferred = deferred or {}
+    problems = []
+    try:
+        conf = parse_slurm_conf(slurm_text)
+    except ConfSyntaxError as exc:
+        return [Problem("(all)", "slurm.conf", "a file slurmctld can parse", str(exc))]
+    for err in conf["errors"]:
+        problems.append(Problem("(all)", "slurm.conf", "a file slurmctld accepts", err))
+    nodes = conf["nodes"]
+    gres_nodes = {n for n, d in nodes.items() if d["gres"]}
+    for node in sorted(set(gres_texts) | gres_nodes, key=_natural_key):
+        if node not in nodes:
+            problems.append(Problem(node, "gres.conf", "a NodeName line for this node in slurm.conf", "none"))
+            continue
+        expected = nodes[node]["gres"]
+        for name in {k.split(":", 1)[0] for k in expected}:
+            if name in expected and any(k.startswith(name + ":") for k in expected):
+                problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
+                                        "both (slurmctld refuses this)"))
+        text = gres_texts.get(node)
+        if text is None:
+            problems.append(Problem(node, "gres.conf", "a gres.conf providing %s" % _fmt(expected), "no file"))
+            continue
+        try:
+            records = parse_gres_conf(text, node)
+        except ConfSyntaxError as exc:
+            problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
+            continue
+        problems.extend(gres_record_problems(records, node))
+        found = fold_untyped(expected, gres_counts_from_records(records))
+        pending = deferred.get(node, {})
+        for key in sorted(set(expected) | set(found)):
+            want = expected.get(key, 0)
+            got = found.get(key, 0)
+            if want == got or (got == 0 and pending.get(key) == want):
+                continue
+            problems.append(Problem(node, "gres.conf count of %s" % key,
+                                    "%d (slurm.conf Gres=)" % want, "%d" % got))
+    return problems
+
+
+def _fmt(counts):
+    return ",".join("%s:%d" % kv for kv in sorted(counts.items()))
+
+
+def check_consistency(slurm_text, gres_texts, deferred=None):
+    """List of problem strings (empty = consistent); see consistency_problems."""
+    return [str(p) for p in consistency_problems(slurm_text, gres_texts, deferred)]

@@ -1,0 +1,255 @@
+"""What slurmctld says about a node (``scontrol show node``), and whether that is the registration we wanted.
+
+Pure functions (no Ansible, no hostlist): the module that wraps them runs on a slurmctld host, where only the
+Python standard library can be assumed.
+
+Facts this encodes, seen live on Slurm 22.05.8 with ``File=`` GRES (see docs/deploy.md):
+- ``Gres=`` shows what the node registered (``gpu:a100:4(S:0-1)``), the configured value until it registers.
+- A registration with fewer GPUs than slurm.conf declares sets ``INVALID_REG`` and drains the node with
+  ``gres/gpu count reported lower than configured (4 < 5)`` or, per type, ``gres/gpu:h100 count too low
+  (2 < 3)``. When the node later registers correctly the flag clears but the drain stays: someone must resume it.
+- The reason carries ``[user@time]``; the user is SlurmUser for drains slurmctld sets itself, which may be root,
+  so the text of the reason, never the user, tells a GRES drain from an admin's.
+"""
+import re
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import fold_untyped
+
+# Drains slurmctld sets when a node's GRES registration disagrees with slurm.conf. Only these are ever
+# resumed by the deploy, and only once the node's Gres matches again.
+GRES_DRAIN_PATTERNS = (
+    re.compile(r"gres/\S+ count reported lower than configured", re.IGNORECASE),
+    re.compile(r"gres/\S+ count too low", re.IGNORECASE),
+    re.compile(r"gres/\S+:? ?count changed", re.IGNORECASE),
+    re.compile(r"\bcount changed on node\b", re.IGNORECASE),
+)
+# Other drains slurmctld sets at registration when the node is not what slurm.conf declares. A fresh one
+# after a restart means the deploy's node definition is wrong; it is reported, never resumed.
+REGISTRATION_DRAIN_PATTERNS = (
+    re.compile(r"^Low RealMemory", re.IGNORECASE),
+    re.compile(r"^Low socket\*core\*thread count", re.IGNORECASE),
+    re.compile(r"^Low CPUs", re.IGNORECASE),
+    re.compile(r"^Low TmpDisk", re.IGNORECASE),
+    re.compile(r"^Out of sync with hardware", re.IGNORECASE),
+    re.compile(r"doesn't match socket boundaries", re.IGNORECASE),
+    re.compile(r"invalid (gres|core|cpu)", re.IGNORECASE),
+)
+DRAIN_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING"))
+INVALID_FLAGS = frozenset(("INVALID_REG", "INVAL"))
+# Base states in which a node has not (yet) registered usefully; waiting may still help.
+UNSETTLED_STATES = frozenset(("DOWN", "UNKNOWN", "FUTURE", "POWERED_DOWN", "POWERING_UP", "REBOOT_REQUESTED",
+                              "REBOOT_ISSUED"))
+# Fields whose values may contain spaces; scontrol prints them last.
+_TAIL_FIELDS = ("Reason", "Comment", "Extra", "InstanceId", "InstanceType")
+_KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)=")
+_TAIL_RE = re.compile(r"(?:^|\s)(%s)=" % "|".join(_TAIL_FIELDS))
+_REASON_SUFFIX_RE = re.compile(r"\s*\[([^@\]\s]*)@([^\]\s]*)\]\s*$")
+_GRES_ITEM_RE = re.compile(r"\([^)]*\)")
+
+
+def _split_records(text):
+    """One string per node: a ``-o`` line, or a multi-line block starting at ``NodeName=``."""
+    records = []
+    current = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("NodeName="):
+            if current:
+                records.append(" ".join(current))
+            current = [stripped]
+        elif current:
+            current.append(stripped)
+    if current:
+        records.append(" ".join(current))
+    return records
+
+
+def _fields(record):
+    """``Key=value ...`` -> dict, values that contain spaces (OS=, Reason=) kept whole."""
+    tail = {}
+    match = _TAIL_RE.search(record)
+    head = record
+    if match:
+        head = record[:match.start()]
+        rest = record[match.start():]
+        marks = list(_TAIL_RE.finditer(rest))
+        for i, mark in enumerate(marks):
+            end = marks[i + 1].start() if i + 1 < len(marks) else len(rest)
+            tail[mark.group(1)] = rest[mark.end():end].strip()
+    fields = {}
+    marks = list(_KEY_RE.finditer(head))
+    for i, mark in enumerate(marks):
+        end = marks[i + 1].start() if i + 1 < len(marks) else len(head)
+        fields[mark.group(1)] = head[mark.end():end].strip()
+    fields.update(tail)
+    return fields
+
+
+def parse_state(text):
+    """``IDLE+DRAIN+INVALID_REG`` / ``IDLE*`` -> (base, sorted flags, not_responding)."""
+    text = (text or "").strip()
+    parts = [p for p in text.split("+") if p]
+    if not parts:
+        return "", [], False
+    not_responding = False
+    base = parts[0]
+    if base.endswith("*"):
+        base = base[:-1]
+        not_responding = True
+    flags = []
+    for part in parts[1:]:
+        if part.endswith("*"):
+            part = part[:-1]
+            not_responding = True
+        if part == "NOT_RESPONDING":
+            not_responding = True
+            continue
+        flags.append(part)
+    return base.upper(), sorted(set(f.upper() for f in flags)), not_responding
+
+
+def parse_gres_field(text):
+    """``gpu:a100:4(S:0-1),gpu:h100:2(S:1),shard:8`` -> {"gpu:a100": 4, "gpu:h100": 2, "shard": 8}.
+
+    Keys are lower-case, as Slurm compares GRES names and types. ``(null)`` or empty -> {}.
+    """
+    counts = {}
+    text = (text or "").strip()
+    if not text or text.lower() == "(null)":
+        return counts
+    for item in _GRES_ITEM_RE.sub("", text).split(","):
+        parts = [p for p in item.strip().split(":") if p and p.lower() != "no_consume"]
+        if not parts:
+            continue
+        count = 1
+        if len(parts) > 1 and re.match(r"^\d+$", parts[-1]):
+            count = int(parts.pop())
+        key = ":".join(parts).lower()
+        counts[key] = counts.get(key, 0) + count
+    return counts
+
+
+def parse_reason(text):
+    """``gres/gpu count ... (4 < 5) [slurm@2024-12-19T11:03:34]`` -> (reason, user, time); None when absent."""
+    if text is None:
+        return None, None, None
+    match = _REASON_SUFFIX_RE.search(text)
+    if not match:
+        return text.strip() or None, None, None
+    return text[:match.start()].strip() or None, match.group(1) or None, match.group(2) or None
+
+
+def parse_show_node(text):
+    """Parse ``scontrol show node`` (multi-line or ``-o``) -> {node name: record}.
+
+    A record holds every field as printed (``State``, ``Gres``, ``SlurmdStartTime``, ...) plus ``name``,
+    ``state_base``, ``state_flags`` (list), ``not_responding`` (bool), ``gres`` (dict), ``reason`` (text
+    without the ``[user@time]`` suffix, or None), ``reason_user``, ``reason_time``.
+    """
+    nodes = {}
+    for record in _split_records(text):
+        fields = _fields(record)
+        name = fields.get("NodeName")
+        if not name:
+            continue
+        base, flags, not_responding = parse_state(fields.get("State"))
+        reason, user, when = parse_reason(fields.get("Reason"))
+        start = fields.get("SlurmdStartTime")
+        node = dict(fields)
+        node.update({
+            "name": name,
+            "state_base": base,
+            "state_flags": flags,
+            "not_responding": not_responding,
+            "gres": parse_gres_field(fields.get("Gres")),
+            "reason": reason,
+            "reason_user": user,
+            "reason_time": when,
+            "slurmd_start_time": None if start in (None, "", "None") else start,
+        })
+        nodes[name] = node
+    return nodes
+
+
+def is_gres_drain_reason(reason):
+    """True for the drain reasons slurmctld sets on a GRES count mismatch (and only those)."""
+    return bool(reason) and any(p.search(reason) for p in GRES_DRAIN_PATTERNS)
+
+
+def is_registration_drain_reason(reason):
+    """True for other drains slurmctld sets when a node registers unlike its slurm.conf definition."""
+    return bool(reason) and any(p.search(reason) for p in REGISTRATION_DRAIN_PATTERNS)
+
+
+def gres_differences(expected, reported):
+    """[(gres key, expected count, reported count)] where the two disagree, sorted by key."""
+    expected = {k.lower(): int(v) for k, v in (expected or {}).items()}
+    reported = fold_untyped(expected, {k.lower(): int(v) for k, v in (reported or {}).items()})
+    return [(key, expected.get(key, 0), reported.get(key, 0))
+            for key in sorted(set(expected) | set(reported))
+            if expected.get(key, 0) != reported.get(key, 0)]
+
+
+def format_gres(counts):
+    """{"gpu:a100": 4} -> ``gpu:a100:4`` (sorted); {} -> ``(none)``."""
+    if not counts:
+        return "(none)"
+    return ",".join("%s:%d" % (k, v) for k, v in sorted(counts.items()))
+
+
+def describe(node):
+    """One line for messages: ``State=IDLE+DRAIN Gres=gpu:a100:4 Reason='...' SlurmdStartTime=...``."""
+    if node is None:
+        return "not known to slurmctld"
+    text = "State=%s Gres=%s" % (node.get("State", "?"), node.get("Gres", "?"))
+    if node.get("reason"):
+        text += " Reason=%r" % node["reason"]
+    text += " SlurmdStartTime=%s" % (node.get("slurmd_start_time") or "None")
+    return text
+
+
+def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
+    """Judge one node record against the registration the deploy expects.
+
+    ``since``: the node's ``SlurmdStartTime`` before slurmd was restarted; until it changes, the node has not
+    registered since the restart. ``check_gres``: compare ``Gres=`` with ``expected_gres`` (off while
+    slurmctld still runs the previous definitions). Returns ``{"status", "message", "resume"}`` where status is
+    ``ok`` (registered as expected; an admin's drain is kept and reported), ``resume`` (registered as expected
+    but still drained by an earlier GRES mismatch), ``waiting`` (not registered yet; may change) or
+    ``failed`` (registered, and wrong: only a config or hardware change helps).
+    """
+    def verdict(status, message):
+        return {"status": status, "message": message, "resume": status == "resume"}
+
+    if node is None:
+        return verdict("failed", "not known to slurmctld (is it in slurm.conf on the controller?)")
+    flags = set(node.get("state_flags") or [])
+    base = node.get("state_base") or ""
+    started = node.get("slurmd_start_time")
+    reason = node.get("reason")
+    if since is not None and (started is None or started == since):
+        return verdict("waiting", "slurmd has not registered since the restart (SlurmdStartTime=%s)"
+                       % (started or "None"))
+    if node.get("not_responding"):
+        return verdict("waiting", "not responding (%s)" % describe(node))
+    if flags & INVALID_FLAGS:
+        return verdict("failed", "registration refused by slurmctld: %s" % describe(node))
+    if base in UNSETTLED_STATES:
+        return verdict("waiting", "state %s (%s)" % (base, describe(node)))
+    if check_gres and expected_gres is not None:
+        diffs = gres_differences(expected_gres, node.get("gres"))
+        if diffs:
+            detail = ", ".join("%s: expected %d, slurmctld has %d" % d for d in diffs)
+            return verdict("failed", "Gres differs from slurm.conf (%s): %s" % (detail, describe(node)))
+    if flags & DRAIN_FLAGS:
+        if is_gres_drain_reason(reason):
+            if not check_gres:
+                return verdict("ok", "still drained by an earlier GRES mismatch; resumed once slurmctld has the "
+                               "new definitions (%s)" % describe(node))
+            return verdict("resume", "registered with the declared Gres, drained by an earlier GRES mismatch")
+        if is_registration_drain_reason(reason):
+            return verdict("failed", "drained by slurmctld at registration: %s" % describe(node))
+        return verdict("ok", "registered; drained by someone else, left drained (%s)" % describe(node))
+    return verdict("ok", "registered: %s" % describe(node))

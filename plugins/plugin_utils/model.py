@@ -1,0 +1,650 @@
+"""Inventory -> one normalized, validated cluster model (plain JSON-able dicts).
+
+Everything the collection renders or checks is derived from this model. ``build_cluster_model`` collects every
+problem it finds before raising, so one run shows the admin all mistakes at once, each naming host, field,
+expected and found.
+"""
+import difflib
+import re
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+
+CTLD_GROUP = "slurmctld"
+SLURMD_GROUP = "slurmd"
+
+# Per-host inventory variables (host_vars or group_vars) this model reads.
+NODE_VARS = (
+    "slurm_node_name",
+    "slurm_node_sockets",
+    "slurm_node_cores_per_socket",
+    "slurm_node_threads_per_core",
+    "slurm_node_real_memory",
+    "slurm_node_features",
+    "slurm_node_weight",
+    "slurm_gres_gpus",
+)
+CONTROLLER_VARS = ("slurm_ctld_addr",)
+HOST_VARS = NODE_VARS + CONTROLLER_VARS
+# Host variables in these namespaces are ours: an unknown name there is a typo and is reported.
+HOST_VAR_PREFIXES = ("slurm_node_", "slurm_gres_gpu", "slurm_ctld_")
+
+GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "model")
+
+# Cluster-wide variables (group_vars/all) and their defaults.
+CLUSTER_VARS = {
+    "slurm_cluster_name": "cluster",
+    "slurm_gres_autodetect": "off",
+    "slurm_partitions": None,
+    "slurm_conf_options": {},
+    "slurm_cgroup_conf_options": {},
+}
+AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
+PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
+
+# slurm.conf settings the renderer owns: derived from the inventory, never taken from slurm_conf_options.
+OWNED_SLURM_KEYS = ("ClusterName", "SlurmctldHost", "ControlMachine", "GresTypes", "NodeName", "PartitionName",
+                    "Include")
+
+DEFAULT_SLURM_CONF = (
+    ("AuthType", "auth/munge"),
+    ("CredType", "cred/munge"),
+    ("SlurmUser", "slurm"),
+    ("SlurmctldPort", 6817),
+    ("SlurmdPort", 6818),
+    ("StateSaveLocation", "/var/lib/slurm/slurmctld"),
+    ("SlurmdSpoolDir", "/var/lib/slurm/slurmd"),
+    ("SlurmctldPidFile", "/run/slurmctld.pid"),
+    ("SlurmdPidFile", "/run/slurmd.pid"),
+    ("SlurmctldLogFile", "/var/log/slurm/slurmctld.log"),
+    ("SlurmdLogFile", "/var/log/slurm/slurmd.log"),
+    ("ProctrackType", "proctrack/cgroup"),
+    ("TaskPlugin", "task/cgroup,task/affinity"),
+    ("MpiDefault", "none"),
+    ("ReturnToService", 1),
+    ("SchedulerType", "sched/backfill"),
+    ("SelectType", "select/cons_tres"),
+    ("SelectTypeParameters", "CR_Core_Memory"),
+)
+DEFAULT_CGROUP_CONF = (
+    ("CgroupPlugin", "autodetect"),
+    ("ConstrainCores", "yes"),
+    ("ConstrainDevices", "yes"),
+    ("ConstrainRAMSpace", "yes"),
+)
+DEFAULT_PARTITION = {"name": "main", "nodes": "ALL", "default": True,
+                     "options": {"MaxTime": "INFINITE", "State": "UP"}}
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+_OPTION_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+# MIG profile names as nvidia-smi / mig-parted write them: [<C>c.]<G>g.<GB>gb[+me|+me.all|+gfx|-me]
+MIG_PROFILE_RE = re.compile(r"^(\d+c\.)?\d+g\.\d+gb(\+me|\+me\.all|\+gfx|-me)?$")
+
+
+def natural_key(text):
+    """Sort key that orders ``node2`` before ``node10``."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
+
+
+def short_name(host):
+    """inventory_hostname_short: the host name up to the first dot."""
+    return host.split(".", 1)[0]
+
+
+def mig_gres_type(gpu_type, profile):
+    """GRES type of one MIG instance in slurm.conf: the profile itself, ``3g.40gb`` (``+me`` kept).
+
+    This is the collection's contract (``Gres=gpu:1g.10gb:2,gpu:a100:1``; ``srun --gres=gpu:1g.10gb:1``), checked
+    live on Slurm 22.05: types match exactly, so a ``1g.10gb`` job never lands on the ``1g.10gb+me`` instance.
+    ``gpu_type`` is accepted so that a prefixing scheme could be added without touching callers.
+    """
+    return profile
+
+
+def node_gres(node):
+    """Ordered {gres_key: count} for one model node: ``{"gpu:a100": 8, "shard": 32}``.
+
+    Types appear in order of their lowest GPU index, so Slurm's GPU numbering (slurm.conf type order, then
+    gres.conf order) follows nvidia-smi's index order on mixed nodes. MIG instances count per profile type.
+    """
+    counts = {}
+    shards = 0
+    for gpu in node["gpus"]:
+        if gpu["mig"]:
+            for profile in gpu["mig"]:
+                key = "gpu:" + mig_gres_type(gpu["type"], profile)
+                counts[key] = counts.get(key, 0) + 1
+        else:
+            key = "gpu:" + gpu["type"]
+            counts[key] = counts.get(key, 0) + 1
+        shards += gpu["shards"] or 0
+    if shards:
+        counts["shard"] = shards
+    return counts
+
+
+def _plain(value):
+    """Strip Ansible's tagged str/int/dict/list subclasses so the model is plain JSON-able data."""
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, dict):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _describe(value):
+    if isinstance(value, str):
+        return "%r (string)" % value
+    if value is None:
+        return "null"
+    return "%r (%s)" % (value, type(value).__name__)
+
+
+class _Collector(object):
+    def __init__(self):
+        self.problems = []
+        # Hosts of one group share their group_vars objects: validate each distinct GPU list once per layout.
+        self.gpu_cache = {}
+        self.cores_cache = {}
+
+    def add(self, host, field, expected, found, hint=None):
+        self.problems.append(Problem(host, field, expected, found, hint))
+
+    def int_value(self, host, field, value, minimum):
+        """Return an int >= minimum, or None after recording a problem. Digit strings (from -e) are accepted."""
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.add(host, field, "an integer >= %d" % minimum, _describe(value))
+            return None
+        if value < minimum:
+            self.add(host, field, "an integer >= %d" % minimum, str(value))
+            return None
+        return int(value)
+
+
+def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
+    """Validate the inventory and return the cluster model.
+
+    ``hostvars``: {inventory host: {var: value}} holding at least the variables in HOST_VARS that are set
+    (other keys are ignored unless they start with one of HOST_VAR_PREFIXES, then they must be known).
+    ``groups``: {group: [hosts]} as Ansible's ``groups`` (``slurmd`` and ``slurmctld`` with all descendants).
+    ``cluster``: the cluster-wide variables (keys of CLUSTER_VARS; missing ones take their defaults).
+    ``cluster_host`` names the host reported for problems in cluster-wide variables.
+    Raises GresError listing every problem found.
+    """
+    col = _Collector()
+    groups = groups or {}
+    # A cluster variable set to null (or left out) takes its default.
+    cluster = {k: v for k, v in (cluster or {}).items() if v is not None}
+    slurmd_hosts = list(groups.get(SLURMD_GROUP) or [])
+    ctld_hosts = list(groups.get(CTLD_GROUP) or [])
+    slurmd_set = set(slurmd_hosts)
+
+    if not ctld_hosts:
+        col.add(cluster_host, "groups.%s" % CTLD_GROUP, "at least one controller host in inventory group %s"
+                % CTLD_GROUP, "no hosts")
+    if not slurmd_hosts:
+        col.add(cluster_host, "groups.%s" % SLURMD_GROUP, "at least one compute host in inventory group %s"
+                % SLURMD_GROUP, "no hosts")
+
+    for host in sorted(hostvars, key=natural_key):
+        hv = hostvars[host] or {}
+        for key in sorted(hv):
+            if key.startswith(HOST_VAR_PREFIXES) and key not in HOST_VARS:
+                close = difflib.get_close_matches(key, HOST_VARS, n=1)
+                col.add(host, key, "a variable of the inventory schema (%s)" % ", ".join(HOST_VARS),
+                        "unknown variable %s" % key, "did you mean %s?" % close[0] if close else None)
+        if host not in slurmd_set and hv.get("slurm_gres_gpus"):
+            col.add(host, "slurm_gres_gpus", "GPU entries only on hosts in inventory group %s" % SLURMD_GROUP,
+                    "%d GPU entries on a host outside %s" % (_len(hv["slurm_gres_gpus"]), SLURMD_GROUP),
+                    "add the host to group %s or remove slurm_gres_gpus" % SLURMD_GROUP)
+
+    nodes = []
+    by_name = {}
+    for host in slurmd_hosts:
+        node = _build_node(col, host, hostvars.get(host) or {})
+        if node is None:
+            continue
+        if node["name"] in by_name:
+            col.add(host, "slurm_node_name", "a Slurm node name used by one inventory host only",
+                    "%r (also used by host %s)" % (node["name"], by_name[node["name"]]))
+            continue
+        by_name[node["name"]] = host
+        nodes.append(node)
+    nodes.sort(key=lambda n: natural_key(n["name"]))
+
+    _check_type_spelling(col, nodes)
+    _check_mig_with_shards(col, nodes)
+
+    controllers = []
+    for host in ctld_hosts:
+        hv = hostvars.get(host) or {}
+        name = _node_name(col, host, hv)
+        addr = hv.get("slurm_ctld_addr")
+        if addr is not None and (not isinstance(addr, str) or not addr.strip() or " " in addr.strip()):
+            col.add(host, "slurm_ctld_addr", "a host name or IP address", _describe(addr))
+            addr = None
+        controllers.append({"host": host, "name": name, "addr": _plain(addr.strip()) if addr else None})
+
+    _check_accounting(col, cluster_host, cluster.get("slurm_conf_options"))
+
+    model = {
+        "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
+                                                                     CLUSTER_VARS["slurm_cluster_name"])),
+        "autodetect": _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
+                                                                 CLUSTER_VARS["slurm_gres_autodetect"])),
+        "controllers": controllers,
+        "settings": {
+            "slurm_conf": _options(col, cluster_host, "slurm_conf_options", DEFAULT_SLURM_CONF,
+                                   cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS),
+            "cgroup_conf": _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
+                                    cluster.get("slurm_cgroup_conf_options"), ()),
+        },
+        "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
+                                  slurmd_set, by_name),
+        "nodes": nodes,
+    }
+    if col.problems:
+        raise GresError(col.problems)
+    return model
+
+
+def _len(value):
+    try:
+        return len(value)
+    except TypeError:
+        return 1
+
+
+def _node_name(col, host, hv):
+    name = hv.get("slurm_node_name")
+    if name is None:
+        name = short_name(host)
+        if not _NAME_RE.match(name):
+            col.add(host, "slurm_node_name", "a Slurm node name (letters, digits, '-', '_', '.')",
+                    "%r derived from the inventory name" % name, "set slurm_node_name")
+        return name
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        col.add(host, "slurm_node_name", "a Slurm node name (letters, digits, '-', '_', '.')", _describe(name))
+        return short_name(host)
+    return str(name)
+
+
+def _build_node(col, host, hv):
+    before = len(col.problems)
+    name = _node_name(col, host, hv)
+    gpus_raw = hv.get("slurm_gres_gpus")
+    if gpus_raw is None:
+        gpus_raw = []
+    if not isinstance(gpus_raw, (list, tuple)):
+        col.add(host, "slurm_gres_gpus", "a list of GPU entries ({index, type, ...})", _describe(gpus_raw))
+        gpus_raw = []
+    has_gpus = len(gpus_raw) > 0
+
+    layout = {}
+    for key, var in (("sockets", "slurm_node_sockets"), ("cores_per_socket", "slurm_node_cores_per_socket"),
+                     ("threads_per_core", "slurm_node_threads_per_core")):
+        value = hv.get(var)
+        if value is None:
+            if has_gpus:
+                col.add(host, var, "the node's CPU layout (sockets, cores_per_socket, threads_per_core) on a "
+                        "GPU node", "not set", "Cores= and GPU binding need it; see `slurmd -C` on the node")
+            layout[key] = None
+        else:
+            layout[key] = col.int_value(host, var, value, 1)
+    real_memory = hv.get("slurm_node_real_memory")
+    if real_memory is not None:
+        real_memory = col.int_value(host, "slurm_node_real_memory", real_memory, 1)
+    weight = hv.get("slurm_node_weight")
+    if weight is not None:
+        weight = col.int_value(host, "slurm_node_weight", weight, 0)
+    features = hv.get("slurm_node_features")
+    if features is None:
+        features = []
+    elif not isinstance(features, (list, tuple)) or not all(
+            isinstance(f, str) and _NAME_RE.match(f) for f in features):
+        col.add(host, "slurm_node_features", "a list of feature names (letters, digits, '-', '_', '.')",
+                _describe(features))
+        features = []
+
+    core_count = None
+    if layout["sockets"] and layout["cores_per_socket"]:
+        core_count = layout["sockets"] * layout["cores_per_socket"]
+    cache_key = (id(gpus_raw), layout["sockets"], layout["cores_per_socket"], layout["threads_per_core"])
+    cached = col.gpu_cache.get(cache_key)
+    if cached is not None and cached[0] is gpus_raw:
+        gpus = [dict(g, mig=list(g["mig"]) if g["mig"] else g["mig"]) for g in cached[1]]
+    else:
+        mark = len(col.problems)
+        gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in enumerate(gpus_raw)]
+        _check_unique(col, host, gpus, gpus_raw)
+        gpus.sort(key=lambda g: g["index"] if g["index"] is not None else -1)
+        if len(col.problems) == mark and gpus:
+            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus])
+    if len(col.problems) != before:
+        return None
+    return {
+        "host": str(host), "name": name,
+        "sockets": layout["sockets"], "cores_per_socket": layout["cores_per_socket"],
+        "threads_per_core": layout["threads_per_core"], "real_memory": real_memory,
+        "features": [str(f) for f in features], "weight": weight,
+        "gpus": gpus,
+    }
+
+
+def _build_gpu(col, host, i, entry, layout, core_count):
+    field = "slurm_gres_gpus[%d]" % i
+    gpu = {"index": None, "type": None, "minor": None, "cores": None, "model": None, "mig": None, "shards": None}
+    if not isinstance(entry, dict):
+        col.add(host, field, "a mapping like {index: 0, type: a100}", _describe(entry))
+        return gpu
+    for key in sorted(set(entry) - set(GPU_KEYS), key=str):
+        col.add(host, "%s.%s" % (field, key), "a GPU key (%s)" % ", ".join(GPU_KEYS), "unknown key %r" % key)
+    if "index" not in entry:
+        col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer >= 0)", "no index")
+    else:
+        gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0)
+    gtype = entry.get("type")
+    if gtype is None:
+        col.add(host, field + ".type", "a GRES type such as a100 (letters, digits, '_', '.', '-', '+')", "no type")
+    elif not isinstance(gtype, str) or not _TYPE_RE.match(gtype):
+        col.add(host, field + ".type", "a GRES type such as a100 (letters, digits, '_', '.', '-', '+')",
+                _describe(gtype))
+    else:
+        gpu["type"] = str(gtype)
+    if entry.get("minor") is not None:
+        gpu["minor"] = col.int_value(host, field + ".minor", entry["minor"], 0)
+    elif gpu["index"] is not None:
+        gpu["minor"] = gpu["index"]
+    if entry.get("cores") is not None:
+        gpu["cores"] = _cores(col, host, field + ".cores", entry["cores"], layout, core_count)
+    if entry.get("model") is not None:
+        if isinstance(entry["model"], str) and entry["model"].strip():
+            gpu["model"] = str(entry["model"])
+        else:
+            col.add(host, field + ".model", "a GPU model name string", _describe(entry["model"]))
+    if entry.get("shards") is not None:
+        gpu["shards"] = col.int_value(host, field + ".shards", entry["shards"], 1)
+    if "mig" in entry and entry["mig"] is not None:
+        mig = entry["mig"]
+        if not isinstance(mig, (list, tuple)) or not mig:
+            col.add(host, field + ".mig", "a non-empty list of MIG profile names such as [3g.40gb, 3g.40gb]",
+                    _describe(mig), "leave mig unset to use the whole GPU")
+        else:
+            bad = [p for p in mig if not isinstance(p, str) or not MIG_PROFILE_RE.match(p)]
+            if bad:
+                col.add(host, field + ".mig", "MIG profile names like 1g.10gb or 1c.3g.40gb",
+                        ", ".join(_describe(p) for p in bad))
+            else:
+                mig_problems = validate_layout(host, gpu["index"], entry.get("model"), list(mig),
+                                               field=field + ".mig", model_field=field + ".model")
+                if mig_problems:
+                    col.problems.extend(mig_problems)
+                else:
+                    gpu["mig"] = [str(p) for p in mig]
+        if gpu["shards"] is not None:
+            col.add(host, field + ".shards", "shards only on a GPU without MIG instances",
+                    "shards %d together with mig" % gpu["shards"])
+    return gpu
+
+
+def _check_mig_with_shards(col, nodes):
+    """MIG instances and shards cannot share a cluster: GresTypes is cluster-wide, and with ``shard`` in it the
+    real slurmd 22.05 splits every MultipleFiles record into one Count=1 GPU per file (``slurmd -G`` lists
+    /dev/nvidia0 and both nvidia-cap files as three GPUs for one MIG instance; seen with this collection's own
+    integration test). The node would then report three GPUs per instance."""
+    sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"]]
+    if not sharded:
+        return
+    for node in nodes:
+        for pos, gpu in enumerate(node["gpus"]):
+            if gpu["mig"]:
+                col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos,
+                        "MIG instances only in a cluster without shards (GresTypes would include shard)",
+                        "shards on host %s GPU %s" % sharded[0],
+                        "Slurm 22.05's slurmd splits a MIG MultipleFiles record into one GPU per file when shard "
+                        "is in GresTypes; use MIG or shards in one cluster, not both")
+
+
+def _cores(col, host, field, value, layout, core_count):
+    key = (value, core_count) if isinstance(value, str) else None
+    if key is not None and key in col.cores_cache:
+        return col.cores_cache[key]
+    try:
+        cores = parse_int_ranges(value if isinstance(value, str) else _plain(value))
+    except ValueError:
+        col.add(host, field, "Slurm logical core indices such as \"0-31\" or \"0-15,32-47\"", _describe(value))
+        return None
+    if not cores:
+        col.add(host, field, "at least one core index", _describe(value))
+        return None
+    if core_count is not None:
+        outside = [c for c in cores if c >= core_count]
+        if outside:
+            hint = None
+            threads = layout.get("threads_per_core") or 1
+            if threads > 1 and max(cores) < core_count * threads:
+                hint = ("these look like OS CPU ids with hyperthreads; Cores= takes Slurm logical core indices "
+                        "(one per physical core)")
+            col.add(host, field, "Slurm logical core indices within 0-%d (slurm_node_sockets %d x "
+                    "slurm_node_cores_per_socket %d)" % (core_count - 1, layout["sockets"], layout["cores_per_socket"]),
+                    "%s (%s outside)" % (value, format_int_ranges(outside)), hint)
+            return None
+    text = format_int_ranges(cores)
+    if key is not None:
+        col.cores_cache[key] = text
+    return text
+
+
+def _check_unique(col, host, gpus, entries):
+    dup_index = set()
+    for key in ("index", "minor"):
+        seen = {}
+        for i, gpu in enumerate(gpus):
+            value = gpu[key]
+            if value is None:
+                continue
+            explicit = isinstance(entries[i], dict) and entries[i].get(key) is not None
+            if value in seen and key == "minor" and not explicit and i in dup_index:
+                continue  # minor defaulted from an index already reported as duplicate
+            if value in seen:
+                if key == "index":
+                    dup_index.add(i)
+                hint = None
+                if key == "minor":
+                    hint = "minor defaults to index; set minor where /dev/nvidiaN differs from the index"
+                col.add(host, "slurm_gres_gpus[%d].%s" % (i, key), "unique GPU %s" % key,
+                        "%d (also used by slurm_gres_gpus[%d])" % (value, seen[value]), hint)
+            else:
+                seen[value] = i
+
+
+def _check_type_spelling(col, nodes):
+    spellings = {}
+    for node in nodes:
+        for i, gpu in enumerate(node["gpus"]):
+            first = spellings.setdefault(gpu["type"].lower(), (gpu["type"], node["host"]))
+            if first[0] != gpu["type"]:
+                col.add(node["host"], "slurm_gres_gpus[%d].type" % i,
+                        "one spelling per GRES type (Slurm compares types case-insensitively)",
+                        "%r (host %s spells it %r)" % (gpu["type"], first[1], first[0]))
+
+
+def _cluster_name(col, host, value):
+    if not isinstance(value, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value) or len(value) > 40:
+        col.add(host, "slurm_cluster_name", "a cluster name (letters, digits, '-', '_'; at most 40 chars)",
+                _describe(value))
+        return "cluster"
+    return str(value)
+
+
+def _autodetect(col, host, value):
+    if value is False:  # YAML 1.1 reads an unquoted `off` as false
+        return "off"
+    if isinstance(value, str) and value.lower() in AUTODETECT_CHOICES:
+        return value.lower()
+    col.add(host, "slurm_gres_autodetect", "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
+    return "off"
+
+
+def _check_accounting(col, host, options):
+    """slurmctld 22.05+ exits ("slurmdbd is required to run with TRES gres/gpu") on GRES TRES without slurmdbd."""
+    if not isinstance(options, dict):
+        return
+    lower = {str(k).lower(): (k, v) for k, v in options.items()}
+    tres = lower.get("accountingstoragetres")
+    storage = lower.get("accountingstoragetype")
+    if tres and tres[1] and "gres/" in str(tres[1]).lower() and not (
+            storage and str(storage[1]).strip().lower() == "accounting_storage/slurmdbd"):
+        col.add(host, "slurm_conf_options.%s" % tres[0],
+                "GRES TRES only with AccountingStorageType=accounting_storage/slurmdbd",
+                "%s without slurmdbd" % tres[1],
+                "slurmctld exits with 'slurmdbd is required to run with TRES gres/gpu'; with slurmdbd configured "
+                "the gres/gpu TRES are added automatically")
+
+
+def uses_slurmdbd(model):
+    """True when slurm.conf sends accounting to slurmdbd (GRES TRES are only allowed then)."""
+    for key, value in model["settings"]["slurm_conf"].items():
+        if key.lower() == "accountingstoragetype":
+            return value.strip().lower() == "accounting_storage/slurmdbd"
+    return False
+
+
+def _option_value(col, host, field, value):
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.strip() and "\n" not in value and "#" not in value:
+        return str(value.strip())
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                                          for v in value):
+        return ",".join(str(v) for v in value)
+    col.add(host, field, "a string, integer, boolean or list of those (null removes a default)", _describe(value))
+    return None
+
+
+def _options(col, host, var, defaults, overrides, owned):
+    """Defaults merged with the user's dict (keys case-insensitive; null drops a default)."""
+    merged = {}
+    canon = {}
+    for key, value in defaults:
+        merged[key] = str(value)
+        canon[key.lower()] = key
+    if overrides is None:
+        return merged
+    if not isinstance(overrides, dict):
+        col.add(host, var, "a mapping of option name to value", _describe(overrides))
+        return merged
+    owned_lower = {k.lower(): k for k in owned}
+    for key in sorted(overrides, key=str):
+        value = overrides[key]
+        field = "%s.%s" % (var, key)
+        if not isinstance(key, str) or not _OPTION_KEY_RE.match(key):
+            col.add(host, field, "an option name (letters and digits)", _describe(key))
+            continue
+        if key.lower() in owned_lower:
+            col.add(host, field, "an option the renderer does not derive from the inventory",
+                    "%s (derived from the inventory)" % owned_lower[key.lower()])
+            continue
+        name = canon.setdefault(key.lower(), key)
+        if value is None:
+            merged.pop(name, None)
+            continue
+        text = _option_value(col, host, field, value)
+        if text is not None:
+            merged[name] = text
+    return merged
+
+
+def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name):
+    if value is None:
+        return [dict(DEFAULT_PARTITION, options=dict(DEFAULT_PARTITION["options"]))]
+    if not isinstance(value, (list, tuple)) or not value:
+        col.add(host, "slurm_partitions", "a non-empty list of partitions ({name, group|nodes, ...})",
+                _describe(value))
+        return []
+    host_to_name = {h: n for n, h in by_name.items()}
+    known_names = set(by_name)
+    result = []
+    names = set()
+    defaults = []
+    for i, part in enumerate(value):
+        field = "slurm_partitions[%d]" % i
+        if not isinstance(part, dict):
+            col.add(host, field, "a mapping with name and group or nodes", _describe(part))
+            continue
+        for key in sorted(set(part) - set(PARTITION_KEYS), key=str):
+            col.add(host, "%s.%s" % (field, key), "a partition key (%s)" % ", ".join(PARTITION_KEYS),
+                    "unknown key %r" % key)
+        name = part.get("name")
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            col.add(host, field + ".name", "a partition name", _describe(name))
+            continue
+        if name in names:
+            col.add(host, field + ".name", "unique partition names", "%r twice" % name)
+        names.add(name)
+        nodes = _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, known_names)
+        default = part.get("default", False)
+        if not isinstance(default, bool):
+            col.add(host, field + ".default", "true or false", _describe(default))
+            default = False
+        if default:
+            defaults.append(name)
+        options = _options(col, host, field + ".options", (("MaxTime", "INFINITE"), ("State", "UP")),
+                           part.get("options"), ("PartitionName", "Nodes", "Default"))
+        result.append({"name": str(name), "nodes": nodes, "default": default, "options": options})
+    if len(defaults) > 1:
+        col.add(host, "slurm_partitions", "at most one partition with default: true",
+                "%d (%s)" % (len(defaults), ", ".join(defaults)))
+    return result
+
+
+def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, known_names):
+    has_group = part.get("group") is not None
+    has_nodes = part.get("nodes") is not None
+    if has_group == has_nodes:
+        col.add(host, field, "exactly one of group or nodes", "both" if has_group else "neither")
+        return []
+    if has_group:
+        group = part["group"]
+        if not isinstance(group, str) or group not in groups:
+            col.add(host, field + ".group", "an inventory group", _describe(group))
+            return []
+        members = [host_to_name[h] for h in groups[group] if h in slurmd_set and h in host_to_name]
+        if not members:
+            col.add(host, field + ".group", "a group with hosts from %s" % SLURMD_GROUP,
+                    "group %s has none" % group)
+        return sorted(set(members), key=natural_key)
+    nodes = part["nodes"]
+    if isinstance(nodes, str) and nodes.upper() == "ALL":
+        return "ALL"
+    if isinstance(nodes, str):
+        try:
+            nodes = hostlist.expand_hostlist(nodes)
+        except hostlist.BadHostlist:
+            col.add(host, field + ".nodes", "ALL, a Slurm hostlist or a list of node names", _describe(nodes))
+            return []
+    if not isinstance(nodes, (list, tuple)) or not nodes:
+        col.add(host, field + ".nodes", "ALL, a Slurm hostlist or a list of node names", _describe(nodes))
+        return []
+    unknown = [n for n in nodes if n not in known_names]
+    if unknown:
+        col.add(host, field + ".nodes", "Slurm node names of hosts in %s" % SLURMD_GROUP,
+                "unknown %s" % ", ".join(str(n) for n in unknown[:5]))
+        return []
+    return sorted(set(str(n) for n in nodes), key=natural_key)

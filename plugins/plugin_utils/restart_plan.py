@@ -1,0 +1,156 @@
+"""Which daemons a change of files needs restarted, and in which order (pure; controller side).
+
+"Applied" files are what a daemon was last (re)started with; "new" files are the render being deployed.
+
+The order comes from Slurm 22.05 behaviour with ``File=`` GRES, seen live (docs/deploy.md):
+- slurmctld pins a node's GRES count at the first registration after it starts. A restarted slurmd that then
+  reports a *different* count is refused (``Count changed (4 != 5)``) until slurmctld restarts again, and
+  ``scontrol reconfigure`` is refused too (``Attempt to change gres/gpu Count ... invalid with File
+  configuration``).
+- A node reporting *more* than slurm.conf declares is accepted (the count is clamped to the declared one); a
+  node reporting *fewer* is drained with INVALID_REG.
+So a count that goes *down* needs slurmctld restarted *before* the node's slurmd (slurmctld then clamps the old,
+higher report until slurmd restarts), and a count that goes *up* needs slurmd restarted first and slurmctld
+*after*. A deploy with both restarts slurmctld twice; no node is drained on the way unless one node has one type
+go up and another go down (then the drain is resumed at the end).
+"""
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
+
+FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
+# slurm.conf NodeName options that only slurmctld uses; changing them needs no slurmd restart.
+_CTLD_ONLY_NODE_KEYS = frozenset(("weight", "features", "feature", "state", "reason", "comment", "line"))
+
+
+def _parse(text):
+    if text is None:
+        return None
+    return parse_slurm_conf(text)
+
+
+def _node_def(node):
+    return {k: v for k, v in node.items() if k != "line"}
+
+
+def slurm_conf_changes(old_text, new_text):
+    """Compare two slurm.conf texts by meaning, not bytes.
+
+    Returns ``{"changed": bool, "bytes_changed": bool, "options": [keys], "nodes_added": [...],
+    "nodes_removed": [...], "nodes_changed": {node: [keys]}, "gres_up": {node: {key: [old, new]}},
+    "gres_down": {node: {key: [old, new]}}, "partitions_changed": bool}``. ``old_text`` None (no file) counts as
+    everything added.
+    """
+    result = {"changed": False, "bytes_changed": old_text != new_text, "options": [], "nodes_added": [],
+              "nodes_removed": [], "nodes_changed": {}, "gres_up": {}, "gres_down": {},
+              "partitions_changed": False}
+    if old_text == new_text:
+        return result
+    new = _parse(new_text) or {"options": {}, "nodes": {}, "partitions": {}}
+    old = _parse(old_text) or {"options": {}, "nodes": {}, "partitions": {}}
+    result["options"] = sorted(k for k in set(old["options"]) | set(new["options"])
+                               if old["options"].get(k) != new["options"].get(k))
+    result["nodes_added"] = sorted(set(new["nodes"]) - set(old["nodes"]))
+    result["nodes_removed"] = sorted(set(old["nodes"]) - set(new["nodes"]))
+    for name in sorted(set(old["nodes"]) & set(new["nodes"])):
+        before, after = _node_def(old["nodes"][name]), _node_def(new["nodes"][name])
+        keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+        if keys:
+            result["nodes_changed"][name] = keys
+        up, down = {}, {}
+        for key in set(before.get("gres", {})) | set(after.get("gres", {})):
+            a, b = before.get("gres", {}).get(key, 0), after.get("gres", {}).get(key, 0)
+            if b > a:
+                up[key] = [a, b]
+            elif b < a:
+                down[key] = [a, b]
+        if up:
+            result["gres_up"][name] = up
+        if down:
+            result["gres_down"][name] = down
+    strip = lambda parts: {n: {k: v for k, v in p.items() if k != "line"} for n, p in parts.items()}  # noqa: E731
+    result["partitions_changed"] = strip(old["partitions"]) != strip(new["partitions"])
+    result["changed"] = bool(result["options"] or result["nodes_added"] or result["nodes_removed"]
+                             or result["nodes_changed"] or result["partitions_changed"])
+    return result
+
+
+def node_restart_plan(node_name, applied, new):
+    """Does slurmd on ``node_name`` need a restart to run the ``new`` files?
+
+    ``applied`` / ``new`` map file names (``FILES``) to text or None (absent). slurmd restarts when its
+    gres.conf or cgroup.conf changed, when its own NodeName definition changed (except slurmctld-only keys such
+    as Weight or Features), when slurm.conf options changed, or when nodes were added or removed (Slurm
+    requires every slurmd to restart then). Changes to *other* nodes' lines or to partitions do not restart it.
+    Returns ``{"restart": bool, "reasons": [...], "files_changed": [...], "slurm_conf": changes}``.
+    """
+    reasons = []
+    files_changed = [f for f in FILES if applied.get(f) != new.get(f)]
+    for name in ("gres.conf", "cgroup.conf"):
+        if name in files_changed:
+            reasons.append("%s changed" % name)
+    changes = slurm_conf_changes(applied.get("slurm.conf"), new.get("slurm.conf"))
+    if changes["changed"]:
+        own = [k for k in changes["nodes_changed"].get(node_name, []) if k not in _CTLD_ONLY_NODE_KEYS]
+        if own:
+            reasons.append("slurm.conf: this node's %s changed" % ", ".join(own))
+        if node_name in changes["nodes_added"]:
+            reasons.append("slurm.conf: this node is new")
+        if changes["options"]:
+            reasons.append("slurm.conf: %s changed" % ", ".join(changes["options"]))
+        others = [n for n in changes["nodes_added"] + changes["nodes_removed"] if n != node_name]
+        if others:
+            reasons.append("slurm.conf: nodes added or removed (%s)" % ", ".join(others))
+    return {"restart": bool(reasons), "reasons": reasons, "files_changed": files_changed, "slurm_conf": changes}
+
+
+def controller_plan(applied_text, new_text, targeted_nodes=None):
+    """What slurmctld needs for ``new_text`` given the slurm.conf it last started with.
+
+    Returns ``{"restart_before": bool, "restart_after": bool, "reconfigure": bool, "reasons": [...],
+    "untargeted": [nodes], "slurm_conf": changes}``:
+    - ``restart_before`` (before any slurmd restarts): a GRES count goes down, nodes are added or removed, a
+      node's CPU/memory definition or a global option changed;
+    - ``restart_after`` (after the slurmd restarts): a GRES count goes up;
+    - ``reconfigure``: only partitions or slurmctld-only node keys changed (no restart needed);
+    - ``untargeted``: nodes whose GRES definition changes but which are not in ``targeted_nodes`` (when given):
+      restarting slurmctld would drain them, so the deploy refuses.
+    """
+    changes = slurm_conf_changes(applied_text, new_text)
+    reasons = []
+    before = after = False
+    if applied_text is None and new_text is not None:
+        return {"restart_before": True, "restart_after": False, "reconfigure": False,
+                "reasons": ["no slurm.conf applied before"], "untargeted": [], "slurm_conf": changes}
+    if changes["gres_down"]:
+        before = True
+        reasons.append("GRES count goes down on %s" % ", ".join(sorted(changes["gres_down"])))
+    if changes["nodes_added"] or changes["nodes_removed"]:
+        before = True
+        reasons.append("nodes added or removed (%s)" % ", ".join(changes["nodes_added"] + changes["nodes_removed"]))
+    if changes["options"]:
+        before = True
+        reasons.append("options changed: %s" % ", ".join(changes["options"]))
+    for name, keys in sorted(changes["nodes_changed"].items()):
+        other = [k for k in keys if k != "gres" and k not in _CTLD_ONLY_NODE_KEYS]
+        if other:
+            before = True
+            reasons.append("node %s: %s changed" % (name, ", ".join(other)))
+    if changes["gres_up"]:
+        after = True
+        reasons.append("GRES count goes up on %s" % ", ".join(sorted(changes["gres_up"])))
+    reconfigure = changes["changed"] and not (before or after)
+    if reconfigure:
+        reasons.append("partitions or scheduling-only node keys changed")
+    untargeted = []
+    if targeted_nodes is not None:
+        gres_nodes = set(changes["gres_up"]) | set(changes["gres_down"])
+        untargeted = sorted(gres_nodes - set(targeted_nodes))
+    return {"restart_before": before, "restart_after": after, "reconfigure": reconfigure, "reasons": reasons,
+            "untargeted": untargeted, "slurm_conf": changes}
+
+
+def expected_gres(slurm_text, node_name):
+    """{gres key: count} that slurm.conf declares for ``node_name`` ({} when absent)."""
+    if slurm_text is None:
+        return {}
+    node = parse_slurm_conf(slurm_text)["nodes"].get(node_name)
+    return dict(node["gres"]) if node else {}

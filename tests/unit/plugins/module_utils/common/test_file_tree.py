@@ -1,0 +1,115 @@
+"""config_tree: write {relative path: content} under a directory, all or nothing, only what differs."""
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+from render_helpers import ROOT
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, check_relpath, plan, write
+
+FILES = {"slurm.conf": "ClusterName=x\n", "cgroup.conf": "ConstrainDevices=yes\n",
+         "gpu-a01/gres.conf": "Name=gpu Type=a100 File=/dev/nvidia0\n", "gpu-a02/gres.conf": "Name=gpu\n"}
+
+
+def apply(dest, files, mode=0o644):
+    todo = plan(str(dest), files, mode)
+    if todo["changed"]:
+        write(str(dest), files, todo["changed"], mode, 0o755)
+    return todo
+
+
+def read_tree(dest):
+    out = {}
+    for folder, _, names in os.walk(dest):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path) as handle:
+                out[os.path.relpath(path, dest)] = handle.read()
+    return out
+
+
+def test_fresh_tree_is_written_with_modes_and_no_staging_left(tmp_path):
+    dest = tmp_path / "out"
+    todo = apply(dest, FILES)
+    assert todo["changed"] == sorted(FILES) and todo["unchanged"] == 0
+    assert read_tree(dest) == FILES
+    assert stat.S_IMODE(os.stat(dest / "gpu-a01" / "gres.conf").st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(dest / "gpu-a01").st_mode) == 0o755
+    assert os.listdir(tmp_path) == ["out"]
+
+
+def test_second_run_changes_nothing_and_keeps_files_untouched(tmp_path):
+    dest = tmp_path / "out"
+    apply(dest, FILES)
+    before = {rel: os.stat(dest / rel).st_ino for rel in FILES}
+    todo = apply(dest, FILES)
+    assert todo["changed"] == [] and todo["unchanged"] == len(FILES)
+    assert {rel: os.stat(dest / rel).st_ino for rel in FILES} == before
+
+
+def test_only_files_whose_bytes_or_mode_differ_are_replaced(tmp_path):
+    dest = tmp_path / "out"
+    apply(dest, FILES)
+    (dest / "unrelated.txt").write_text("keep me")
+    inode = os.stat(dest / "cgroup.conf").st_ino
+    os.chmod(dest / "gpu-a02" / "gres.conf", 0o600)
+    changed = dict(FILES, **{"slurm.conf": "ClusterName=y\n", "gpu-a03/gres.conf": "Name=gpu\n"})
+    todo = apply(dest, changed)
+    assert todo["changed"] == ["gpu-a02/gres.conf", "gpu-a03/gres.conf", "slurm.conf"]
+    assert todo["before"]["slurm.conf"] == "ClusterName=x\n" and todo["before"]["gpu-a03/gres.conf"] is None
+    assert read_tree(dest) == dict(changed, **{"unrelated.txt": "keep me"})
+    assert os.stat(dest / "cgroup.conf").st_ino == inode
+    assert stat.S_IMODE(os.stat(dest / "gpu-a02" / "gres.conf").st_mode) == 0o644
+
+
+def test_a_failure_while_staging_writes_nothing(tmp_path):
+    dest = tmp_path / "out"
+    with pytest.raises(OSError):
+        apply(dest, {"slurm.conf": "x\n", "node": "a file", "node/gres.conf": "needs node to be a folder"})
+    assert os.listdir(tmp_path) == []
+    apply(dest, FILES)
+    with pytest.raises(OSError):
+        apply(dest, dict(FILES, **{"slurm.conf": "new\n", "z": "f", "z/gres.conf": "g"}))
+    assert read_tree(dest) == FILES
+    assert os.listdir(tmp_path) == ["out"]
+
+
+@pytest.mark.parametrize("path", ["", "/etc/passwd", "../x", "a/../../b", "a//b", "./a", "a/"])
+def test_paths_must_stay_inside_the_tree(path):
+    with pytest.raises(TreeError):
+        check_relpath(path)
+
+
+def test_bad_content_and_bad_destination(tmp_path):
+    with pytest.raises(TreeError, match="expected text content"):
+        plan(str(tmp_path), {"a": b"bytes"}, 0o644)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(TreeError, match="expected a directory"):
+        plan(str(tmp_path / "file"), {"a": "x"}, 0o644)
+    (tmp_path / "d" / "slurm.conf").mkdir(parents=True)
+    with pytest.raises(TreeError, match="not a regular file"):
+        plan(str(tmp_path / "d"), {"slurm.conf": "x"}, 0o644)
+
+
+def run_module(args, *flags):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
+    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", "hpc.slurm_gres.config_tree",
+           "-a", json.dumps(args), "-o"] + list(flags)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc.returncode, proc.stdout
+
+
+def test_module_check_mode_diff_and_idempotence(tmp_path):
+    dest = str(tmp_path / "tree")
+    rc, out = run_module({"dest": dest, "files": FILES}, "--check", "--diff")
+    assert rc == 0, out
+    assert "CHANGED" in out and not os.path.exists(dest)
+    rc, out = run_module({"dest": dest, "files": FILES})
+    assert rc == 0 and '"changed": true' in out, out
+    assert read_tree(dest) == FILES
+    rc, out = run_module({"dest": dest, "files": FILES})
+    assert rc == 0 and '"changed": false' in out and '"unchanged": 4' in out, out
+    rc, out = run_module({"dest": dest, "files": {"../escape": "x"}})
+    assert rc != 0 and "nothing was written" in out, out

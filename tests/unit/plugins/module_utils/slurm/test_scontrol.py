@@ -1,0 +1,176 @@
+"""scontrol show node parsing and the registration verdict, against real outputs (public and recorded live)."""
+import os
+
+import pytest
+import testpaths
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import scontrol
+
+FIXTURES = os.path.join(testpaths.FIXTURES, "slurm")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read().split("# ---\n", 1)[1]
+
+
+def one(name):
+    nodes = scontrol.parse_show_node(fixture(name))
+    assert len(nodes) == 1
+    return next(iter(nodes.values()))
+
+
+@pytest.mark.parametrize("name, node, state, flags, gres, reason, user", [
+    ("awsome195-scontrol-node-gres-lower-0lt1.txt", "yigou-dev-102-68", "IDLE", ["DRAIN"],
+     {"gpu:nvidia-rtx-3090": 1}, "gres/gpu count reported lower than configured (0 < 1)", "slurm"),
+    ("slinky45-scontrol-node-gres-socket-list.txt", "esc8000a-1", "IDLE", ["DYNAMIC_NORM"],
+     {"gpu:a40": 1}, None, None),
+    ("live2205-multiline-idle.txt", "vm", "IDLE", [], {"gpu:a100": 2, "gpu:h100": 2}, None, None),
+    ("live2205-multiline-admin-drain.txt", "vm", "IDLE", ["DRAIN"], {"gpu:a100": 2, "gpu:h100": 2},
+     "admin: bad fan, ticket=123 see x", "root"),
+    ("live2205-oneliner-admin-drain.txt", "vm", "IDLE", ["DRAIN"], {"gpu:a100": 2, "gpu:h100": 2},
+     "admin: bad fan, ticket=123 see x", "root"),
+    ("live2205-multiline-count-too-low-invalid-reg.txt", "vm", "IDLE", ["DRAIN", "INVALID_REG"],
+     {"gpu:a100": 2, "gpu:h100": 3}, "gres/gpu count reported lower than configured (5 < 6)", "root"),
+    ("live2205-multiline-type-count-too-low.txt", "vm", "IDLE", ["DRAIN", "INVALID_REG"],
+     {"gpu:a100": 2, "gpu:h100": 2}, "gres/gpu:h100 count too low (2 < 3)", "root"),
+    ("live2205-multiline-gres-drain-valid-registration.txt", "vm", "IDLE", ["DRAIN"],
+     {"gpu:a100": 3, "gpu:h100": 2}, "gres/gpu:h100 count too low (2 < 3)", "root"),
+])
+def test_parse_real_outputs(name, node, state, flags, gres, reason, user):
+    rec = one(name)
+    assert rec["name"] == node
+    assert rec["state_base"] == state
+    assert rec["state_flags"] == flags
+    assert rec["gres"] == gres
+    assert rec["reason"] == reason
+    assert rec["reason_user"] == user
+    assert not rec["not_responding"]
+
+
+def test_fields_with_spaces_and_equals_are_kept_whole():
+    rec = one("live2205-oneliner-admin-drain.txt")
+    assert rec["OS"] == "Linux 6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0"
+    assert rec["CfgTRES"] == "cpu=16,mem=1000M,billing=16"
+    assert rec["AllocTRES"] == ""
+    assert rec["slurmd_start_time"] == "2026-11-29T21:40:01"
+    assert rec["reason_time"] == "2026-11-29T21:40:51"
+    slinky = one("slinky45-scontrol-node-gres-socket-list.txt")
+    assert slinky["Comment"] == '{"namespace":"slurm","podName":"slurm-compute-esc8000a-1"}'
+
+
+def test_multiline_and_oneliner_agree():
+    multi = one("live2205-multiline-admin-drain.txt")
+    oneline = one("live2205-oneliner-admin-drain.txt")
+    for key in ("State", "Gres", "reason", "SlurmdStartTime", "CPUTot", "RealMemory", "Partitions"):
+        assert multi[key] == oneline[key], key
+
+
+def test_several_nodes_in_one_output():
+    text = fixture("live2205-multiline-idle.txt") + "\n" + fixture("awsome195-scontrol-node-gres-lower-0lt1.txt")
+    nodes = scontrol.parse_show_node(text)
+    assert sorted(nodes) == ["vm", "yigou-dev-102-68"]
+    assert nodes["vm"]["reason"] is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("IDLE", ("IDLE", [], False)),
+    ("IDLE*", ("IDLE", [], True)),
+    ("IDLE+NOT_RESPONDING", ("IDLE", [], True)),
+    ("DOWN*+DRAIN", ("DOWN", ["DRAIN"], True)),
+    ("MIXED+DRAIN+INVALID_REG", ("MIXED", ["DRAIN", "INVALID_REG"], False)),
+    ("", ("", [], False)),
+])
+def test_parse_state(text, expected):
+    assert scontrol.parse_state(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("gpu:a100:4(S:0-1)", {"gpu:a100": 4}),
+    ("gpu:A100:4(S:0-1),gpu:h100:2(S:1),shard:8", {"gpu:a100": 4, "gpu:h100": 2, "shard": 8}),
+    ("gpu:4", {"gpu": 4}),
+    ("gpu:1g.10gb:7(S:0)", {"gpu:1g.10gb": 7}),
+    ("gpu:a40:1(S:0,2,4,6,8,10)", {"gpu:a40": 1}),
+    ("(null)", {}),
+    ("", {}),
+])
+def test_parse_gres_field(text, expected):
+    assert scontrol.parse_gres_field(text) == expected
+
+
+@pytest.mark.parametrize("reason, gres, registration", [
+    ("gres/gpu count reported lower than configured (4 < 8)", True, False),
+    ("gres/gpu:h100 count too low (2 < 3)", True, False),
+    ("gres/gpu: Count changed on node nodegpu1 (4 != 3)", True, False),
+    ("Low RealMemory (reported:1000 < 100.00% of configured:2000)", False, True),
+    ("admin: bad fan, ticket=123 see x", False, False),
+    ("gres count is wrong, check later", False, False),
+    (None, False, False),
+])
+def test_reason_classes(reason, gres, registration):
+    assert scontrol.is_gres_drain_reason(reason) is gres
+    assert scontrol.is_registration_drain_reason(reason) is registration
+
+
+def test_magiccastle_log_lines_are_gres_reasons():
+    lines = [l for l in fixture("magiccastle361-mig-count-changed-inval.txt").splitlines() if l.strip()]
+    assert scontrol.is_gres_drain_reason(lines[0].split("slurmctld: ", 2)[-1])
+    assert scontrol.is_gres_drain_reason(lines[1].split("reason:", 1)[1])
+
+
+def test_untyped_declaration_folds_typed_report():
+    assert scontrol.gres_differences({"gpu": 4}, {"gpu:a100": 4}) == []
+    assert scontrol.gres_differences({"gpu": 4}, {"gpu:a100": 3}) == [("gpu", 4, 3)]
+    assert scontrol.gres_differences({"gpu:a100": 4}, {"gpu:a100": 4, "gpu:h100": 1}) == [("gpu:h100", 0, 1)]
+
+
+EXPECTED = {"gpu:a100": 3, "gpu:h100": 2}
+
+
+@pytest.mark.parametrize("name, expected, since, check_gres, status", [
+    ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, None, True, "ok"),
+    # registration refused: never waits, never resumes
+    ("live2205-multiline-count-too-low-invalid-reg.txt", {"gpu:a100": 2, "gpu:h100": 4}, None, True, "failed"),
+    ("live2205-multiline-type-count-too-low.txt", {"gpu:a100": 2, "gpu:h100": 3}, None, False, "failed"),
+    # valid registration, Gres as declared, still drained by the GRES mismatch: resume
+    ("live2205-multiline-gres-drain-valid-registration.txt", EXPECTED, None, True, "resume"),
+    # ... but not while slurmctld still runs the old definitions
+    ("live2205-multiline-gres-drain-valid-registration.txt", EXPECTED, None, False, "ok"),
+    # Gres pinned to an old count: failed even though the registration is "valid"
+    ("live2205-multiline-gres-drain-valid-registration.txt", {"gpu:a100": 3, "gpu:h100": 3}, None, True, "failed"),
+    # an admin's drain is never resumed, and does not fail the deploy
+    ("live2205-multiline-admin-drain.txt", {"gpu:a100": 2, "gpu:h100": 2}, None, True, "ok"),
+    # slurmd restarted but not registered again yet
+    ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-11-29T21:40:01", True, "waiting"),
+    ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-11-29T21:00:00", True, "ok"),
+])
+def test_registration_verdict(name, expected, since, check_gres, status):
+    rec = one(name)
+    verdict = scontrol.registration_verdict(rec, expected, since=since, check_gres=check_gres)
+    assert verdict["status"] == status, verdict
+    assert verdict["resume"] is (status == "resume")
+
+
+def test_verdict_messages_name_state_and_reason():
+    rec = one("live2205-multiline-count-too-low-invalid-reg.txt")
+    verdict = scontrol.registration_verdict(rec, {"gpu:a100": 2, "gpu:h100": 4})
+    assert "IDLE+DRAIN+INVALID_REG" in verdict["message"]
+    assert "count reported lower than configured (5 < 6)" in verdict["message"]
+    rec = one("live2205-multiline-gres-drain-valid-registration.txt")
+    verdict = scontrol.registration_verdict(rec, {"gpu:a100": 3, "gpu:h100": 3})
+    assert "gpu:h100: expected 3, slurmctld has 2" in verdict["message"]
+
+
+def test_verdict_unknown_and_not_responding_nodes_wait():
+    rec = one("live2205-multiline-idle.txt")
+    for state in ("IDLE*", "UNKNOWN", "DOWN+NOT_RESPONDING", "IDLE+NOT_RESPONDING"):
+        changed = dict(rec)
+        changed["state_base"], changed["state_flags"], changed["not_responding"] = scontrol.parse_state(state)
+        assert scontrol.registration_verdict(changed, rec["gres"])["status"] == "waiting", state
+    assert scontrol.registration_verdict(None, {})["status"] == "failed"
+
+
+def test_registration_drain_after_restart_fails():
+    rec = dict(one("live2205-multiline-admin-drain.txt"))
+    rec["reason"] = "Low RealMemory (reported:1000 < 100.00% of configured:99999)"
+    assert scontrol.registration_verdict(rec, rec["gres"])["status"] == "failed"

@@ -1,0 +1,62 @@
+"""Fleet GPU status: free/busy per GPU, process lines, the CUDA environment line."""
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import gpu_status, status_lines
+
+# memory figures and processes as the H200-class fixture pair reports them (GPU 7: 58071 MiB used by a process in
+# another PID namespace, "[Not Found]"); GPUs 8-9 added idle, GPU 10 in MIG mode
+HW = {"cpu": {"sockets": 2, "cores_per_socket": 48, "threads_per_core": 2}, "gpus": [
+    {"index": 0, "name": "NVIDIA H200", "uuid": "GPU-a44622e3", "mig_mode": "Disabled",
+     "memory_total_mib": 143771, "memory_used_mib": 130013,
+     "processes": [{"pid": 1328667, "used_memory_mib": 130004, "user": "alice", "elapsed": "1-02:03:04",
+                    "process_name": "/usr/local/bin/python3.10"}]},
+    {"index": 7, "name": "NVIDIA H200", "uuid": "GPU-28780eb0", "mig_mode": "Disabled",
+     "memory_total_mib": 143771, "memory_used_mib": 58071,
+     "processes": [{"pid": 1758887, "used_memory_mib": 58060, "user": None, "elapsed": None, "process_name": None}]},
+    {"index": 8, "name": "NVIDIA H200", "uuid": "GPU-8", "mig_mode": "Disabled",
+     "memory_total_mib": 143771, "memory_used_mib": 1, "processes": []},
+    {"index": 9, "name": "NVIDIA H200", "uuid": "GPU-9", "mig_mode": "Disabled",
+     "memory_total_mib": 143771, "memory_used_mib": 120000, "processes": []},
+    {"index": 10, "name": "NVIDIA H200", "uuid": "GPU-10", "mig_mode": "Enabled",
+     "memory_total_mib": 143771, "memory_used_mib": 0, "processes": []},
+]}
+
+
+def test_states():
+    report = gpu_status(HW, min_free_mib=40000)
+    assert [(g["index"], g["state"]) for g in report["gpus"]] == [
+        (0, "busy"), (7, "busy"), (8, "free"), (9, "busy"), (10, "mig")]
+    assert report["free"] == [8]
+    assert report["cuda_env"] == "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=8"
+    assert "no visible process" in report["gpus"][3]["why"]
+
+
+def test_without_a_memory_threshold_memory_alone_does_not_block():
+    report = gpu_status(HW)
+    assert report["free"] == [8, 9]
+    assert report["cuda_env"].endswith("CUDA_VISIBLE_DEVICES=8,9")
+
+
+def test_process_fields_and_lines():
+    report = gpu_status(HW, min_free_mib=40000)
+    proc = report["gpus"][0]["processes"][0]
+    assert proc == {"pid": 1328667, "user": "alice", "elapsed": "1-02:03:04",
+                    "command": "/usr/local/bin/python3.10", "used_mib": 130004}
+    lines = status_lines("gpu-h01", report)
+    assert lines[0].startswith("gpu-h01: GPU 0  NVIDIA H200  130013/143771 MiB  busy")
+    assert lines[0].endswith("pid 1328667 alice 1-02:03:04 130004 MiB /usr/local/bin/python3.10")
+    assert lines[1].endswith("pid 1758887 ? ? 58060 MiB ?")
+    assert lines[-1] == "gpu-h01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=8"
+    # the state column lines up
+    assert len({line.index(" busy") if " busy" in line else line.index(" free") if " free" in line
+                else line.index(" mig") for line in lines[:-1]}) == 1
+
+
+def test_no_free_gpu_and_no_gpu():
+    report = gpu_status({"gpus": [HW["gpus"][0]]})
+    assert report["cuda_env"] is None
+    assert status_lines("n", report)[-1] == "n: no free GPU"
+    assert status_lines("n", gpu_status({"gpus": []})) == ["n: no GPUs seen by nvidia-smi"]
+
+
+def test_unknown_memory_is_not_free():
+    report = gpu_status({"gpus": [{"index": 0, "name": "X", "memory_total_mib": None, "memory_used_mib": None}]})
+    assert report["gpus"][0]["state"] == "unknown" and report["free"] == []

@@ -1,0 +1,264 @@
+"""Every inventory validation: the error names host, field, what was expected and what was found."""
+import copy
+
+import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+
+HOST = "gpu-a01.example.org"
+
+
+def base():
+    hostvars = {
+        "ctl01": {},
+        HOST: {
+            "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+            "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"}
+                                for i in range(4)],
+        },
+        "gpu-a02.example.org": {
+            "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+            "slurm_gres_gpus": [{"index": 0, "type": "a100"}],
+        },
+    }
+    groups = {"all": ["ctl01", HOST, "gpu-a02.example.org"], "slurmctld": ["ctl01"],
+              "slurmd": [HOST, "gpu-a02.example.org"], "gpu": [HOST, "gpu-a02.example.org"]}
+    return hostvars, groups, {}
+
+
+def problems_of(hostvars, groups, cluster):
+    with pytest.raises(GresError) as err:
+        build_cluster_model(hostvars, groups, cluster)
+    return err.value.problems
+
+
+def gpu(hv, i):
+    return hv[HOST]["slurm_gres_gpus"][i]
+
+
+def set_gpu(key, value, i=1):
+    def change(hv, groups, cluster):
+        gpu(hv, i)[key] = value
+    return change
+
+
+def set_var(key, value, host=HOST):
+    def change(hv, groups, cluster):
+        hv[host][key] = value
+    return change
+
+
+def del_var(key, host=HOST):
+    def change(hv, groups, cluster):
+        del hv[host][key]
+    return change
+
+
+def set_cluster(key, value):
+    def change(hv, groups, cluster):
+        cluster[key] = value
+    return change
+
+
+def same_node_name(hv, groups, cluster):
+    hv["gpu-a02.example.org"]["slurm_node_name"] = "gpu-a01"
+
+
+def gpus_on_controller(hv, groups, cluster):
+    hv["ctl01"]["slurm_gres_gpus"] = [{"index": 0, "type": "a100"}]
+
+
+def empty_controllers(hv, groups, cluster):
+    groups["slurmctld"] = []
+
+
+def mixed_case_type(hv, groups, cluster):
+    hv["gpu-a02.example.org"]["slurm_gres_gpus"][0]["type"] = "A100"
+
+
+# (id, change, host, field, text in "expected ...", text in "found ...")
+CASES = [
+    ("duplicate index", set_gpu("index", 0), HOST, "slurm_gres_gpus[1].index", "unique GPU index",
+     "0 (also used by slurm_gres_gpus[0])"),
+    ("duplicate minor", set_gpu("minor", 3), HOST, "slurm_gres_gpus[3].minor", "unique GPU minor",
+     "3 (also used by slurm_gres_gpus[1])"),
+    ("unknown gpu key", set_gpu("coers", "0-31"), HOST, "slurm_gres_gpus[1].coers", "a GPU key (index, type",
+     "unknown key 'coers'"),
+    ("unknown node variable", set_var("slurm_node_socket", 2), HOST, "slurm_node_socket",
+     "a variable of the inventory schema", "unknown variable slurm_node_socket"),
+    ("misspelt gpu list", set_var("slurm_gres_gpu", []), HOST, "slurm_gres_gpu",
+     "a variable of the inventory schema", "unknown variable slurm_gres_gpu"),
+    ("index not an integer", set_gpu("index", "one"), HOST, "slurm_gres_gpus[1].index", "an integer >= 0",
+     "'one' (string)"),
+    ("negative index", set_gpu("index", -1), HOST, "slurm_gres_gpus[1].index", "an integer >= 0", "-1"),
+    ("bool index", set_gpu("index", True), HOST, "slurm_gres_gpus[1].index", "an integer >= 0", "True (bool)"),
+    ("missing index", lambda hv, g, c: gpu(hv, 1).pop("index"), HOST, "slurm_gres_gpus[1].index",
+     "the nvidia-smi index", "no index"),
+    ("missing type", lambda hv, g, c: gpu(hv, 1).pop("type"), HOST, "slurm_gres_gpus[1].type", "a GRES type",
+     "no type"),
+    ("type with a colon", set_gpu("type", "a100:80gb"), HOST, "slurm_gres_gpus[1].type", "a GRES type",
+     "'a100:80gb' (string)"),
+    ("type not a string", set_gpu("type", 100), HOST, "slurm_gres_gpus[1].type", "a GRES type", "100 (int)"),
+    ("gpu entry not a mapping", lambda hv, g, c: hv[HOST]["slurm_gres_gpus"].append("a100"), HOST,
+     "slurm_gres_gpus[4]", "a mapping like {index: 0, type: a100}", "'a100' (string)"),
+    ("gpu list not a list", set_var("slurm_gres_gpus", {"index": 0}), HOST, "slurm_gres_gpus",
+     "a list of GPU entries", "{'index': 0} (dict)"),
+    ("sockets not an integer", set_var("slurm_node_sockets", "two"), HOST, "slurm_node_sockets",
+     "an integer >= 1", "'two' (string)"),
+    ("zero cores per socket", set_var("slurm_node_cores_per_socket", 0), HOST, "slurm_node_cores_per_socket",
+     "an integer >= 1", "0"),
+    ("real memory bad", set_var("slurm_node_real_memory", "512G"), HOST, "slurm_node_real_memory",
+     "an integer >= 1", "'512G' (string)"),
+    ("features not a list", set_var("slurm_node_features", "a,b"), HOST, "slurm_node_features",
+     "a list of feature names", "'a,b' (string)"),
+    ("weight negative", set_var("slurm_node_weight", -5), HOST, "slurm_node_weight", "an integer >= 0", "-5"),
+    ("node name invalid", set_var("slurm_node_name", "gpu a01"), HOST, "slurm_node_name", "a Slurm node name",
+     "'gpu a01' (string)"),
+    ("cores junk", set_gpu("cores", "0-15,x"), HOST, "slurm_gres_gpus[1].cores", "Slurm logical core indices",
+     "'0-15,x' (string)"),
+    ("cores outside sockets*cores_per_socket", set_gpu("cores", "32-95"), HOST, "slurm_gres_gpus[1].cores",
+     "within 0-63 (slurm_node_sockets 2 x slurm_node_cores_per_socket 32)", "32-95 (64-95 outside)"),
+    ("shards zero", set_gpu("shards", 0), HOST, "slurm_gres_gpus[1].shards", "an integer >= 1", "0"),
+    ("mig not a list", set_gpu("mig", "3g.40gb"), HOST, "slurm_gres_gpus[1].mig", "a non-empty list of MIG profile",
+     "'3g.40gb' (string)"),
+    ("mig empty", set_gpu("mig", []), HOST, "slurm_gres_gpus[1].mig", "a non-empty list", "[] (list)"),
+    ("mig entry not a profile", set_gpu("mig", ["3g.40gb", 7, "big"]), HOST, "slurm_gres_gpus[1].mig",
+     "MIG profile names", "7 (int), 'big' (string)"),
+    ("mig with shards", lambda hv, g, c: gpu(hv, 1).update(mig=["7g.80gb"], shards=4), HOST,
+     "slurm_gres_gpus[1].shards", "shards only on a GPU without MIG", "shards 4 together with mig"),
+    ("model not a string", set_gpu("model", ["A100"]), HOST, "slurm_gres_gpus[1].model", "a GPU model name",
+     "['A100'] (list)"),
+    ("gpu node without sockets", del_var("slurm_node_sockets"), HOST, "slurm_node_sockets",
+     "the node's CPU layout", "not set"),
+    ("gpu node without threads", del_var("slurm_node_threads_per_core"), HOST, "slurm_node_threads_per_core",
+     "the node's CPU layout", "not set"),
+    ("two hosts one node name", same_node_name, "gpu-a02.example.org", "slurm_node_name",
+     "a Slurm node name used by one inventory host only", "'gpu-a01' (also used by host gpu-a01.example.org)"),
+    ("gpus outside slurmd", gpus_on_controller, "ctl01", "slurm_gres_gpus",
+     "GPU entries only on hosts in inventory group slurmd", "1 GPU entries on a host outside slurmd"),
+    ("type spelt two ways", mixed_case_type, "gpu-a02.example.org", "slurm_gres_gpus[0].type",
+     "one spelling per GRES type", "'A100' (host gpu-a01.example.org spells it 'a100')"),
+    ("no controller", empty_controllers, "localhost", "groups.slurmctld", "at least one controller host",
+     "no hosts"),
+    ("autodetect unknown", set_cluster("slurm_gres_autodetect", "yes"), "localhost", "slurm_gres_autodetect",
+     "one of off, nvml, nvidia", "'yes' (string)"),
+    ("autodetect true", set_cluster("slurm_gres_autodetect", True), "localhost", "slurm_gres_autodetect",
+     "one of off, nvml, nvidia", "True (bool)"),
+    ("cluster name", set_cluster("slurm_cluster_name", "my cluster"), "localhost", "slurm_cluster_name",
+     "a cluster name", "'my cluster' (string)"),
+    ("owned slurm.conf option", set_cluster("slurm_conf_options", {"GresTypes": "gpu,mps"}), "localhost",
+     "slurm_conf_options.GresTypes", "an option the renderer does not derive", "GresTypes (derived from"),
+    ("option value a dict", set_cluster("slurm_conf_options", {"SlurmctldDebug": {"level": 3}}), "localhost",
+     "slurm_conf_options.SlurmctldDebug", "a string, integer, boolean or list", "{'level': 3} (dict)"),
+    ("options not a mapping", set_cluster("slurm_cgroup_conf_options", ["ConstrainDevices=yes"]), "localhost",
+     "slurm_cgroup_conf_options", "a mapping of option name to value", "(list)"),
+    ("gpu tres without slurmdbd", set_cluster("slurm_conf_options", {"AccountingStorageTRES": "gres/gpu"}),
+     "localhost", "slurm_conf_options.AccountingStorageTRES", "AccountingStorageType=accounting_storage/slurmdbd",
+     "gres/gpu without slurmdbd"),
+    ("partition unknown group", set_cluster("slurm_partitions", [{"name": "p", "group": "nope"}]), "localhost",
+     "slurm_partitions[0].group", "an inventory group", "'nope' (string)"),
+    ("partition unknown node", set_cluster("slurm_partitions", [{"name": "p", "nodes": ["gpu-z9"]}]), "localhost",
+     "slurm_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown gpu-z9"),
+    ("partition group and nodes", set_cluster("slurm_partitions", [{"name": "p", "group": "gpu", "nodes": "ALL"}]),
+     "localhost", "slurm_partitions[0]", "exactly one of group or nodes", "both"),
+    ("partition unknown key", set_cluster("slurm_partitions", [{"name": "p", "nodes": "ALL", "maxtime": 5}]),
+     "localhost", "slurm_partitions[0].maxtime", "a partition key", "unknown key 'maxtime'"),
+    ("two default partitions", set_cluster("slurm_partitions", [
+        {"name": "a", "nodes": "ALL", "default": True}, {"name": "b", "group": "gpu", "default": True}]),
+     "localhost", "slurm_partitions", "at most one partition with default: true", "2 (a, b)"),
+]
+
+
+@pytest.mark.parametrize("change, host, field, expected, found", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_names_host_field_expected_and_found(change, host, field, expected, found):
+    hostvars, groups, cluster = base()
+    change(hostvars, groups, cluster)
+    problems = problems_of(hostvars, groups, cluster)
+    matching = [p for p in problems if p.host == host and p.field == field]
+    assert matching, "no problem for %s %s in %s" % (host, field, [str(p) for p in problems])
+    text = str(matching[0])
+    assert text.startswith("host %s: %s: expected " % (host, field))
+    assert expected in matching[0].expected, text
+    assert found in matching[0].found, text
+
+
+def test_base_inventory_is_valid():
+    build_cluster_model(*base())
+
+
+def test_every_problem_is_reported_at_once():
+    hostvars, groups, cluster = base()
+    gpu(hostvars, 1)["index"] = 0
+    hostvars["gpu-a02.example.org"]["slurm_gres_gpus"][0]["bogus"] = 1
+    cluster["slurm_gres_autodetect"] = "sometimes"
+    with pytest.raises(GresError) as err:
+        build_cluster_model(hostvars, groups, cluster)
+    message = str(err.value)
+    assert message.startswith("3 problems:")
+    assert "host gpu-a01.example.org: slurm_gres_gpus[1].index: expected unique GPU index" in message
+    assert "host gpu-a02.example.org: slurm_gres_gpus[0].bogus" in message
+    assert "host localhost: slurm_gres_autodetect" in message
+
+
+def test_duplicate_index_does_not_also_report_the_defaulted_minor():
+    hostvars, groups, cluster = base()
+    gpu(hostvars, 1)["index"] = 0
+    problems = problems_of(hostvars, groups, cluster)
+    assert [p.field for p in problems] == ["slurm_gres_gpus[1].index"]
+
+
+def test_os_cpu_ids_in_cores_get_a_hint():
+    hostvars, groups, cluster = base()
+    gpu(hostvars, 0)["cores"] = "0-15,64-79"
+    problem = problems_of(hostvars, groups, cluster)[0]
+    assert "look like OS CPU ids" in str(problem)
+
+
+def test_unknown_variable_gets_a_did_you_mean_hint():
+    hostvars, groups, cluster = base()
+    hostvars[HOST]["slurm_node_real_mem"] = 1000
+    problem = problems_of(hostvars, groups, cluster)[0]
+    assert problem.hint == "did you mean slurm_node_real_memory?"
+
+
+def test_host_in_slurmctld_and_slurmd_with_gpus_is_allowed():
+    hostvars, groups, cluster = base()
+    groups["slurmctld"] = [HOST]
+    model = build_cluster_model(hostvars, groups, cluster)
+    assert model["controllers"][0]["name"] == "gpu-a01"
+
+
+def test_cluster_problems_name_the_given_cluster_host():
+    hostvars, groups, cluster = base()
+    cluster["slurm_gres_autodetect"] = "auto"
+    with pytest.raises(GresError) as err:
+        build_cluster_model(hostvars, groups, cluster, cluster_host="deploy-box")
+    assert err.value.problems[0].host == "deploy-box"
+
+
+def test_the_same_bad_group_vars_are_reported_for_every_host_sharing_them():
+    hostvars, groups, cluster = base()
+    shared = copy.deepcopy(hostvars[HOST])
+    shared["slurm_gres_gpus"][3]["index"] = 0
+    hostvars[HOST] = shared
+    hostvars["gpu-a02.example.org"] = shared
+    hosts = {p.host for p in problems_of(hostvars, groups, cluster)}
+    assert hosts == {HOST, "gpu-a02.example.org"}
+
+
+def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+    shape = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1}
+    hostvars = {
+        "ctl": {},
+        "gpu-s1": dict(shape, slurm_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4}]),
+        "gpu-m1": dict(shape, slurm_gres_gpus=[{"index": 0, "type": "a100", "model": "A100-80GB",
+                                                "mig": ["3g.40gb", "2g.20gb"]}]),
+    }
+    groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": ["gpu-s1", "gpu-m1"]}
+    with pytest.raises(GresError) as err:
+        build_cluster_model(hostvars, groups, {})
+    text = str(err.value)
+    assert "host gpu-m1: slurm_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text

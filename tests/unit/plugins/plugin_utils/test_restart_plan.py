@@ -1,0 +1,128 @@
+"""Which daemons restart, and in which order, for a change of files."""
+import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import restart_plan
+
+HEAD = """ClusterName=demo
+SlurmctldHost=ctl
+GresTypes=gpu
+TaskPlugin=task/cgroup,task/affinity
+"""
+PART = "PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n"
+
+
+def conf(nodes, head=HEAD, part=PART):
+    return head + "".join(nodes) + part
+
+
+A4 = "NodeName=gpu-a[01-02] Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=1000 Gres=gpu:a100:4\n"
+H2 = "NodeName=gpu-h01 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=1000 Gres=gpu:h100:2\n"
+CPU = "NodeName=cpu01 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=1000\n"
+BASE = conf([A4, H2, CPU])
+GRES_A = "Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+CGROUP = "ConstrainDevices=yes\n"
+
+
+def files(slurm=BASE, gres=GRES_A, cgroup=CGROUP):
+    return {"slurm.conf": slurm, "cgroup.conf": cgroup, "gres.conf": gres}
+
+
+def test_identical_files_restart_nothing():
+    plan = restart_plan.node_restart_plan("gpu-a01", files(), files())
+    assert plan == {"restart": False, "reasons": [], "files_changed": [],
+                    "slurm_conf": restart_plan.slurm_conf_changes(BASE, BASE)}
+    ctl = restart_plan.controller_plan(BASE, BASE)
+    assert not (ctl["restart_before"] or ctl["restart_after"] or ctl["reconfigure"])
+
+
+def test_comments_and_line_order_are_not_changes():
+    shuffled = "# regenerated\n" + conf([CPU, H2, A4])
+    assert not restart_plan.slurm_conf_changes(BASE, shuffled)["changed"]
+    assert not restart_plan.node_restart_plan("gpu-a01", files(), files(slurm=shuffled))["restart"]
+
+
+def test_own_gres_conf_change_restarts_only_that_node():
+    new = files(gres="Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-3\n")
+    plan = restart_plan.node_restart_plan("gpu-a01", files(), new)
+    assert plan["restart"] and plan["reasons"] == ["gres.conf changed"]
+    assert plan["files_changed"] == ["gres.conf"]
+    assert not restart_plan.controller_plan(BASE, BASE)["restart_before"]
+
+
+def test_count_up_on_one_node_restarts_it_and_slurmctld_after():
+    up = conf([A4.replace("gpu-a[01-02]", "gpu-a01"),
+               A4.replace("gpu-a[01-02]", "gpu-a02").replace("a100:4", "a100:8"), H2, CPU])
+    own = restart_plan.node_restart_plan("gpu-a02", files(), files(slurm=up, gres="Name=gpu Type=a100 "
+                                                                            "File=/dev/nvidia[0-7]\n"))
+    assert own["restart"]
+    assert "slurm.conf: this node's gres changed" in own["reasons"]
+    other = restart_plan.node_restart_plan("gpu-a01", files(), files(slurm=up))
+    assert not other["restart"], other["reasons"]
+    ctl = restart_plan.controller_plan(BASE, up, targeted_nodes=["gpu-a01", "gpu-a02"])
+    assert ctl["restart_after"] and not ctl["restart_before"]
+    assert ctl["slurm_conf"]["gres_up"] == {"gpu-a02": {"gpu:a100": [4, 8]}}
+    assert ctl["untargeted"] == []
+
+
+def test_count_down_restarts_slurmctld_before():
+    down = conf([A4, H2.replace("h100:2", "h100:1"), CPU])
+    ctl = restart_plan.controller_plan(BASE, down)
+    assert ctl["restart_before"] and not ctl["restart_after"]
+    assert ctl["reasons"] == ["GRES count goes down on gpu-h01"]
+
+
+def test_type_swap_restarts_slurmctld_before_and_after():
+    swap = conf([A4, H2.replace("Gres=gpu:h100:2", "Gres=gpu:a100:1,gpu:h100:1"), CPU])
+    ctl = restart_plan.controller_plan(BASE, swap)
+    assert ctl["restart_before"] and ctl["restart_after"]
+
+
+def test_untargeted_node_with_more_gpus_is_refused():
+    up = conf([A4, H2.replace("h100:2", "h100:4"), CPU])
+    ctl = restart_plan.controller_plan(BASE, up, targeted_nodes=["gpu-a01", "gpu-a02"])
+    assert ctl["untargeted"] == ["gpu-h01"]
+    assert restart_plan.controller_plan(BASE, up, targeted_nodes=["gpu-h01"])["untargeted"] == []
+
+
+def test_global_option_restarts_every_slurmd_and_slurmctld_before():
+    changed = conf([A4, H2, CPU], head=HEAD.replace("task/cgroup,task/affinity", "task/cgroup"))
+    plan = restart_plan.node_restart_plan("cpu01", files(gres=None), files(slurm=changed, gres=None))
+    assert plan["restart"] and plan["reasons"] == ["slurm.conf: taskplugin changed"]
+    assert restart_plan.controller_plan(BASE, changed)["restart_before"]
+
+
+def test_partition_or_weight_change_is_a_reconfigure():
+    parts = conf([A4, H2, CPU], part=PART.replace("MaxTime=INFINITE", "MaxTime=2-00:00:00"))
+    weight = conf([A4, H2.replace("RealMemory=1000", "RealMemory=1000 Weight=5"), CPU])
+    for new in (parts, weight):
+        ctl = restart_plan.controller_plan(BASE, new)
+        assert ctl["reconfigure"] and not ctl["restart_before"] and not ctl["restart_after"]
+        assert not restart_plan.node_restart_plan("gpu-h01", files(), files(slurm=new))["restart"]
+
+
+def test_added_node_restarts_everyone():
+    added = conf([A4, H2, CPU, "NodeName=cpu02 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1\n"])
+    plan = restart_plan.node_restart_plan("gpu-a01", files(), files(slurm=added))
+    assert plan["reasons"] == ["slurm.conf: nodes added or removed (cpu02)"]
+    assert restart_plan.node_restart_plan("cpu02", files(slurm=None, gres=None, cgroup=None),
+                                          files(slurm=added, gres=None))["restart"]
+    assert restart_plan.controller_plan(BASE, added)["restart_before"]
+
+
+def test_first_deploy_restarts_slurmctld():
+    ctl = restart_plan.controller_plan(None, BASE)
+    assert ctl["restart_before"] and ctl["reasons"] == ["no slurm.conf applied before"]
+
+
+def test_cpu_layout_change_restarts_node_and_slurmctld_before():
+    cores = conf([A4.replace("CoresPerSocket=4", "CoresPerSocket=8"), H2, CPU])
+    plan = restart_plan.node_restart_plan("gpu-a02", files(), files(slurm=cores))
+    assert plan["reasons"] == ["slurm.conf: this node's corespersocket changed"]
+    ctl = restart_plan.controller_plan(BASE, cores)
+    assert ctl["restart_before"] and "node gpu-a01: corespersocket changed" in ctl["reasons"]
+
+
+@pytest.mark.parametrize("node, expected", [
+    ("gpu-a02", {"gpu:a100": 4}), ("gpu-h01", {"gpu:h100": 2}), ("cpu01", {}), ("nope", {})])
+def test_expected_gres(node, expected):
+    assert restart_plan.expected_gres(BASE, node) == expected
