@@ -81,7 +81,10 @@ def test_generated_shapes(tmp_path, shape):
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
     hw = result["ansible_facts"]["slurm_gres_hw"]
-    assert hw["cpu"] == {"sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
+    assert {k: hw["cpu"][k] for k in ("sockets", "cores_per_socket", "threads_per_core")} == {
+        "sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
+    assert hw["cpu"]["shape_fits"] is True
+    assert hw["cpu"]["source"] == "libhwloc", hw["cpu"]["source_notes"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
     # Whole sockets: Slurm cores s*C .. s*C+C-1.
     per = shape[1]

@@ -39,8 +39,11 @@ def resolve_nvidia_smi(command, which=None):
     return path
 
 
-def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
-    """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError."""
+def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, topology_source="auto"):
+    """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError.
+
+    ``topology_source``: where the CPU topology comes from (cpu_topology.SOURCES; ``auto`` asks hwloc first).
+    """
     smi = resolve_nvidia_smi(nvidia_smi_path, which)
     commands = []
     warnings = []
@@ -91,7 +94,8 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
                 outputs[key] = out + err if rc != 0 else out
 
     try:
-        topology = cpu_topology.read_cpu_topology(sysfs_root)
+        topology = cpu_topology.read_cpu_topology(sysfs_root, source=topology_source, run=run,
+                                                  which=which or shutil.which)
     except ValueError as exc:
         warnings.append("CPU topology: %s; Slurm cores are unknown" % exc)
         topology = None
