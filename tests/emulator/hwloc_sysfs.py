@@ -12,7 +12,8 @@ cpuid dumps arrive in one format. It writes, under ``root``:
 - ``sys/devices/system/node/nodeN/{cpumap,cpulist,distance}`` (distances from the NUMALatency matrix);
 - ``proc/hwloc-nofile-info`` (Architecture), ``proc/cpuinfo`` (vendor and family of each package);
 - a cgroup v2 cpuset holding the allowed cpus when the XML has disallowed ones;
-- ``sys/bus/pci/devices/<bdf>/{vendor,device,class,local_cpus,local_cpulist,numa_node}`` for NVIDIA GPUs.
+- ``sys/bus/pci/devices/<bdf>/{vendor,device,class,local_cpus,local_cpulist,numa_node}`` for NVIDIA GPUs;
+- ``sys/devices/cpu_core/cpus`` and ``cpu_atom/cpus`` (Intel hybrid PMUs) from the XML's CPU kinds.
 
 Only Linux-visible structure survives: Groups that came from the x86 backend (Intel modules, tiles, AMD
 compute units) have no sysfs file, so comparing hwloc on the written tree with hwloc on the XML tells
@@ -54,7 +55,12 @@ def parse(xml_text):
         "numa": {},       # os index -> cpuset
         "distances": None,
         "gpus": [],       # {"bus_id", "device", "class", "cpuset", "numa"}
+        "cpukinds": {},   # CoreType (IntelCore, IntelAtom) -> cpuset
     }
+    for kind in doc.findall("cpukind"):
+        for i in kind.findall("info"):
+            if i.get("name") == "CoreType":
+                info["cpukinds"][i.get("value")] = _bitmap(kind, "cpuset")
     for elem in root.findall("info"):
         if elem.get("name") == "Architecture":
             info["arch"] = elem.get("value")
@@ -210,6 +216,10 @@ def write(root, xml_text):
                cpusets.to_cpulist(info["allowed"]) + "\n")
         _write(os.path.join(cgroup, "converted", "cpuset.mems.effective"),
                cpusets.to_cpulist(cpusets.mask_of(info["numa"]) or 1) + "\n")
+    for core_type, pmu in (("IntelCore", "cpu_core"), ("IntelAtom", "cpu_atom")):
+        if core_type in info["cpukinds"]:
+            _write(os.path.join(root, "sys", "devices", pmu, "cpus"),
+                   cpusets.to_cpulist(info["cpukinds"][core_type]) + "\n")
     for gpu in info["gpus"]:
         dev = os.path.join(root, "sys", "bus", "pci", "devices", gpu["bus_id"])
         _write(os.path.join(dev, "vendor"), "0x%s\n" % NVIDIA)

@@ -5,7 +5,7 @@
   written by ``lstopo`` from an hwloc XML, an fsroot directory (sysfs dump) or a cpuid dump.
 - ``intersect_cores(xml_path, masks)``: ``hwloc-calc --input XML --disallowed --li --intersect core MASK`` for
   each mask, in one hwloc-calc process (it reads locations from stdin).
-- ``counts(xml_path)``: ``hwloc-calc -N package|core|pu all``.
+- ``counts(xml_path)``: the package, core, PU and NUMA node counts ``hwloc-info`` prints.
 - ``slurmd_view(xml_path)``: the real ``slurmd -C`` line and slurmd's CPU map (``slurmd -D -G`` at debug5
   prints ``CPU map[abstract]=>machine``) with ``HWLOC_XMLFILE`` pointing at the topology.
 
@@ -112,12 +112,14 @@ def stdin_answers(out):
 
 
 def counts(xml_path):
-    """``{"package": n, "core": n, "pu": n}`` as hwloc-calc counts them in the whole topology."""
-    result = {}
-    for kind in ("package", "core", "pu"):
-        out = _run([hwloc_calc(), "--input", xml_path, "--input-format", "xml", "--disallowed", "-N", kind,
-                    "all"])
-        result[kind] = int(out.strip() or 0)
+    """``{"package": n, "core": n, "pu": n, "numa": n}`` as ``hwloc-info`` counts them (one process)."""
+    out = _run([shutil.which("hwloc-info") or "hwloc-info", "--input", xml_path, "--input-format", "xml",
+                "--disallowed"])
+    names = {"Package": "package", "Core": "core", "PU": "pu", "NUMANode": "numa"}
+    result = dict.fromkeys(names.values(), 0)
+    for match in re.finditer(r"depth [-\d]+:\s+(\d+) (\w+) \(type", out):
+        if match.group(2) in names:
+            result[names[match.group(2)]] += int(match.group(1))
     return result
 
 

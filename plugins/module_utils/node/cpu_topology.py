@@ -112,20 +112,20 @@ class CpuTopology(object):
                                                            self.threads_per_core))
         offline = self.complete & ~self.pu_mask
         if offline:
-            problems.append("cpus %s are offline: slurmd counts only the %d online cpus, and the shape changes "
-                            "when they come back" % (cpusets.to_cpulist(offline), self.cpus))
+            problems.append("%s offline: slurmd counts only the %d online cpus, and the shape changes when "
+                            "they come back" % (_cpus_are(offline), self.cpus))
         if self.allowed is not None and self.pu_mask & ~self.allowed:
-            problems.append("cpus %s are outside this node's cgroup cpuset: slurmd counts them (whole system) "
-                            "but jobs cannot run there" % cpusets.to_cpulist(self.pu_mask & ~self.allowed))
+            problems.append("%s outside this node's cgroup cpuset: slurmd counts them (whole system) but jobs "
+                            "cannot run there" % _cpus_are(self.pu_mask & ~self.allowed))
         mismatched = self.slurm_map_mismatch()
         if mismatched:
-            problems.append("slurmd's CPU map does not follow the cores for cpus %s (cpu ids not below the cpu "
+            problems.append("slurmd's CPU map does not follow the cores for %s (cpu ids not below the cpu "
                             "count %d, or cores outside packages): their Cores= binding is unreliable"
-                            % (cpusets.to_cpulist(cpusets.mask_of(mismatched)), self.cpus))
+                            % (_cpus(cpusets.mask_of(mismatched)), self.cpus))
         for cpuset, info in self.tree.cpukinds:
             if info.get("CoreType") == "IntelAtom" and cpuset & self.pu_mask:
-                problems.append("E-cores (IntelAtom) on cpus %s: Slurm 23.02 and later leave them out unless "
-                                "SlurmdParameters=allow_ecores" % cpusets.to_cpulist(cpuset & self.pu_mask))
+                problems.append("E-cores (IntelAtom) on %s: Slurm 23.02 and later leave them out unless "
+                                "SlurmdParameters=allow_ecores" % _cpus(cpuset & self.pu_mask))
         return problems
 
     def slurm_map_mismatch(self):
@@ -195,6 +195,14 @@ class CpuTopology(object):
             "source_detail": self.detail,
             "source_notes": list(self.notes),
         }
+
+
+def _cpus(mask):
+    return "%s %s" % ("cpu" if cpusets.weight(mask) == 1 else "cpus", cpusets.to_cpulist(mask))
+
+
+def _cpus_are(mask):
+    return "%s %s" % (_cpus(mask), "is" if cpusets.weight(mask) == 1 else "are")
 
 
 def from_hwloc_xml(text, source="hwloc-xml", detail="", notes=()):
