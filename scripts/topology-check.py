@@ -49,7 +49,8 @@ def main():
     parser.add_argument("-v", "--verbose", action="store_true", help="print every mismatching placement")
     args = parser.parse_args()
     totals = {"topologies": 0, "failed": 0, "placements": 0, "ok": {"sysfs": 0, "hwloc": 0},
-              "shape": {"sysfs": 0, "hwloc": 0}, "flagged": 0, "slurmd": 0, "slurmd_ok": 0, "lossy": 0}
+              "shape": {"sysfs": 0, "hwloc": 0}, "flagged": 0, "slurmd": {"sysfs": 0, "hwloc": 0},
+              "slurmd_ok": {"sysfs": 0, "hwloc": 0}, "lossy": 0}
     results = []
     start = time.time()
     for path in inputs(args.paths):
@@ -75,11 +76,14 @@ def main():
             totals["flagged"] += 1
         verdict = ""
         if args.slurmd:
-            agree = topology_corpus.slurmd_ok(result, "hwloc")
-            if agree is not None:
-                totals["slurmd"] += 1
-                totals["slurmd_ok"] += bool(agree)
-                verdict = " slurmd:%s" % ("ok" if agree else "DIFF")
+            marks = []
+            for w in ("sysfs", "hwloc"):
+                agree = topology_corpus.slurmd_ok(result, w)
+                if agree is not None:
+                    totals["slurmd"][w] += 1
+                    totals["slurmd_ok"][w] += bool(agree)
+                    marks.append("ok" if agree else "DIFF")
+            verdict = " slurmd:%s" % "/".join(marks)
         print("%-48s %-6s %2d placements  sysfs %2d ok  hwloc %2d ok  shape %s/%s%s%s%s" % (
             result["name"][:48], result["kind"], n, ok["sysfs"], ok["hwloc"],
             "ok" if topology_corpus.shape_ok(result, "sysfs") else "DIFF",
@@ -103,7 +107,9 @@ def main():
     if totals["lossy"]:
         print("%d placements differ between hwloc on the XML and hwloc on its converted sysfs tree" % totals["lossy"])
     if args.slurmd:
-        print("real slurmd -C line and CPU map equal: %d/%d" % (totals["slurmd_ok"], totals["slurmd"]))
+        print("real slurmd -C line and CPU map equal: sysfs %d/%d (on the converted tree for XML and cpuid "
+              "inputs), hwloc %d/%d" % (totals["slurmd_ok"]["sysfs"], totals["slurmd"]["sysfs"],
+                                        totals["slurmd_ok"]["hwloc"], totals["slurmd"]["hwloc"]))
     print("%.1f s" % elapsed)
     if args.json:
         for r in results:

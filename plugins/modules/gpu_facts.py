@@ -18,7 +18,7 @@ description:
     slurmd links (C(libhwloc.so.15), called through ctypes in a child Python process with slurmd's settings:
     whole system, L1/L2/L4/L5 caches and Misc filtered out), C(lstopo-no-graphics --of xml) with the same
     settings, or sysfs read the way hwloc's Linux backend reads it (sibling masks, NUMA nodes, distances,
-    cgroup cpuset). RV(ansible_facts.slurm_gres_hw.cpu.source) says which one was used."
+    cgroup cpuset). C(slurm_gres_hw.cpu.source) says which one was used."
   - "Runs only these commands, each with an argument list and never through a shell:
     C(nvidia-smi --query-gpu=index,uuid,name,pci.bus_id,mig.mode.current,memory.total,memory.used
     --format=csv,noheader,nounits), C(nvidia-smi topo -m),
@@ -46,7 +46,7 @@ options:
   topology_source:
     description:
       - Where the CPU topology comes from. V(auto) tries V(libhwloc), then V(lstopo), then V(sysfs) and records
-        why a source was skipped in RV(ansible_facts.slurm_gres_hw.cpu.source_notes); any other value uses only
+        why a source was skipped in C(slurm_gres_hw.cpu.source_notes); any other value uses only
         that source.
     type: str
     choices: [auto, libhwloc, lstopo, sysfs]
@@ -64,15 +64,15 @@ attributes:
     support: full
     description: Linux nodes with the NVIDIA driver.
 notes:
-  - Slurm core indices are hwloc's logical core indices (C(Core L#) in C(lstopo)) of the topology slurmd loads:
+  - "Slurm core indices are hwloc's logical core indices (C(Core L#) in C(lstopo)) of the topology slurmd loads,
     a depth-first walk where every object (package, die, L3 cache, NUMA group, cluster) orders its children by
     their lowest OS cpu, one index per core whatever its thread count. A GPU whose CPU affinity is C(0-31,64-95)
     on a 2 x 32 core node with hyperthreads numbered at +64 is local to Slurm cores C(0-31); on a Xeon in SNC2
     with cpus interleaved across the two NUMA nodes of a package, NUMA node 0 is cores C(0-9), not every other
-    core.
+    core. See docs/cpu-topology.md."
   - When Sockets x CoresPerSocket x ThreadsPerCore cannot describe the node (packages with different core
     counts, hybrid or partly-SMT cores, offline or cgroup-disallowed cpus, no packages, cpu ids slurmd cannot
-    map), RV(ansible_facts.slurm_gres_hw.cpu.shape_fits) is false, RV(ansible_facts.slurm_gres_hw.cpu.shape_problems)
+    map), C(slurm_gres_hw.cpu.shape_fits) is false, C(slurm_gres_hw.cpu.shape_problems)
     says why, and the task warns with the line C(slurmd -C) would print.
   - MIG devices are matched to their GPU and compute instance ids by NVML's enumeration order (GPU instance id,
     then compute instance id), checked against the profile names of C(mig -lci).

@@ -5,6 +5,7 @@ The expected values come from the tree's definition (written out by hand in each
 The module under test is never its own oracle. Real machines are in test_cpu_topology_corpus.py.
 """
 import os
+import re
 import shutil
 import subprocess
 
@@ -12,9 +13,11 @@ import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_topology as ct
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpusets
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import parse_int_ranges
 
 import fake_sysfs
 import hwloc_oracle
+import nvsmi_fixtures
 
 
 def run(argv):
@@ -311,3 +314,54 @@ def test_facts_keys(tmp_path):
         "shape_problems", "source", "source_detail", "source_notes"])
     assert facts["numa_nodes"] == {"0": "0-3,8-11", "1": "4-7,12-15"}
     assert facts["source"] == "sysfs"
+
+
+# --- recorded CPU maps (lscpu -p, numactl -H) turned into sysfs trees -------------------------------------------
+
+def sysfs_from_lscpu_p(root, text, nodes=None):
+    """A sysfs tree from ``lscpu -p`` rows (CPU,Core,Socket,Node,,L1d,L1i,L2,L3): lscpu's Core and Socket
+    columns are its own grouping of the kernel's sibling masks, so they give the masks back."""
+    rows = [line.split(",") for line in text.splitlines() if line[:1].isdigit()]
+    cpus = {int(r[0]): {"package": int(r[2]), "core": (int(r[2]), int(r[1])), "core_id": int(r[1])} for r in rows}
+    if nodes is None:
+        nodes = {}
+        for r in rows:
+            nodes.setdefault(int(r[3] or 0), []).append(int(r[0]))
+    fake_sysfs.write_topology(str(root), cpus, nodes=nodes)
+    return cpus
+
+
+def test_xeon_x5650_with_interleaved_numa_nodes(tmp_path):
+    sysfs_from_lscpu_p(tmp_path, nvsmi_fixtures.load("cpu", "xeon-x5650-2s-interleaved-numa-lscpu-p.txt"))
+    topo = ct.from_sysfs(str(tmp_path))
+    assert topo.slurmd_c() == "CPUs=12 Boards=1 SocketsPerBoard=2 CoresPerSocket=6 ThreadsPerCore=1"
+    # NUMA node0 CPU(s): 0,2,4,6,8,10 in the old-format lscpu of the same machine = socket 0 = Slurm cores 0-5.
+    old = nvsmi_fixtures.load("cpu", "xeon-x5650-2s-interleaved-numa-old-format.txt")
+    node0 = re.search(r"NUMA node0 CPU\(s\):\s*(\S+)", old).group(1)
+    node1 = re.search(r"NUMA node1 CPU\(s\):\s*(\S+)", old).group(1)
+    assert [topo.slurm_cores(node0), topo.slurm_cores(node1)] == ["0-5", "6-11"]
+    assert assert_like_hwloc(tmp_path, tmp_path, [parse_int_ranges(node0), parse_int_ranges(node1)]) == ["0-5",
+                                                                                                         "6-11"]
+
+
+def test_intel_hybrid_p_cores_with_threads_and_e_cores(tmp_path):
+    sysfs_from_lscpu_p(tmp_path, nvsmi_fixtures.load("cpu", "intel-hybrid-12cpu-lscpu-p-pcore-ht-ecores.txt"))
+    topo = ct.from_sysfs(str(tmp_path))
+    facts = topo.facts()
+    # 12 cpus on 8 cores (4 P-cores with 2 threads, 4 E-cores with 1): slurmd's integer division says 1 thread.
+    assert facts["slurmd_c"] == "CPUs=12 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1"
+    assert facts["threads_per_core_seen"] == [1, 2] and facts["shape_fits"] is False
+    assert [topo.slurm_cores("0-7"), topo.slurm_cores("8-11")] == ["0-3", "4-7"]
+    assert assert_like_hwloc(tmp_path, tmp_path, [list(range(8)), list(range(8, 12))]) == ["0-3", "4-7"]
+
+
+def test_adroit_strided_affinity_of_a_cgroup_limited_job(tmp_path):
+    """topo -m of a100-4gpu-adroit: GPU0's affinity 0,2,4,6,8,10 (a job's cgroup) on the node numactl -H
+    describes (node 0 = even cpus): six cores of socket 0."""
+    numactl = nvsmi_fixtures.load("cpu", "adroit-numactl-H-interleaved-even-odd.txt")
+    nodes = {int(n): [int(c) for c in cpus.split()] for n, cpus in re.findall(r"node (\d+) cpus: ([\d ]+)", numactl)}
+    cpus = {cpu: {"package": node, "core": cpu} for node, members in nodes.items() for cpu in members}
+    fake_sysfs.write_topology(str(tmp_path), cpus, nodes=nodes)
+    topo = ct.from_sysfs(str(tmp_path))
+    assert topo.slurm_cores("0,2,4,6,8,10") == "0-5"
+    assert assert_like_hwloc(tmp_path, tmp_path, [[0, 2, 4, 6, 8, 10], nodes[1]]) == ["0-5", "24-47"]
