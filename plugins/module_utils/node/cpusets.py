@@ -5,6 +5,7 @@
 - kernel lists (``online``, ``*_list`` files): ``0-3,8``;
 - hwloc XML bitmaps: ``0x0000ffff,0xffffffff``, possibly starting with ``0xf...f`` for an infinite set.
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 
 
 def parse_kernel_mask(text):
@@ -90,16 +91,7 @@ def to_kernel_mask(mask, nr_cpus):
 
 def to_cpulist(mask):
     """int -> ``"0-3,8"`` (``""`` for the empty set)."""
-    values = bits(mask)
-    parts = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
-            j += 1
-        parts.append(str(values[i]) if i == j else "%d-%d" % (values[i], values[j]))
-        i = j + 1
-    return ",".join(parts)
+    return format_int_ranges(bits(mask))
 
 
 def to_hwloc_bitmap(mask):
