@@ -29,15 +29,13 @@ SOURCES = ("auto", "libhwloc", "lstopo", "sysfs")
 class CpuTopology(object):
     """Slurm's view of one hwloc tree. ``source``/``detail`` say where the tree came from."""
 
-    def __init__(self, tree, source, detail="", notes=(), complete=None):
+    def __init__(self, tree, source, detail="", notes=()):
         self.tree = tree
         self.source = source
         self.detail = detail
         self.notes = list(notes)
         self.pu_mask = tree.pus()
-        if complete is None:
-            complete = getattr(tree, "complete", None)
-        self.complete = complete if complete else self.pu_mask
+        self.complete = (tree.complete or 0) | self.pu_mask
         self.allowed = tree.allowed
         self.numa_nodes = {k: cpusets.bits(v & self.pu_mask) for k, v in sorted(tree.numa_nodes.items())}
         self.packages = tree.objects("Package")

@@ -87,7 +87,7 @@ def _first_line(text):
 
 def query_libhwloc(run, sysfs_root="/", python=None):
     """``(xml, detail)`` from libhwloc through ctypes; HwlocUnavailable otherwise."""
-    argv = [python or sys.executable, "-c", LIBHWLOC_SCRIPT, sysfs_root or "/"]
+    argv = [python or sys.executable or "python3", "-c", LIBHWLOC_SCRIPT, sysfs_root or "/"]
     rc, out, err = run(argv)
     if rc != 0 or "<topology" not in (out or ""):
         raise HwlocUnavailable("libhwloc: %s" % (_first_line(err) or "exit code %s" % rc))

@@ -125,7 +125,6 @@ def read_tree(root="/"):
     _look_nodes(fs, tree)
     tree.allowed = _allowed_cpus(fs)
     tree.cpukinds = _cpu_kinds(fs, present)
-    tree.complete = complete
     return tree.finish(pus=present)
 
 
@@ -274,6 +273,7 @@ def _look_nodes(fs, tree):
         if index in gpu_memory_nodes:
             continue
         nodes[index] = cpuset
+    tree.numa_nodes = dict(nodes)  # as the kernel lists them; the Groups below use hwloc's fixed-up locality
     distances = _node_distances(fs, indexes) if len(indexes) > 1 else None
     with_cpus = [i for i in indexes if i in nodes and nodes[i]]
     cpuless = [i for i in indexes if i in nodes and not nodes[i]]
@@ -284,7 +284,6 @@ def _look_nodes(fs, tree):
             continue
         if distances is not None:
             _fixup_cpuless_from_distances(nodes, indexes, distances, index)
-    tree.numa_nodes = dict(nodes)
     for index in with_cpus + cpuless:
         _attach_memory(tree, nodes[index])
     if distances is None:
