@@ -8,7 +8,8 @@ as in hwloc's tests/hwloc/linux) or an x86 cpuid dump (hwloc's tests/hwloc/x86/*
 searched for such files. For every Package, NUMA node and NVIDIA GPU of each topology it prints whether
 ``slurm_cores`` equals ``hwloc-calc --li --intersect core`` under Slurm's settings, for the sysfs path and the
 hwloc path; whether the shape (packages, cores, PUs) equals hwloc's; whether the facts flag a node shape
-Slurm cannot describe; with --slurmd, whether the real ``slurmd -C`` line and slurmd's CPU map agree too.
+Slurm cannot describe; with --slurmd, whether the real ``slurmd -C`` line and slurmd's CPU map agree too. On
+Intel hybrid CPUs the P-core-only view (Slurm 23.02+ without allow_ecores) is compared with hwloc's restriction.
 Needs hwloc-nox (lstopo-no-graphics, hwloc-calc); --slurmd needs slurmd.
 """
 import argparse
@@ -50,7 +51,7 @@ def main():
     args = parser.parse_args()
     totals = {"topologies": 0, "failed": 0, "placements": 0, "ok": {"sysfs": 0, "hwloc": 0},
               "shape": {"sysfs": 0, "hwloc": 0}, "flagged": 0, "slurmd": {"sysfs": 0, "hwloc": 0},
-              "slurmd_ok": {"sysfs": 0, "hwloc": 0}, "lossy": 0}
+              "slurmd_ok": {"sysfs": 0, "hwloc": 0}, "lossy": 0, "ecores": 0, "ecores_ok": 0}
     results = []
     start = time.time()
     for path in inputs(args.paths):
@@ -84,6 +85,11 @@ def main():
                     totals["slurmd_ok"][w] += bool(agree)
                     marks.append("ok" if agree else "DIFF")
             verdict = " slurmd:%s" % "/".join(marks)
+        pcores = [topology_corpus.ecores_ok(result, w) for w in ("sysfs", "hwloc")]
+        if pcores[0] is not None:
+            totals["ecores"] += 1
+            totals["ecores_ok"] += all(pcores)
+            verdict += " without-E-cores:%s" % "/".join("ok" if p else "DIFF" for p in pcores)
         print("%-48s %-6s %2d placements  sysfs %2d ok  hwloc %2d ok  shape %s/%s%s%s%s" % (
             result["name"][:48], result["kind"], n, ok["sysfs"], ok["hwloc"],
             "ok" if topology_corpus.shape_ok(result, "sysfs") else "DIFF",
@@ -110,6 +116,9 @@ def main():
         print("real slurmd -C line and CPU map equal: sysfs %d/%d (on the converted tree for XML and cpuid "
               "inputs), hwloc %d/%d" % (totals["slurmd_ok"]["sysfs"], totals["slurmd"]["sysfs"],
                                         totals["slurmd_ok"]["hwloc"], totals["slurmd"]["hwloc"]))
+    if totals["ecores"]:
+        print("Intel hybrid, P-cores only (Slurm 23.02+ without allow_ecores) equal to hwloc's restriction%s: %d/%d"
+              % (" and slurmd" if args.slurmd else "", totals["ecores_ok"], totals["ecores"]))
     print("%.1f s" % elapsed)
     if args.json:
         for r in results:
@@ -117,6 +126,10 @@ def main():
                 shape["block_map"] = {str(k): v for k, v in shape["block_map"].items()}
             if "slurmd" in r:
                 r["slurmd"]["cpu_map"] = {str(k): v for k, v in r["slurmd"]["cpu_map"].items()}
+            for mine in r.get("ecores", {}).get("ours", {}).values():
+                mine["block_map"] = {str(k): v for k, v in mine["block_map"].items()}
+            if "slurmd" in r.get("ecores", {}):
+                r["ecores"]["slurmd"]["cpu_map"] = {str(k): v for k, v in r["ecores"]["slurmd"]["cpu_map"].items()}
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=1, sort_keys=True)
     return 0 if totals["failed"] == 0 else 1

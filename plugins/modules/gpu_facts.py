@@ -72,8 +72,8 @@ notes:
     core. See docs/cpu-topology.md."
   - When Sockets x CoresPerSocket x ThreadsPerCore cannot describe the node (packages with different core
     counts, hybrid or partly-SMT cores, offline or cgroup-disallowed cpus, no packages, cpu ids slurmd cannot
-    map), C(slurm_gres_hw.cpu.shape_fits) is false, C(slurm_gres_hw.cpu.shape_problems)
-    says why, and the task warns with the line C(slurmd -C) would print.
+    map, Intel E-cores that Slurm 23.02+ drops), C(slurm_gres_hw.cpu.shape_fits) is false,
+    C(slurm_gres_hw.cpu.shape_problems) says why, and the task warns with the line C(slurmd -C) would print.
   - MIG devices are matched to their GPU and compute instance ids by NVML's enumeration order (GPU instance id,
     then compute instance id), checked against the profile names of C(mig -lci).
 seealso:
@@ -122,6 +122,8 @@ ansible_facts:
               process's cgroup cpuset) as range strings; C(numa_nodes) maps each NUMA node to its cpus.
             - C(slurmd_c) is the hardware part of the C(slurmd -C) line; C(shape_fits) is false and
               C(shape_problems) lists why when that line does not describe the node.
+            - C(slurmd_c_without_ecores) is the line Slurm 23.02 and later print on an Intel hybrid CPU without
+              C(SlurmdParameters=allow_ecores) (P-cores only); null on every other CPU.
             - C(source) is C(libhwloc), C(lstopo) or C(sysfs); C(source_detail) names the library, the binary or
               the directory; C(source_notes) says why earlier sources were skipped.
           type: dict
@@ -129,7 +131,7 @@ ansible_facts:
                    "cores": 64, "cores_per_package": [32, 32], "threads_per_core_seen": [2], "offline_cpus": "",
                    "disallowed_cpus": "", "numa_nodes": {"0": "0-31,64-95", "1": "32-63,96-127"},
                    "slurmd_c": "CPUs=128 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2",
-                   "shape_fits": true, "shape_problems": [], "source": "libhwloc",
+                   "slurmd_c_without_ecores": null, "shape_fits": true, "shape_problems": [], "source": "libhwloc",
                    "source_detail": "libhwloc (libhwloc.so.15)", "source_notes": []}
         gpus:
           description: One entry per GPU in nvidia-smi index (PCI bus) order.

@@ -8,6 +8,10 @@
 - ``counts(xml_path)``: the package, core, PU and NUMA node counts ``hwloc-info`` prints.
 - ``slurmd_view(xml_path)``: the real ``slurmd -C`` line and slurmd's CPU map (``slurmd -D -G`` at debug5
   prints ``CPU map[abstract]=>machine``) with ``HWLOC_XMLFILE`` pointing at the topology.
+- ``intelcore_cpus(xml_path)`` / ``restrict_xml(xml_path, mask, out)``: the P-cores hwloc reports
+  (``hwloc-calc --cpukind CoreType=IntelCore``) and the topology restricted to them (``lstopo --restrict``),
+  which is what Slurm 23.02+ numbers without ``SlurmdParameters=allow_ecores``; Debian's slurmd 22.05 does
+  not drop E-cores itself, so on the restricted file it prints what a newer one prints on the whole node.
 
 Nothing here uses the collection's code: it is the independent judge of what cpu_topology computes.
 """
@@ -16,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import xml.etree.ElementTree as ET
 
 FILTERS = ["--filter", "cache:none", "--filter", "l3cache:all", "--filter", "icache:none",
            "--filter", "memcache:none", "--filter", "group:structure", "--filter", "misc:none", "--no-io"]
@@ -121,6 +126,31 @@ def counts(xml_path):
         if match.group(2) in names:
             result[names[match.group(2)]] += int(match.group(1))
     return result
+
+
+def intelcore_cpus(xml_path):
+    """The P-cores Slurm 24.11+ keeps, as an hwloc bitmap string ("0x0" when hwloc has no IntelCore kind):
+    hwloc's CPU kind CoreType=IntelCore and the kinds with the same FrequencyMaxMHz (xcpuinfo.c)."""
+    def cpus_of(selector):
+        out = _run([hwloc_calc(), "--input", xml_path, "--input-format", "xml", "--disallowed", "--cpukind",
+                    selector, "all"])
+        words = out.strip().replace("0x", "").split(",")  # hwloc writes an all-zero word as nothing
+        return int("".join((w or "0").rjust(8, "0") for w in words) or "0", 16)
+
+    pcores = cpus_of("CoreType=IntelCore")
+    if pcores:
+        for kind in ET.parse(xml_path).getroot().findall("cpukind"):
+            infos = {i.get("name"): i.get("value") for i in kind.findall("info")}
+            if (infos.get("CoreType") or "").lower() == "intelcore" and infos.get("FrequencyMaxMHz"):
+                pcores |= cpus_of("FrequencyMaxMHz=%s" % infos["FrequencyMaxMHz"])
+    return "0x%x" % pcores
+
+
+def restrict_xml(xml_path, mask, out_path):
+    """``xml_path`` restricted to the cpus of the hwloc bitmap ``mask`` by hwloc itself (hwloc v2 XML)."""
+    _run([lstopo(), "--input", xml_path, "--input-format", "xml", "--disallowed", "--restrict", mask]
+         + FILTERS + ["--of", "xml", "-f", out_path])
+    return out_path
 
 
 def slurmd_path():

@@ -13,7 +13,9 @@ them) and every NVIDIA GPU (its PCI locality). For each, the expected Slurm core
 answer comes from both its paths: ``sysfs`` (cpu_topology.from_sysfs on the tree) and ``hwloc``
 (cpu_topology.from_hwloc_xml on what lstopo exports, i.e. what the node-side libhwloc/lstopo path reads).
 The shape is compared with hwloc's package/core/PU counts and, with ``slurmd=True``, with the real
-``slurmd -C`` line and slurmd's CPU map.
+``slurmd -C`` line and slurmd's CPU map. On an Intel hybrid CPU the same is done for the P-cores alone
+(``result["ecores"]``): hwloc restricts the topology to its IntelCore kind, as Slurm 23.02+ does without
+``SlurmdParameters=allow_ecores``, and that is compared with ``CpuTopology.without_ecores()``.
 """
 import lzma
 import os
@@ -150,7 +152,47 @@ def check(path, workdir, slurmd=False, paths=("sysfs", "hwloc")):
                 result[key] = hwloc_oracle.slurmd_view(xml)
             except hwloc_oracle.OracleError as exc:
                 result["errors"].append("slurmd: %s" % exc)
+    _check_without_ecores(result, ours, view, workdir, slurmd)
     return result
+
+
+def _check_without_ecores(result, ours, view, workdir, slurmd):
+    """``result["ecores"]``: hwloc's P-cores and counts of the restricted topology, our view of it per path,
+    and (with ``slurmd``) the real slurmd's -C line and CPU map on it. Absent when hwloc has no IntelCore kind."""
+    mask = hwloc_oracle.intelcore_cpus(view)
+    pcores = cpusets.parse_hwloc_bitmap(mask)
+    if not pcores:
+        return
+    restricted = hwloc_oracle.restrict_xml(view, mask, os.path.join(workdir, "pcores-view.xml"))
+    entry = {"pcores": cpusets.to_cpulist(pcores), "hwloc_counts": hwloc_oracle.counts(restricted), "ours": {}}
+    for which, topo in ours.items():
+        mine = topo.without_ecores() if topo else None
+        if mine is not None:
+            entry["ours"][which] = {"pcores": cpusets.to_cpulist(mine.pu_mask), "packages": len(mine.packages),
+                                    "cores": len(mine.cores), "pus": mine.cpus, "slurmd_c": mine.slurmd_c(),
+                                    "block_map": mine.block_map}
+    if slurmd:
+        try:
+            entry["slurmd"] = hwloc_oracle.slurmd_view(restricted)
+        except hwloc_oracle.OracleError as exc:
+            result["errors"].append("slurmd on the P-cores: %s" % exc)
+    result["ecores"] = entry
+
+
+def ecores_ok(result, which):
+    """Our P-core view equals hwloc's restriction (and slurmd's on it). None when hwloc sees no IntelCore kind."""
+    entry = result.get("ecores")
+    if entry is None:
+        return None
+    mine = entry["ours"].get(which)
+    if mine is None:
+        return False
+    counts = entry["hwloc_counts"]
+    ok = mine["pcores"] == entry["pcores"] and (mine["packages"], mine["cores"], mine["pus"]) == (
+        counts["package"], counts["core"], counts["pu"])
+    if "slurmd" in entry:
+        ok = ok and mine["slurmd_c"] == entry["slurmd"]["slurmd_c"] and mine["block_map"] == entry["slurmd"]["cpu_map"]
+    return ok
 
 
 def placement_ok(entry, which):

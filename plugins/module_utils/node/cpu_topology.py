@@ -120,11 +120,36 @@ class CpuTopology(object):
             problems.append("slurmd's CPU map does not follow the cores for %s (cpu ids not below the cpu "
                             "count %d, or cores outside packages): their Cores= binding is unreliable"
                             % (_cpus(cpusets.mask_of(mismatched)), self.cpus))
-        for cpuset, info in self.tree.cpukinds:
-            if info.get("CoreType") == "IntelAtom" and cpuset & self.pu_mask:
-                problems.append("E-cores (IntelAtom) on %s: Slurm 23.02 and later leave them out unless "
-                                "SlurmdParameters=allow_ecores" % _cpus(cpuset & self.pu_mask))
+        pcores = self.without_ecores()
+        if pcores is not None:
+            problems.append("E-cores on %s (not in hwloc's IntelCore kind): Slurm 23.02 and later drop them unless "
+                            "SlurmdParameters=allow_ecores; slurmd -C then prints %s and Cores= can only name the "
+                            "%d P-cores (these facts number all cores, as with allow_ecores)"
+                            % (_cpus(self.pu_mask & ~pcores.pu_mask), pcores.slurmd_c(), len(pcores.cores)))
         return problems
+
+    def without_ecores(self):
+        """The topology Slurm 23.02+ uses without ``SlurmdParameters=allow_ecores``, or None when that is this one.
+
+        xcpuinfo.c's ``_remove_ecores`` (Slurm 24.11 and later) restricts hwloc's topology to the CPU kinds whose
+        CoreType is IntelCore (the P-cores of an Intel hybrid CPU) and the kinds with the same FrequencyMaxMHz
+        (P-cores that hwloc before 2.10 leaves unlabelled when a cpuset hides them); without an IntelCore kind
+        nothing is removed. Slurm 23.02 to 24.05 keep only the first IntelCore kind.
+        """
+        pcores = 0
+        frequencies = set()
+        for cpuset, info in self.tree.cpukinds:
+            if (info.get("CoreType") or "").lower() == "intelcore":
+                pcores |= cpuset
+                frequencies.add((info.get("FrequencyMaxMHz") or "").lower())
+        frequencies.discard("")
+        for cpuset, info in self.tree.cpukinds:
+            if (info.get("FrequencyMaxMHz") or "").lower() in frequencies:
+                pcores |= cpuset
+        pcores &= self.pu_mask
+        if not pcores or pcores == self.pu_mask:
+            return None
+        return CpuTopology(self.tree.restricted(pcores), self.source, self.detail, self.notes)
 
     def slurm_map_mismatch(self):
         """OS cpus whose slurmd abstract core is not their hwloc logical core (sorted)."""
@@ -172,6 +197,7 @@ class CpuTopology(object):
     def facts(self):
         """The ``cpu`` part of ``slurm_gres_hw`` (the first three keys are the long-standing ones)."""
         problems = self.shape_problems()
+        pcores = self.without_ecores()
         offline = self.complete & ~self.pu_mask
         disallowed = self.pu_mask & ~self.allowed if self.allowed is not None else 0
         return {
@@ -187,6 +213,7 @@ class CpuTopology(object):
             "disallowed_cpus": cpusets.to_cpulist(disallowed),
             "numa_nodes": {str(k): format_int_ranges(v) for k, v in self.numa_nodes.items() if v},
             "slurmd_c": self.slurmd_c(),
+            "slurmd_c_without_ecores": pcores.slurmd_c() if pcores is not None else None,
             "shape_fits": not problems,
             "shape_problems": problems,
             "source": self.source,

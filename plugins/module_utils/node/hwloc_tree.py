@@ -10,6 +10,7 @@ by type order, a Group equal to another object disappears; the levels follow ``h
 
 Cpusets are Python ints (see cpusets.py).
 """
+import copy
 import xml.etree.ElementTree as ET
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpusets
@@ -202,6 +203,16 @@ class Tree(object):
         self._connect_levels()
         self._merge_structureless_group_levels()
         return self
+
+    def restricted(self, pus):
+        """A copy restricted to the cpus ``pus`` like ``hwloc_topology_restrict`` (flags 0): the other PUs and
+        every object left without cpus are removed (objects holding NUMA nodes stay), levels are rebuilt."""
+        tree = copy.deepcopy(self)
+        tree.complete = (tree.complete or 0) & pus
+        if tree.allowed is not None:
+            tree.allowed &= pus
+        tree.cpukinds = [(cpuset & pus, info) for cpuset, info in tree.cpukinds if cpuset & pus]
+        return tree.finish(pus=pus, sort=False)
 
     def _restrict(self, obj, pus, sort):
         children = []

@@ -310,9 +310,10 @@ def test_facts_keys(tmp_path):
     facts = topo.facts()
     assert sorted(facts) == sorted([
         "sockets", "cores_per_socket", "threads_per_core", "boards", "cpus", "cores", "cores_per_package",
-        "threads_per_core_seen", "offline_cpus", "disallowed_cpus", "numa_nodes", "slurmd_c", "shape_fits",
-        "shape_problems", "source", "source_detail", "source_notes"])
+        "threads_per_core_seen", "offline_cpus", "disallowed_cpus", "numa_nodes", "slurmd_c",
+        "slurmd_c_without_ecores", "shape_fits", "shape_problems", "source", "source_detail", "source_notes"])
     assert facts["numa_nodes"] == {"0": "0-3,8-11", "1": "4-7,12-15"}
+    assert facts["slurmd_c_without_ecores"] is None
     assert facts["source"] == "sysfs"
 
 
@@ -353,6 +354,30 @@ def test_intel_hybrid_p_cores_with_threads_and_e_cores(tmp_path):
     assert facts["threads_per_core_seen"] == [1, 2] and facts["shape_fits"] is False
     assert [topo.slurm_cores("0-7"), topo.slurm_cores("8-11")] == ["0-3", "4-7"]
     assert assert_like_hwloc(tmp_path, tmp_path, [list(range(8)), list(range(8, 12))]) == ["0-3", "4-7"]
+
+
+def test_intel_hybrid_without_e_cores_as_slurm_23_02_and_later_see_it(tmp_path):
+    """The kernel lists the P-cores' and E-cores' cpus in /sys/devices/cpu_core/cpus and cpu_atom/cpus; Slurm
+    23.02+ without allow_ecores keeps only the P-cores (4 cores with 2 threads here). Real hybrid CPUs, with
+    hwloc's own restriction and the real slurmd as oracles, are in test_cpu_topology_corpus.py."""
+    sysfs_from_lscpu_p(tmp_path, nvsmi_fixtures.load("cpu", "intel-hybrid-12cpu-lscpu-p-pcore-ht-ecores.txt"))
+    for pmu, cpus in (("cpu_core", "0-7"), ("cpu_atom", "8-11")):
+        os.makedirs(str(tmp_path / "sys" / "devices" / pmu))
+        (tmp_path / "sys" / "devices" / pmu / "cpus").write_text(cpus + "\n")
+    topo = ct.from_sysfs(str(tmp_path))
+    pcores = topo.without_ecores()
+    assert pcores.slurmd_c() == "CPUs=8 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=2"
+    assert pcores.slurm_cores("0-7") == "0-3" and pcores.slurm_cores("8-11", strict=False) == ""
+    facts = topo.facts()
+    assert facts["slurmd_c"] == "CPUs=12 Boards=1 SocketsPerBoard=1 CoresPerSocket=8 ThreadsPerCore=1"
+    assert facts["slurmd_c_without_ecores"] == pcores.slurmd_c()
+    assert facts["shape_problems"][-1].startswith("E-cores on cpus 8-11 (not in hwloc's IntelCore kind): Slurm "
+                                                  "23.02 and later drop them unless SlurmdParameters=allow_ecores; "
+                                                  "slurmd -C then prints CPUs=8 ")
+    # P-cores only, or no CPU kinds at all: nothing is removed
+    (tmp_path / "sys" / "devices" / "cpu_atom" / "cpus").write_text("\n")
+    (tmp_path / "sys" / "devices" / "cpu_core" / "cpus").write_text("0-11\n")
+    assert ct.from_sysfs(str(tmp_path)).without_ecores() is None
 
 
 def test_adroit_strided_affinity_of_a_cgroup_limited_job(tmp_path):

@@ -84,6 +84,9 @@ def test_real_topology(name, slurmd_available):
             real = result["slurmd_converted" if which == "sysfs" and result["converted"] else "slurmd"]
             assert result["shape"][which]["slurmd_c"] == real["slurmd_c"], which
             assert result["shape"][which]["block_map"] == real["cpu_map"], which
+    if "ecores" in result:  # Intel hybrid: what Slurm 23.02+ numbers without allow_ecores
+        for which in ("sysfs", "hwloc"):
+            assert topology_corpus.ecores_ok(result, which), (which, result["ecores"])
     shape = result["shape"]["hwloc"]
     assert shape["problems"] == result["shape"]["sysfs"]["problems"]
     words = NO_FIT.get(name, ())
