@@ -93,3 +93,35 @@ def write(dest, files, changed, mode, directory_mode):
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def parse_mode(value, name):
+    """An octal permission from ``0644``, ``"0644"`` or 420; TreeError naming ``name`` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value, 8)
+    raise TreeError("%s: expected an octal mode such as '0644', found %r" % (name, value))
+
+
+def apply_tree(dest, files, mode, directory_mode, check_mode=False, diff=False):
+    """Plan, then (unless ``check_mode``) write; the result a task reports.
+
+    ``{"changed", "dest", "files", "written": [rel], "unchanged": n}`` plus ``diff`` (before/after of each
+    changed file) when asked. Raises TreeError (nothing written) or OSError (from the final renames).
+    """
+    dest = os.path.abspath(dest)
+    mode = parse_mode(mode, "mode")
+    directory_mode = parse_mode(directory_mode, "directory_mode")
+    try:
+        todo = plan(dest, files, mode)
+    except OSError as exc:
+        raise TreeError(str(exc))
+    result = dict(changed=bool(todo["changed"]), dest=dest, files=len(files), written=todo["changed"],
+                  unchanged=todo["unchanged"])
+    if diff and todo["changed"]:
+        result["diff"] = [dict(before_header=os.path.join(dest, rel), after_header=os.path.join(dest, rel),
+                               before=todo["before"][rel] or "", after=files[rel]) for rel in todo["changed"]]
+    if todo["changed"] and not check_mode:
+        write(dest, files, todo["changed"], mode, directory_mode)
+    return result

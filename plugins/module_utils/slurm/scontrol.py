@@ -34,6 +34,11 @@ REGISTRATION_DRAIN_PATTERNS = (
     re.compile(r"doesn't match socket boundaries", re.IGNORECASE),
     re.compile(r"invalid (gres|core|cpu)", re.IGNORECASE),
 )
+# Options of every module that talks to slurmctld (doc fragment hpc.slurm_gres.scontrol).
+SCONTROL_ARGS = dict(
+    scontrol=dict(type="str", default="scontrol"),
+    slurm_conf=dict(type="path"),
+)
 DRAIN_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING"))
 INVALID_FLAGS = frozenset(("INVALID_REG", "INVAL"))
 # Base states in which a node has not (yet) registered usefully; waiting may still help.
@@ -253,3 +258,48 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
             return verdict("failed", "drained by slurmctld at registration: %s" % describe(node))
         return verdict("ok", "registered; drained by someone else, left drained (%s)" % describe(node))
     return verdict("ok", "registered: %s" % describe(node))
+
+
+# squeue selection of the jobs that hold a node (a drained node is idle once none is left)
+JOB_STATES = "CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED"
+SQUEUE_FORMAT = "%A|%u|%T|%j"
+
+
+def parse_squeue(text):
+    """``squeue --noheader --format=%A|%u|%T|%j`` -> [{"id", "user", "state", "name"}] (names may hold ``|``)."""
+    jobs = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        parts = line.strip().split("|", 3) + ["", "", ""]
+        jobs.append({"id": parts[0], "user": parts[1], "state": parts[2], "name": parts[3]})
+    return jobs
+
+
+def format_jobs(jobs):
+    """``job 4711 (user alice, RUNNING, train); ...`` for messages."""
+    return "; ".join("job %s (user %s, %s, %s)" % (j["id"], j["user"], j["state"], j["name"]) for j in jobs)
+
+
+class Scontrol(object):
+    """Runs scontrol for the modules: ``run(argv, environ_update) -> (rc, out, err)`` (AnsibleModule.run_command)."""
+
+    def __init__(self, run, path, slurm_conf=None):
+        self._run = run
+        self.path = path
+        self.environ = {"LC_ALL": "C"}
+        if slurm_conf:
+            self.environ["SLURM_CONF"] = slurm_conf
+
+    def run(self, *args):
+        return self._run([self.path] + list(args), environ_update=self.environ)
+
+    def node(self, name):
+        """``(record or None, error or None)``: None and no error when slurmctld does not know the node."""
+        rc, out, err = self.run("show", "node", name)
+        if rc != 0 and "not found" in (err + out).lower():
+            return None, None
+        if rc != 0:
+            # slurmctld unreachable (restarting): worth waiting for
+            return None, "scontrol show node %s failed (rc %d): %s" % (name, rc, (err or out).strip())
+        return parse_show_node(out).get(name), None
