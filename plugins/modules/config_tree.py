@@ -90,15 +90,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, plan, write
-
-
-def _octal(module, value, name):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value, 8)
-    module.fail_json(msg="%s: expected an octal mode such as '0644', found %r" % (name, value))
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_tree
 
 
 def main():
@@ -112,23 +104,13 @@ def main():
         supports_check_mode=True,
     )
     dest = os.path.abspath(module.params["dest"])
-    files = module.params["files"]
-    mode = _octal(module, module.params["mode"], "mode")
-    directory_mode = _octal(module, module.params["directory_mode"], "directory_mode")
     try:
-        todo = plan(dest, files, mode)
-    except (TreeError, OSError) as exc:
+        result = apply_tree(dest, module.params["files"], module.params["mode"], module.params["directory_mode"],
+                            check_mode=module.check_mode, diff=module._diff)
+    except TreeError as exc:
         module.fail_json(msg="nothing was written: %s" % exc, dest=dest)
-    result = dict(changed=bool(todo["changed"]), dest=dest, files=len(files), written=todo["changed"],
-                  unchanged=todo["unchanged"])
-    if module._diff and todo["changed"]:
-        result["diff"] = [dict(before_header=os.path.join(dest, rel), after_header=os.path.join(dest, rel),
-                               before=todo["before"][rel] or "", after=files[rel]) for rel in todo["changed"]]
-    if todo["changed"] and not module.check_mode:
-        try:
-            write(dest, files, todo["changed"], mode, directory_mode)
-        except OSError as exc:
-            module.fail_json(msg="writing %s failed: %s" % (dest, exc), **result)
+    except OSError as exc:
+        module.fail_json(msg="writing %s failed: %s" % (dest, exc), dest=dest)
     module.exit_json(**result)
 
 

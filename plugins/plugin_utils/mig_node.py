@@ -3,8 +3,12 @@
 The runbook (role ``slurm_gres_mig``) changes one node at a time. While it works on one node, slurm.conf must
 carry that node's new ``Gres=`` and every other node's ``Gres=`` as its GPUs are *now*, or slurmctld would drain
 the nodes whose turn has not come. :func:`live_layouts` reads what a node's GPUs have from a ``mig_layout``
-result, :func:`step_model` builds the model of one step from it.
+result, :func:`step_model` builds the model of one step from it, and :func:`runbook_status` decides whether a
+node needs the runbook at all (so a rerun continues where a run stopped).
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import node_gres_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS
 
 
 def live_layouts(plan):
@@ -47,3 +51,38 @@ def step_model(model, host, live):
             gpus.append(gpu)
         nodes.append(dict(node, gpus=gpus))
     return dict(model, nodes=nodes)
+
+
+def runbook_status(host, check, node, files_read, step, reason):
+    """Whether the MIG runbook can leave ``host`` alone: ``{"done": bool, "why": [...], "ours": bool}``.
+
+    ``check``: the node's ``mig_layout`` check-mode result (``changed``, ``hw``); ``node``: its
+    ``slurm_node_info`` record; ``files_read``: ``slurm_conf_files`` of the installed and the applied (what slurmd
+    last started with) ``gres.conf`` and ``slurm.conf``; ``step``: the step's ``gres_render_cluster`` result;
+    ``reason``: the runbook's drain reason. The node is done when its GPUs have the declared layout, the gres.conf
+    rendered from its live MIG devices is installed and is what slurmd runs with, slurm.conf is the step's, and it
+    is not drained by the runbook (a run that stopped after the drain is finished by the next).
+    """
+    why = []
+    flags = set((node or {}).get("state_flags") or [])
+    ours = bool(flags & DRAIN_FLAGS) and (node or {}).get("reason") == reason
+    if check.get("changed"):
+        why.append("the GPUs do not have the declared MIG layout")
+    installed = (files_read.get("contents") or {}).get("installed") or {}
+    applied = (files_read.get("contents") or {}).get("applied") or {}
+    try:
+        gres = node_gres_conf(step["mig_nodes"][host]["spec"], check.get("hw"))
+    except GresError as exc:
+        gres = None
+        if not why:
+            why.append(str(exc))
+    if gres is not None:
+        if gres != installed.get("gres.conf"):
+            why.append("the installed gres.conf is not the one the live MIG devices give")
+        elif gres != (applied.get("gres.conf") or installed.get("gres.conf")):
+            why.append("slurmd does not run with the installed gres.conf yet")
+    if step["files"]["slurm.conf"] != installed.get("slurm.conf"):
+        why.append("slurm.conf is not this step's")
+    if ours:
+        why.append("the node is still drained by this runbook (%s)" % reason)
+    return {"done": not why, "why": why, "ours": ours}

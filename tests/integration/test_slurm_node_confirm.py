@@ -165,3 +165,61 @@ def test_times_out_when_slurmd_does_not_come_back(healthy):
     assert result["failed"] and result["status"] == "timeout"
     assert "not registered as expected within 3 s" in result["msg"]
     assert "has not registered since the restart" in result["msg"]
+
+
+# --- slurm_node_drain: the runbook's drain and resume, against the real slurmctld ---------------------------------
+
+def drain(cluster, check=False, **args):
+    return run_module("slurm_node_drain", dict({"node": NODE, "reason": "MIG reconfiguration"}, **args), cluster,
+                      check=check)
+
+
+def test_drain_sets_the_reason_once_and_resume_lifts_only_that_drain(healthy):
+    checked = drain(healthy, check=True)
+    assert checked["changed"] and checked["ours"]
+    assert "DRAIN" not in healthy.node_line(), "check mode must not drain"
+
+    first = drain(healthy)
+    assert not first.get("failed"), first
+    assert first["changed"] and first["ours"] and first["drained_by_other"] is None
+    assert "DRAIN" in first["node"]["state_flags"] and first["node"]["reason"] == "MIG reconfiguration"
+    again = drain(healthy)
+    assert again["changed"] is False and again["ours"], "a second drain changes nothing"
+
+    resumed = drain(healthy, state="resumed")
+    assert resumed["changed"] and resumed["ours"]
+    healthy.wait_state("State=IDLE ")
+    assert drain(healthy, state="resumed")["changed"] is False
+
+
+def test_an_admins_drain_is_kept_and_never_resumed(healthy):
+    healthy.scontrol("update", "NodeName=" + NODE, "State=DRAIN", "Reason=admin: fan swap")
+    healthy.wait_state("DRAIN")
+    kept = drain(healthy)
+    assert kept["changed"] is False and kept["ours"] is False
+    assert kept["drained_by_other"] == "admin: fan swap"
+    left = drain(healthy, state="resumed")
+    assert left["changed"] is False and left["drained_by_other"] == "admin: fan swap"
+    assert "Reason=admin: fan swap" in healthy.node_line()
+
+
+def test_waiting_for_jobs_fails_naming_them_and_the_node_stays_drained(healthy):
+    job = subprocess.run(["sbatch", "--parsable", "--nodelist=" + NODE, "--job-name=hold", "--output=/dev/null",
+                          "--wrap", "sleep 120"], env=healthy.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, check=False)
+    assert job.returncode == 0, job.stderr
+    job_id = job.stdout.strip().split(";")[0]
+    try:
+        healthy.wait(lambda: "RUNNING" in subprocess.run(["squeue", "--noheader", "--jobs=" + job_id, "--format=%T"],
+                                                         env=healthy.env, stdout=subprocess.PIPE, text=True).stdout,
+                     "the job to run")
+        result = drain(healthy, wait_for_jobs=True, timeout=3, interval=0.5)
+        assert result["failed"]
+        assert ("node %s: expected no running jobs after 3 s, found job %s (user root, RUNNING, hold); the node "
+                "stays drained (MIG reconfiguration)" % (NODE, job_id)) in result["msg"]
+        assert "Reason=MIG reconfiguration" in healthy.node_line()
+    finally:
+        subprocess.run(["scancel", job_id], env=healthy.env, check=False)
+    done = drain(healthy, wait_for_jobs=True, timeout=60, interval=0.5)
+    assert not done.get("failed"), done
+    assert done["jobs"] == [] and done["changed"] is False and done["ours"]

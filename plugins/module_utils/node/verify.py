@@ -360,18 +360,19 @@ def _mig_types(node):
 
 
 def _seen_count(node, key, mig_types):
-    """How many devices of ``key`` nvidia-smi shows: GPUs whose name fits the type, or MIG devices whose profile
-    ends the type (``a100_3g.40gb`` <- profile ``3g.40gb``). None when the type cannot be judged."""
+    """How many devices of ``key`` nvidia-smi shows: whole GPUs (MIG mode off) whose name fits the type, or MIG
+    devices of that type (``gres_type.mig_type_fits``). None when the type cannot be judged."""
     _, gtype = _split_key(key)
     if key in mig_types:
         if gtype is None:
             return None
         devices = [d for g in node.gpus for d in (g.get("mig_devices") or [])]
         return sum(1 for d in devices if mig_type_fits(gtype, d))
+    whole = [g for g in node.gpus if str(g.get("mig_mode") or "").lower() != "enabled"]
     if gtype is None:
-        return len(node.gpus)
-    verdicts = [type_matches(gtype, g.get("name"), node.patterns) for g in node.gpus]
-    if node.gpus and all(v is None for v in verdicts):
+        return len(whole)
+    verdicts = [type_matches(gtype, g.get("name"), node.patterns) for g in whole]
+    if whole and all(v is None for v in verdicts):
         return None
     return sum(1 for v in verdicts if v)
 

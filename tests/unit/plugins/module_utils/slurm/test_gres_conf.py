@@ -6,19 +6,14 @@ written in the real ``-lci`` table format) and the driver's full mig-minors tabl
 from the real model and renderer, the way the deploy hands them to the node.
 """
 
-import os
 import re
 
 import pytest
-import testpaths
-
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import facts as gpu_facts
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import render
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import deferred_gres, node_gres_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     check_consistency,
@@ -27,49 +22,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 )
 
 import fake_sysfs  # noqa: E402
-
-A30_UUID = "GPU-1e44b340-5807-0dbe-62e6-343a6b8b8bcd"
-A30_BUS = "00000000:0B:00.0"
-# The A30's second-GPU twin for the mixed node: whole GPU, MIG off.
-A30_WHOLE = "1, GPU-1e44b340-5807-0dbe-62e6-343a6b8b8bce, NVIDIA A30, 00000000:0C:00.0, Disabled, 24576, 0\n"
-
-LCI_DEFAULTS = """\
-+--------------------------------------------------------------------+
-| Compute instances:                                                 |
-| GPU     GPU       Name             Profile   Instance   Placement  |
-|       Instance                       ID        ID       Start:Size |
-|         ID                                                         |
-|====================================================================|
-|   0      2       MIG 2g.12gb          1         0          0:2     |
-+--------------------------------------------------------------------+
-|   0      3       MIG 1g.6gb           0         0          0:1     |
-+--------------------------------------------------------------------+
-|   0      4       MIG 1g.6gb           0         0          0:1     |
-+--------------------------------------------------------------------+
-"""
-
-
-def T(profile, gpu_type="a30"):
-    """The GRES type the renderer gives a MIG instance (model.mig_gres_type), whatever its naming rule."""
-    return mig_gres_type(gpu_type, profile)
-
-
-def fixture(*parts):
-    with open(os.path.join(testpaths.FIXTURES, *parts), encoding="utf-8") as fh:
-        text = fh.read()
-    assert text.startswith("# source:")
-    return text.split("# ---\n", 1)[1]
-
-
-def a30_facts(minor0=0, minors_text=None, lci=LCI_DEFAULTS, list_text=None):
-    query = "0, %s, NVIDIA A30, %s, Enabled, 24576, 0\n" % (A30_UUID, A30_BUS) + A30_WHOLE
-    facts, warnings = gpu_facts.build_facts(
-        query, gpu_minors={A30_BUS: minor0, "00000000:0C:00.0": 1},
-        list_text=list_text or fixture("nvidia-smi", "list", "a30-mig-2g12gb-2x1g6gb-L.txt"),
-        lgi_text=fixture("nvidia-smi", "mig", "a30-lgi-mixed-3instances.txt"), lci_text=lci,
-        mig_minors_text=fake_sysfs.mig_minors_text() if minors_text is None else minors_text)
-    return facts
-
+from a30_mig import LCI_DEFAULTS, T, a30_facts, fixture
 
 def rendered(mig=("2g.12gb", "1g.6gb", "1g.6gb"), autodetect=None, minor=None):
     gpu0 = {"index": 0, "type": "a30", "model": "A30-24GB", "mig": list(mig), "cores": "0-7"}

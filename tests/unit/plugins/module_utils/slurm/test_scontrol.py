@@ -174,3 +174,33 @@ def test_registration_drain_after_restart_fails():
     rec = dict(one("live2205-multiline-admin-drain.txt"))
     rec["reason"] = "Low RealMemory (reported:1000 < 100.00% of configured:99999)"
     assert scontrol.registration_verdict(rec, rec["gres"])["status"] == "failed"
+
+
+def test_squeue_jobs_are_read_and_named_for_messages():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import format_jobs, parse_squeue
+    jobs = parse_squeue("4711|alice|RUNNING|train|v2\n\n4712|bob|COMPLETING|eval\n")
+    assert jobs == [{"id": "4711", "user": "alice", "state": "RUNNING", "name": "train|v2"},
+                    {"id": "4712", "user": "bob", "state": "COMPLETING", "name": "eval"}]
+    assert format_jobs(jobs) == "job 4711 (user alice, RUNNING, train|v2); job 4712 (user bob, COMPLETING, eval)"
+    assert parse_squeue("") == []
+
+
+def test_scontrol_runner_passes_slurm_conf_and_tells_unknown_nodes_from_errors():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import Scontrol
+    calls = []
+    answers = {"n1": (0, "NodeName=n1 State=IDLE Gres=gpu:a100:2\n", ""),
+               "nx": (1, "", "Node nx not found\n"),
+               "down": (1, "", "Unable to contact slurm controller (connect failure)\n")}
+
+    def run(argv, environ_update=None):
+        calls.append((argv, environ_update))
+        return answers[argv[-1]]
+
+    sc = Scontrol(run, "/usr/bin/scontrol", "/etc/slurm-test/slurm.conf")
+    node, error = sc.node("n1")
+    assert error is None and node["state_base"] == "IDLE"
+    assert calls[0] == (["/usr/bin/scontrol", "show", "node", "n1"],
+                        {"LC_ALL": "C", "SLURM_CONF": "/etc/slurm-test/slurm.conf"})
+    assert sc.node("nx") == (None, None)
+    node, error = sc.node("down")
+    assert node is None and "Unable to contact slurm controller" in error

@@ -1,0 +1,80 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action: render the whole cluster once on the controller (documentation: plugins/modules/gres_render_cluster.py)."""
+from __future__ import annotations
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_tree
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import (
+    MIG_LIVE_FACT,
+    cluster_vars,
+    render_cluster,
+)
+
+ARGUMENT_SPEC = dict(
+    dest=dict(type="path"),
+    mode=dict(type="raw", default="0644"),
+    directory_mode=dict(type="raw", default="0755"),
+    return_files=dict(type="bool"),
+    mig_step=dict(type="str"),
+    cluster_host=dict(type="str"),
+)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        hostvars = task_vars["hostvars"]
+        groups = task_vars["groups"]
+        cluster = cluster_vars(task_vars, self._templar.template)
+        cluster_host = args["cluster_host"] or task_vars.get("inventory_hostname", "localhost")
+        live = None
+        if args["mig_step"]:
+            live = self._live_layouts(hostvars, groups)
+        try:
+            out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live)
+        except GresError as exc:
+            result.update(failed=True, problems=[str(p) for p in exc.problems],
+                          msg="inventory check failed, nothing was rendered or written: %s" % exc)
+            return result
+        except TypeError as exc:
+            raise AnsibleActionFail(str(exc))
+
+        result["summary"] = out["summary"]
+        result["changed"] = False
+        if args["dest"]:
+            try:
+                written = apply_tree(args["dest"], out["files"], args["mode"], args["directory_mode"],
+                                     check_mode=self._task.check_mode, diff=self._task.diff)
+            except TreeError as exc:
+                raise AnsibleActionFail("nothing was written: %s" % exc)
+            except OSError as exc:
+                raise AnsibleActionFail("writing %s failed: %s" % (args["dest"], exc))
+            result["changed"] = written.pop("changed")
+            result.update(written)
+        return_files = args["return_files"]
+        if return_files is None:
+            return_files = not args["dest"]
+        if return_files:
+            result.update(files=out["files"], nodes=out["nodes"], mig_nodes=out["mig_nodes"])
+        return result
+
+    @staticmethod
+    def _live_layouts(hostvars, groups):
+        """``{host: layouts}`` of the slurmd hosts the MIG runbook has read (the fact MIG_LIVE_FACT)."""
+        live = {}
+        raw_get = getattr(hostvars, "raw_get", None)
+        for host in groups.get("slurmd") or []:
+            values = raw_get(host) if raw_get else hostvars[host]
+            layouts = values.get(MIG_LIVE_FACT) if hasattr(values, "get") else None
+            if layouts is not None:
+                live[host] = layouts
+        return live
