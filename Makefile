@@ -43,7 +43,8 @@ test: system-deps setup lint
 	bash scripts/run-molecule.sh
 
 bench: setup
-	$(PY) bench/render_bench.py
+	$(PY) bench/render_bench.py --json bench/out/render.json
+	$(PY) bench/deploy_bench.py --json bench/out/deploy.json
 
 clean:
 	rm -rf out bench/out .pytest_cache

@@ -3,11 +3,10 @@
 """Action: the deploy's cross-host decisions, once (documentation: plugins/modules/gres_deploy_plan.py)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
 ARGUMENT_SPEC = dict(
     stage=dict(type="str", required=True, choices=list(deploy_plan.STAGE_FACTS)),
@@ -33,7 +32,7 @@ class ActionModule(ActionBase):
         plan = args["plan"] or {}
         wanted = deploy_plan.STAGE_FACTS[stage]
         involved = hosts if stage == "gate" else list(plan.get("targets", [])) + list(plan.get("controllers", []))
-        state = self._facts(task_vars["hostvars"], involved, wanted)
+        state = host_values(task_vars["hostvars"], involved, wanted)
         if stage == "gate":
             plan = deploy_plan.gate(hosts, task_vars["groups"], args["names"], state)
         else:
@@ -42,15 +41,3 @@ class ActionModule(ActionBase):
         if plan["refusal"]:
             result.update(failed=True, msg=plan["refusal"])
         return result
-
-    @staticmethod
-    def _facts(hostvars, hosts, wanted):
-        """{host: {fact: value}} of the facts the roles published (plain values: set_fact results)."""
-        raw_get = getattr(hostvars, "raw_get", None)
-        state = {}
-        for host in hosts:
-            values = raw_get(host) if raw_get else hostvars.get(host, {})
-            if not isinstance(values, Mapping):
-                values = {}
-            state[host] = {name: values[name] for name in wanted if name in values}
-        return state

@@ -8,6 +8,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_tree
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import (
     MIG_LIVE_FACT,
     cluster_vars,
@@ -38,7 +39,9 @@ class ActionModule(ActionBase):
         cluster_host = args["cluster_host"] or task_vars.get("inventory_hostname", "localhost")
         live = None
         if args["mig_step"]:
-            live = self._live_layouts(hostvars, groups)
+            # the layouts the GPUs of the other slurmd hosts have now, as the runbook read them
+            found = host_values(hostvars, groups.get("slurmd") or [], (MIG_LIVE_FACT,))
+            live = {host: values[MIG_LIVE_FACT] for host, values in found.items() if values}
         try:
             out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live)
         except GresError as exc:
@@ -66,15 +69,3 @@ class ActionModule(ActionBase):
         if return_files:
             result.update(files=out["files"], nodes=out["nodes"], mig_nodes=out["mig_nodes"])
         return result
-
-    @staticmethod
-    def _live_layouts(hostvars, groups):
-        """``{host: layouts}`` of the slurmd hosts the MIG runbook has read (the fact MIG_LIVE_FACT)."""
-        live = {}
-        raw_get = getattr(hostvars, "raw_get", None)
-        for host in groups.get("slurmd") or []:
-            values = raw_get(host) if raw_get else hostvars[host]
-            layouts = values.get(MIG_LIVE_FACT) if hasattr(values, "get") else None
-            if layouts is not None:
-                live[host] = layouts
-        return live

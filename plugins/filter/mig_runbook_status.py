@@ -29,11 +29,15 @@ options:
     type: dict
     required: true
   files_read:
-    description: The M(hpc.slurm_gres.slurm_conf_files) result for C(installed) and C(applied), names C(gres.conf), C(slurm.conf).
+    description:
+      - The M(hpc.slurm_gres.slurm_conf_files) result for C(installed) and C(applied), names C(gres.conf) and
+        C(slurm.conf).
     type: dict
     required: true
   step:
-    description: The M(hpc.slurm_gres.gres_render_cluster) result of this step (O(hpc.slurm_gres.gres_render_cluster#module:mig_step)).
+    description:
+      - The M(hpc.slurm_gres.gres_render_cluster) result of this step
+        (O(hpc.slurm_gres.gres_render_cluster#module:mig_step)).
     type: dict
     required: true
   reason:
@@ -45,7 +49,9 @@ options:
 EXAMPLES = r"""
 - name: Decide
   ansible.builtin.set_fact:
-    status: "{{ inventory_hostname | hpc.slurm_gres.mig_runbook_status(check, info.nodes[name], read, step, 'MIG reconfiguration') }}"
+    status: >-
+      {{ inventory_hostname | hpc.slurm_gres.mig_runbook_status(check, info.nodes[name], read, step,
+                                                                'MIG reconfiguration') }}
 # status: {done: false, why: ["the GPUs do not have the declared MIG layout"], ours: false}
 """
 

@@ -12,8 +12,8 @@ short_description: Write a tree of text files under one directory, all or nothin
 description:
   - Writes every entry of O(files) (relative path to content) under O(dest) in one task, so thousands of files
     (a whole cluster's C(slurm.conf), C(cgroup.conf) and per-node C(gres.conf)) cost one module run.
-  - Files whose bytes and mode already match are left alone; the task reports a change only when a file is
-    created or its content or mode differs, so a second run is idempotent.
+  - Files whose bytes, mode and (with O(owner), O(group)) ownership already match are left alone; the task reports
+    a change only when a file is created or differs, so a second run is idempotent.
   - Changed files are first written to a staging directory next to O(dest), then renamed into place. When O(dest)
     does not exist, the whole tree appears in one rename. If anything fails while staging, nothing under O(dest)
     is changed. Top-level files are moved last.
@@ -35,6 +35,17 @@ options:
     description: Permissions of directories this module creates.
     type: raw
     default: "0755"
+  owner:
+    description: Owner (name or uid) of the written files; a file with another owner counts as changed.
+    type: str
+  group:
+    description: Group (name or gid) of the written files; a file with another group counts as changed.
+    type: str
+  backup:
+    description:
+      - Keep each replaced file next to it as C(FILE.<pid>.<date>@<time>~), as C(ansible.builtin.copy) does.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -84,6 +95,11 @@ unchanged:
   returned: always
   type: int
   sample: 7
+backups:
+  description: Relative path of each replaced file to its backup, with O(backup).
+  returned: always
+  type: dict
+  sample: {"slurm.conf": "/etc/slurm/slurm.conf.4711.2026-12-01@10:00:00~"}
 """
 
 import os
@@ -100,13 +116,17 @@ def main():
             files=dict(type="dict", required=True),
             mode=dict(type="raw", default="0644"),
             directory_mode=dict(type="raw", default="0755"),
+            owner=dict(type="str"),
+            group=dict(type="str"),
+            backup=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     dest = os.path.abspath(module.params["dest"])
     try:
-        result = apply_tree(dest, module.params["files"], module.params["mode"], module.params["directory_mode"],
-                            check_mode=module.check_mode, diff=module._diff)
+        p = module.params
+        result = apply_tree(dest, p["files"], p["mode"], p["directory_mode"], check_mode=module.check_mode,
+                            diff=module._diff, owner=p["owner"], group=p["group"], backup=p["backup"])
     except TreeError as exc:
         module.fail_json(msg="nothing was written: %s" % exc, dest=dest)
     except OSError as exc:

@@ -38,7 +38,8 @@ options:
     type: list
     elements: str
   names:
-    description: Inventory host to Slurm node name, the RV(hpc.slurm_gres.gres_render_cluster#module:nodes) of the render.
+    description:
+      - Inventory host to Slurm node name, the RV(hpc.slurm_gres.gres_render_cluster#module:nodes) of the render.
     type: dict
     default: {}
 attributes:

@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Documentation of the gres_render_cluster action (plugins/action/gres_render_cluster.py); it runs on the controller."""
+"""Documentation of the gres_render_cluster action (plugins/action/gres_render_cluster.py), run on the controller."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""

@@ -46,7 +46,8 @@ options:
   gres_spec:
     description:
       - What the node's gres.conf was rendered from (C(cluster_name), C(autodetect) and the cluster model's C(node)),
-        as the render step publishes it for nodes with MIG GPUs (C(slurm_gres_mig_nodes[host].spec)).
+        as the render step publishes it for nodes with MIG GPUs (C(mig_nodes[host].spec) of
+        M(hpc.slurm_gres.gres_render_cluster)).
       - The gres.conf is rendered again from it with the node's live MIG facts, after checking that without them it
         renders exactly the given gres.conf.
     type: dict
@@ -117,12 +118,13 @@ seealso:
 EXAMPLES = r"""
 - name: Verify the rendered files on the node (nothing is written there)
   hpc.slurm_gres.gres_verify:
-    slurm_conf_content: "{{ hostvars['localhost'].slurm_gres_files['slurm.conf'] }}"
-    gres_conf_content: "{{ hostvars['localhost'].slurm_gres_files[node ~ '/gres.conf'] }}"
-    gres_spec: "{{ (hostvars['localhost'].slurm_gres_mig_nodes[inventory_hostname] | default({})).spec | default(omit) }}"
+    slurm_conf_content: "{{ rendered.files['slurm.conf'] }}"
+    gres_conf_content: "{{ rendered.files[node ~ '/gres.conf'] }}"
+    gres_spec: "{{ (rendered.mig_nodes[inventory_hostname] | default({})).spec | default(omit) }}"
     node_name: "{{ node }}"
   vars:
-    node: "{{ hostvars['localhost'].slurm_gres_nodes[inventory_hostname] }}"
+    rendered: "{{ hostvars['localhost'].slurm_gres_render_result }}"
+    node: "{{ rendered.nodes[inventory_hostname] }}"
   register: verified
 
 - name: Verify staged files before installing them
@@ -293,7 +295,7 @@ def _with_live_mig(module, spec, gres_text, hw):
     try:
         if node_gres_conf(spec) != gres_text:
             module.fail_json(msg="gres_spec: expected the spec node %s's gres.conf was rendered from, found one that "
-                                 "renders another file (pass slurm_gres_mig_nodes[host].spec of the same render)"
+                                 "renders another file (pass mig_nodes[host].spec of the same render)"
                                  % module.params["node_name"])
         return node_gres_conf(spec, hw), deferred_gres(spec, hw), []
     except GresError as exc:

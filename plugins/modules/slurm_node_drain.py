@@ -162,7 +162,8 @@ class Drainer(object):
         p = self.module.params
         squeue = self.module.get_bin_path(p["squeue"], required=True)
         rc, out, err = self.module.run_command(
-            [squeue, "--noheader", "--nodelist=%s" % self.name, "--states=%s" % JOB_STATES, "--format=%s" % SQUEUE_FORMAT],
+            [squeue, "--noheader", "--nodelist=%s" % self.name, "--states=%s" % JOB_STATES,
+             "--format=%s" % SQUEUE_FORMAT],
             environ_update=self.scontrol.environ)
         if rc != 0:
             return None, "squeue failing (rc %d): %s" % (rc, (err or out).strip())

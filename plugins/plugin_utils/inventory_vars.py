@@ -126,3 +126,15 @@ def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost
     extracted = schema_hostvars(hostvars, hosts, _schema_var)
     plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
     return build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+
+
+def host_values(hostvars, hosts, names):
+    """``{host: {name: value}}`` of the variables ``names`` that each host has (facts the roles set, as stored)."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    out = {}
+    for host in hosts:
+        values = raw_get(host) if raw_get is not None else hostvars.get(host, {})
+        if not isinstance(values, Mapping):
+            values = {}
+        out[host] = {name: values[name] for name in names if name in values}
+    return out

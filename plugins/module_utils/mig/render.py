@@ -28,9 +28,9 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import
 MIG_MINORS_PATH = "/proc/driver/nvidia-caps/mig-minors"
 CAPS_DIR = "/dev/nvidia-caps"
 # The way out for a node whose GPUs do not have the layout the inventory declares.
-RECONFIGURE_HINT = ("apply the inventory's layout with the MIG runbook, `ansible-playbook playbooks/mig-reconfigure.yml "
-                    "--limit %s` (it drains the node and waits for its jobs), or declare the live layout in the "
-                    "inventory; then deploy again")
+RECONFIGURE_HINT = ("apply the inventory's layout with the MIG runbook, `ansible-playbook "
+                    "playbooks/mig-reconfigure.yml --limit %s` (it drains the node and waits for its jobs), or "
+                    "declare the live layout in the inventory; then deploy again")
 
 
 def _device_field(device, *names):

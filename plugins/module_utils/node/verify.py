@@ -553,7 +553,8 @@ def _check_mig(node):
             out.append(finding(
                 "error", "mig", gpu.get("index"), "%s as a whole GPU (MIG mode off)" % slot["file"],
                 "MIG mode Enabled",
-                "jobs would get no usable CUDA device: the GPU has a MIG layout the inventory does not declare; "
+                "jobs would get no usable CUDA device: the GPU has a MIG layout the inventory does not declare "
+                "(to turn MIG off, the runbook needs the GPU's `model` in the inventory); "
                 + RECONFIGURE_HINT % node.name))
     return out
 
@@ -883,13 +884,13 @@ def format_findings_table(findings, title=None):
     lines.append("  ".join("-" * w for w in widths))
     indent = " " * (sum(widths[:3]) + 6)
     for f in ordered:
-        cells = [textwrap.wrap(_cell(f.get(key)), w, break_long_words=True) or [""]
+        cells = [textwrap.wrap(_cell(f.get(key)), w, break_long_words=True, break_on_hyphens=False) or [""]
                  for (key, _, _), w in zip(_COLUMNS, widths)]
         for row in range(max(len(c) for c in cells)):
             lines.append("  ".join((c[row] if row < len(c) else "").ljust(w)
                                    for c, w in zip(cells, widths)).rstrip())
         if f.get("hint"):
-            for pos, part in enumerate(textwrap.wrap(f["hint"], max(40, sum(widths[3:]) + 2))):
+            for pos, part in enumerate(textwrap.wrap(f["hint"], max(40, sum(widths[3:]) + 2), break_on_hyphens=False)):
                 lines.append(indent + ("hint: " if pos == 0 else "      ") + part)
     counts = summarize(findings)
     lines.append("%d error(s), %d warning(s)" % (counts["errors"], counts["warnings"]))

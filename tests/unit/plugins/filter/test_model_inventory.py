@@ -94,3 +94,12 @@ def test_plain_dict_hostvars_work_too():
                                     "slurm_node_threads_per_core": 1, "slurm_gres_gpus": [{"index": 0, "type": "t4"}]}}
     groups = {"all": ["ctl01", "n1"], "slurmctld": ["ctl01"], "slurmd": ["n1"]}
     assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
+
+
+def test_host_values_reads_only_the_named_variables_of_the_named_hosts(tmp_path):
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP})
+    hostvars, groups, cluster = load_inventory(source)
+    found = host_values(hostvars, ["gpu-a01.lab", "cpu1"], ("slurm_node_sockets", "not_set_anywhere"))
+    assert found == {"gpu-a01.lab": {"slurm_node_sockets": 2}, "cpu1": {}}
+    assert host_values({"n1": {"a": 1, "b": 2}}, ["n1", "n2"], ("a",)) == {"n1": {"a": 1}, "n2": {}}

@@ -1,4 +1,4 @@
-"""The deploy's cross-host decisions (plugins/plugin_utils/deploy_plan.py), as the gres_deploy_plan action makes them."""
+"""The deploy's cross-host decisions (plugins/plugin_utils/deploy_plan.py), made by the gres_deploy_plan action."""
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan
 
 GROUPS = {"slurmctld": ["ctl"], "slurmd": ["n1.lab", "n2.lab", "n3.lab"]}
