@@ -146,7 +146,8 @@ def test_admin_drain_is_left_alone(healthy):
 def test_waits_for_the_registration_after_a_restart(healthy):
     before = run_module("slurm_node_info", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
     time.sleep(1.1)  # SlurmdStartTime has a resolution of one second
-    restart = threading.Timer(3, healthy.restart_slurmd)
+    # late enough that the module polls before it even on a loaded machine (ansible takes seconds to start it)
+    restart = threading.Timer(12, healthy.restart_slurmd)
     restart.start()
     try:
         result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,

@@ -88,6 +88,16 @@ def backup_name(path):
     return "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~"))
 
 
+def _make_folders(folder, made, mode):
+    """Create ``folder`` and its missing parents inside the staging tree with ``mode``."""
+    if folder in made:
+        return
+    _make_folders(os.path.dirname(folder), made, mode)
+    if not os.path.isdir(folder):
+        os.mkdir(folder, mode)
+    made.add(folder)
+
+
 def write(dest, files, changed, mode, directory_mode, uid=None, gid=None, backup=False):
     """Stage ``changed`` files next to ``dest`` and move them into place; returns ``{relpath: backup path}``.
 
@@ -98,21 +108,27 @@ def write(dest, files, changed, mode, directory_mode, uid=None, gid=None, backup
     parent = os.path.dirname(dest)
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".%s.stage-" % os.path.basename(dest), dir=parent)
+    # created with their final modes (umask 0 while staging): no chmod per file or folder
+    umask = os.umask(0)
     try:
-        made = set()
+        os.chmod(stage, directory_mode)
+        made = {stage}
         for rel in changed:
             path = os.path.join(stage, rel)
-            folder = os.path.dirname(path)
-            if folder not in made:
-                os.makedirs(folder, exist_ok=True)
-                made.add(folder)
-            with open(path, "wb") as handle:
-                handle.write(files[rel].encode("utf-8"))
-            os.chmod(path, mode)
-            if uid is not None or gid is not None:
-                os.chown(path, -1 if uid is None else uid, -1 if gid is None else gid)
-        for folder in made | {stage}:
-            os.chmod(folder, directory_mode)
+            _make_folders(os.path.dirname(path), made, directory_mode)
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            try:
+                os.write(handle, files[rel].encode("utf-8"))
+                if uid is not None or gid is not None:
+                    os.fchown(handle, -1 if uid is None else uid, -1 if gid is None else gid)
+            finally:
+                os.close(handle)
+    except BaseException:
+        os.umask(umask)
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    os.umask(umask)
+    try:
         if not os.path.exists(dest):
             os.rename(stage, dest)
             stage = None
