@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from emulated_node import Node, flat, node_nvidia_smi, run_playbook_json, write_inventory
+from emulated_node import Node, apply_mig_layout, flat, node_nvidia_smi, run_playbook_json, write_inventory
 
 SUMMARY = "One line per node (counts per GPU type as slurm.conf/gres.conf/nvidia-smi)"
 VERIFY = "Verify the rendered files against this node"
@@ -99,18 +99,6 @@ def mig_inventory_vars(node, layout):
             "slurm_gres_verify_dev_root": node.dev_root, "slurm_gres_verify_slurmd_version": "24.11.1"}
 
 
-def apply_layout(node, layouts):
-    """Give the emulated GPUs a MIG layout the way the runbook does (mig_layout's logic, real emulator calls)."""
-    import subprocess
-    from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.apply import apply_layouts
-    env = dict(node.env, NVSMI_EMU_ROOT=node.root, NVSMI_EMU_DEV_ROOT=node.dev_root, LC_ALL="C")
-
-    def run(argv):
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-        return proc.returncode, proc.stdout, proc.stderr
-    return apply_layouts(run, node.name, layouts, sysfs_root=node.root, nvidia_smi_path=node_nvidia_smi(node))
-
-
 def run_mig(tmp_path, node, layout):
     inventory = write_inventory(tmp_path, [node], {node.name: mig_inventory_vars(node, layout)},
                                 {"slurm_cluster_name": "verify"})
@@ -121,7 +109,7 @@ def run_mig(tmp_path, node, layout):
 
 def test_a_mig_nodes_gres_conf_is_written_from_its_live_devices_and_verified(tmp_path):
     node = Node(tmp_path / "m01", name="gpu-m01")
-    assert apply_layout(node, {0: MIG_LAYOUT})["changed"]
+    assert apply_mig_layout(node, {0: MIG_LAYOUT})["changed"]
     rc, tasks, out = run_mig(tmp_path, node, MIG_LAYOUT)
     assert rc == 0, out
     result = tasks[VERIFY]["gpu-m01"]
@@ -140,7 +128,7 @@ def test_a_mig_nodes_gres_conf_is_written_from_its_live_devices_and_verified(tmp
 
 def test_a_mig_node_whose_live_layout_differs_is_refused_by_name_with_the_way_out(tmp_path):
     node = Node(tmp_path / "m01", name="gpu-m01")
-    apply_layout(node, {0: MIG_LAYOUT})
+    apply_mig_layout(node, {0: MIG_LAYOUT})
     rc, tasks, out = run_mig(tmp_path, node, ["3g.40gb", "3g.40gb"])
     assert rc != 0
     msg = flat(tasks[VERIFY]["gpu-m01"]["msg"])
