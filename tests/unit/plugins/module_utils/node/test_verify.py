@@ -515,3 +515,25 @@ def test_inputs_are_not_modified():
     before = copy.deepcopy((facts, dev))
     run(facts=facts, dev=dev, slurmd_g_output=G_2505)
     assert (facts, dev) == before
+
+
+def test_a_verification_parses_each_staged_file_once(monkeypatch):
+    """What gres_verify does with a node's files: parse_staged, device paths, verify_node, count_summary."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import verify
+    calls = {"slurm": 0, "gres": 0}
+    real_slurm, real_gres = verify.parse_slurm_conf, verify.parse_gres_conf
+
+    def count_slurm(text):
+        calls["slurm"] += 1
+        return real_slurm(text)
+
+    def count_gres(text, node):
+        calls["gres"] += 1
+        return real_gres(text, node)
+    monkeypatch.setattr(verify, "parse_slurm_conf", count_slurm)
+    monkeypatch.setattr(verify, "parse_gres_conf", count_gres)
+    staged = verify.parse_staged(NODE, SLURM, GRES)
+    assert len(verify.device_paths(staged["records"])) == 8
+    assert verify.verify_node(NODE, SLURM, GRES, hw(), devs(), staged=staged) == []
+    assert verify.count_summary(NODE, SLURM, GRES, hw(), staged=staged)["gpu:a100"]["nvidia_smi"] == 8
+    assert calls == {"slurm": 1, "gres": 1}
