@@ -33,8 +33,10 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: No diff is returned.
   facts:
     support: full
+    description: Sets facts.
   platform:
     platforms: posix
     support: full
@@ -103,7 +105,7 @@ ansible_facts:
               elements: int
             numa_affinity: {description: NUMA nodes of the GPU (C(topo -m)); null when not reported., type: list,
                             elements: int}
-            numa_node: {description: The GPU's NUMA node, or null when unknown or ambiguous., type: int}
+            numa_node: {description: "The GPU's NUMA node, or null when unknown or ambiguous.", type: int}
             slurm_cores:
               description: Slurm core indices local to the GPU as a range string (C(Cores=) syntax); null when the
                 affinity or the CPU topology is unknown.

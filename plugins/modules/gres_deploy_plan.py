@@ -17,13 +17,13 @@ description:
     and the targeted controllers (play hosts in C(slurmctld)). Fails, naming them, unless every targeted node has
     C(slurm_gres_node_verified): nothing is installed anywhere then."
   - "O(stage=order), after the read-only restart plans: fails when a node's Gres changes
-    (C(slurm_gres_node_plan.gres_changed)) and no slurmctld host is targeted; RV(plan.check_gres_on_restart) is
+    (C(slurm_gres_node_plan.gres_changed)) and no slurmctld host is targeted; C(plan.check_gres_on_restart) is
     false when slurmctld restarts after the slurmd restarts (a count goes up), so those restarts do not yet
     compare the registered Gres."
-  - "O(stage=restarted), after the slurmd restarts: RV(plan.failed_nodes), the targeted nodes without
+  - "O(stage=restarted), after the slurmd restarts: C(plan.failed_nodes), the targeted nodes without
     C(slurm_gres_node_done); slurmctld then holds back new, higher counts."
-  - "O(stage=confirmed), after the confirmation: RV(plan.smoke_nodes), nodes registered (C(ok) or C(resumed)) and
-    not drained, and RV(plan.smoke_preferred_nodes), those this run restarted."
+  - "O(stage=confirmed), after the confirmation: C(plan.smoke_nodes), nodes registered (C(ok) or C(resumed)) and
+    not drained, and C(plan.smoke_preferred_nodes), those this run restarted."
 options:
   stage:
     description: Which decision to make.
@@ -51,9 +51,11 @@ attributes:
     description: The same decisions.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
     support: full
+    description: The controller (the machine running ansible-playbook).
 """
 
 EXAMPLES = r"""

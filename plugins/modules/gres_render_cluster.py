@@ -62,6 +62,7 @@ attributes:
   platform:
     platforms: posix
     support: full
+    description: The controller (the machine running ansible-playbook).
 notes:
   - Use it once, on the controller (a play on C(localhost), or C(run_once)), and read its registered result from
     there; the roles C(hpc.slurm_gres.slurm_gres_node), C(hpc.slurm_gres.slurm_gres_verify) and

@@ -103,6 +103,7 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
     support: full
@@ -166,7 +167,7 @@ findings:
     gpu: {description: "nvidia-smi index, a range string for several GPUs, or null.", type: raw}
     expected: {description: What the check wanted., type: str}
     found: {description: What it found., type: str}
-    hint: {description: Consequence and remedy, or null., type: str}
+    hint: {description: "Consequence and remedy, or null.", type: str}
   sample: [{"severity": "error", "check": "present", "gpu": null,
             "expected": "8 GPUs of type a100 visible to nvidia-smi",
             "found": "declares 8 a100, nvidia-smi sees 7", "hint": "a GPU fell off the bus, ..."}]

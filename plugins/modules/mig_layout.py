@@ -63,11 +63,14 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
+    description: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
+    support: full
+    description: Linux.
 notes:
   - Needs root, as nvidia-smi does to change MIG mode and instances.
   - Drain the node and stop slurmd first; the runbook C(playbooks/mig-reconfigure.yml) does all of it, including

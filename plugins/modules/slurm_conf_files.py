@@ -34,9 +34,11 @@ attributes:
     description: Read-only.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
     support: full
+    description: Linux.
 """
 
 EXAMPLES = r"""

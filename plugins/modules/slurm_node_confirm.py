@@ -59,9 +59,11 @@ attributes:
     description: Waits and judges as usual; a resume is reported as a change but not made.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
     support: full
+    description: Linux.
 notes:
   - Slurm 22.05 pins a node's GRES count at its first registration after slurmctld starts; see the deploy guide
     (docs/deploy.md) for the restart order that avoids drains.

@@ -56,9 +56,11 @@ attributes:
     description: Reports the drain or resume it would make and the jobs running now; changes nothing, waits for nothing.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
     support: full
+    description: Linux.
 seealso:
   - module: hpc.slurm_gres.slurm_node_info
 """

@@ -32,9 +32,11 @@ attributes:
     description: Read-only.
   diff_mode:
     support: none
+    description: No diff is returned.
   platform:
     platforms: posix
     support: full
+    description: Linux.
 seealso:
   - module: hpc.slurm_gres.slurm_node_confirm
 """

@@ -187,3 +187,22 @@ def test_slurmd_is_skipped_when_a_device_file_is_missing(node):
     assert rc != 0
     assert result["slurmd_g"]["ran"] is False and "device files missing" in result["slurmd_g"]["reason"]
     assert [f["check"] for f in errors(result)] == ["device"]
+
+
+def test_content_mode_and_a_spec_that_does_not_belong_to_the_file(node):
+    """Files as arguments (nothing staged); a gres_spec must render exactly the given gres.conf."""
+    args = {"slurm_conf_content": SLURM_CONF, "gres_conf_content": GRES_CONF, "node_name": node.name,
+            "nvidia_smi": os.path.join(testpaths.EMULATOR, "nvidia-smi"), "sysfs_root": node.root,
+            "dev_root": node.dev_root, "slurmd_version": "24.11.1"}
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", args)
+    assert rc == 0, result.get("msg")
+    assert result["gres_conf_text"] == GRES_CONF and result["gres_conf_completed"] is False
+    spec = {"cluster_name": "verify", "autodetect": "off",
+            "node": {"host": node.name, "name": node.name,
+                     "gpus": [{"index": i, "type": "a100", "minor": i, "cores": "0-31", "mig": None, "shards": None}
+                              for i in range(8)]}}
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", dict(args, gres_spec=spec))
+    assert rc != 0
+    assert result["msg"].startswith("gres_spec: expected the spec node %s's gres.conf was rendered from" % node.name)
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", dict(args, gres_conf="/x"))
+    assert rc != 0 and "mutually exclusive" in result["msg"]
