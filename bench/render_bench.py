@@ -116,7 +116,8 @@ def run_playbook(args, env):
     """(wall s, CPU s) of one ansible-playbook run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
     elapsed = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
@@ -154,17 +155,17 @@ def main():
         return 0
     runs = {"floor": [], "fresh": [], "rerun": []}
     render = [playbook, "-i", inv, "playbooks/deploy-gres.yml", "-e", "slurm_gres_render_dir=%s" % render_dir]
-    for _ in range(opts.runs):
+    for _run in range(opts.runs):
         runs["floor"].append(run_playbook([playbook, "-i", inv, floor_pb], env))
         if os.path.isdir(render_dir):
             shutil.rmtree(render_dir)
         runs["fresh"].append(run_playbook(render, env))
         runs["rerun"].append(run_playbook(render, env))
-    written = sum(len(f) for _, _, f in os.walk(render_dir))
+    written = sum(len(names) for _folder, _dirs, names in os.walk(render_dir))
     pb = {"runs": opts.runs, "files_written": written}
     for name, values in runs.items():
-        pb[name + "_s"] = statistics.median(w for w, _ in values)
-        pb[name + "_cpu_s"] = statistics.median(c for _, c in values)
+        pb[name + "_s"] = statistics.median(wall for wall, cpu in values)
+        pb[name + "_cpu_s"] = statistics.median(cpu for wall, cpu in values)
         pb["all_" + name] = values
     pb["fresh_over_floor"] = pb["fresh_s"] / pb["floor_s"]
     pb["fresh_over_floor_cpu"] = pb["fresh_cpu_s"] / pb["floor_cpu_s"]

@@ -129,6 +129,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol impo
     parse_squeue,
 )
 
+
 class Drainer(object):
     def __init__(self, module):
         self.module = module

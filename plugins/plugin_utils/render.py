@@ -1,6 +1,6 @@
 """Cluster model -> slurm.conf, cgroup.conf and one gres.conf per GPU node (deterministic bytes).
 
-``render_all`` proves its own output before returning it: the files are parsed back with slurmconf.py and,
+``render_all`` proves its own output before returning it: the files are parsed back with module_utils/slurm/conf.py and,
 per node and GRES type, slurm.conf's count must equal gres.conf's; otherwise it raises GresError.
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
@@ -15,6 +15,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import consistency_problems
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import GENERATED, node_gres_conf
+
 
 def _node_line(node, gres):
     parts = []

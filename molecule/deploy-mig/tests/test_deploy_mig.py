@@ -53,7 +53,7 @@ def test_mig_gres_conf_has_one_multiplefiles_line_per_instance_with_existing_cap
     lines = [l for l in text.splitlines() if "MultipleFiles=" in l]
     assert len(lines) == 4, text
     types = sorted(re.search(r" Type=(\S+)", l).group(1) for l in lines)
-    assert types == sorted(p for p, n in LAYOUT.items() for _ in range(n)), text
+    assert types == sorted(p for p, n in LAYOUT.items() for _copy in range(n)), text
     for line in lines:
         files = re.search(r"MultipleFiles=(\S+)", line).group(1).split(",")
         assert files[0] == "/dev/nvidia0" and len(files) == 3
@@ -71,7 +71,7 @@ def test_mig_gres_conf_has_one_multiplefiles_line_per_instance_with_existing_cap
 def test_nvidia_smi_shows_the_layout(gpu):
     out = gpu.check_output("nvidia-smi -L")
     profiles = sorted(re.findall(r"^\s+MIG (\S+)\s+Device", out, re.M))
-    assert profiles == sorted(p for p, n in LAYOUT.items() for _ in range(n)), out
+    assert profiles == sorted(p for p, n in LAYOUT.items() for _copy in range(n)), out
 
 
 def test_one_1g_10gb_instance_and_the_h100s_can_be_allocated(ctl):

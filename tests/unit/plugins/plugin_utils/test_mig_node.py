@@ -9,8 +9,9 @@ def T(profile, gpu_type="a100"):
 
 
 def two_node_model():
-    gpus = lambda mig: [{"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-7", "mig": mig},
-                        {"index": 1, "type": "a100", "cores": "0-7"}]
+    def gpus(mig):
+        return [{"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-7", "mig": mig},
+                {"index": 1, "type": "a100", "cores": "0-7"}]
     hv = {"ctl": {}}
     for host in ("gpu-a01", "gpu-a02"):
         hv[host] = {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,

@@ -24,6 +24,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 import fake_sysfs  # noqa: E402
 from a30_mig import LCI_DEFAULTS, T, a30_facts, fixture
 
+
 def rendered(mig=("2g.12gb", "1g.6gb", "1g.6gb"), autodetect=None, minor=None):
     gpu0 = {"index": 0, "type": "a30", "model": "A30-24GB", "mig": list(mig), "cores": "0-7"}
     if minor is not None:
@@ -156,8 +157,8 @@ def test_autodetect_nvml_leaves_the_lines_to_slurmd_but_still_checks_the_layout(
     assert "AutoDetect=nvml" in base
     text = node_gres_conf(spec, a30_facts())
     assert "MultipleFiles" not in text
-    assert [l for l in text.splitlines() if not l.startswith("#")] == [l for l in base.splitlines()
-                                                                        if not l.startswith("#")]
+    without_comments = [l for l in base.splitlines() if not l.startswith("#")]
+    assert [l for l in text.splitlines() if not l.startswith("#")] == without_comments
     spec2, base2, slurm2 = rendered(mig=("1g.6gb",) * 4, autodetect="nvml")
     with pytest.raises(GresError, match="missing 2 x 1g.6gb"):
         complete(spec2, a30_facts(), slurm2)
