@@ -71,7 +71,7 @@ def restarted(plan, state):
 
 
 def confirmed(plan, state):
-    """Nodes slurmctld shows registered (ok or resumed) and not drained; those this run restarted go first."""
+    """Nodes slurmctld shows registered (ok or resumed), not drained, not DOWN; those this run restarted go first."""
     plan = dict(plan, refusal=None)
     usable, preferred = [], []
     for host in plan["targets"]:
@@ -80,7 +80,7 @@ def confirmed(plan, state):
         if confirm.get("status") not in ("ok", "resumed"):
             continue
         node = confirm.get("node") or {}
-        if "DRAIN" in (node.get("state_flags") or []):
+        if "DRAIN" in (node.get("state_flags") or []) or node.get("state_base") == "DOWN":
             continue
         usable.append(plan["names"][host])
         if facts.get("slurm_gres_node_restarted"):

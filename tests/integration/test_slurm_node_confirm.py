@@ -20,6 +20,7 @@ from slurm_loopback import NODE
 
 ROOT = testpaths.ROOT
 GOOD = {"gpu:a100": 2, "gpu:h100": 2}
+GOOD_SPEC = "gpu:a100:2,gpu:h100:2"
 
 
 def run_module(name, args, cluster, check=False):
@@ -62,8 +63,8 @@ def cluster():
 @pytest.fixture
 def healthy(cluster):
     """Every test starts from the good configuration, node IDLE and not drained."""
-    if "gpu:a100:2,gpu:h100:2" not in open(cluster.conf).read():
-        cluster.write_slurm_conf("gpu:a100:2,gpu:h100:2")
+    if cluster.gres_declared != GOOD_SPEC or cluster.slurmd_timeout != 300:
+        cluster.write_slurm_conf(GOOD_SPEC)
         cluster.restart_slurmctld()
     if "DRAIN" in cluster.node_line():
         cluster.scontrol("update", "NodeName=" + NODE, "State=RESUME")
@@ -224,3 +225,40 @@ def test_waiting_for_jobs_fails_naming_them_and_the_node_stays_drained(healthy):
     done = drain(healthy, wait_for_jobs=True, timeout=60, interval=0.5)
     assert not done.get("failed"), done
     assert done["jobs"] == [] and done["changed"] is False and done["ours"]
+
+
+def test_a_drained_node_set_down_while_slurmd_was_stopped_registers_and_is_resumed(healthy):
+    # The MIG runbook drains the node, then keeps slurmd stopped (layout, verification, installs, slurmctld restart)
+    # for longer than SlurmdTimeout on a loaded machine: slurmctld sets it DOWN ("Nodes ... not responding, setting
+    # DOWN") and keeps the drain's reason, so ReturnToService=1 never returns it. Its fresh registration is judged
+    # at once (not waited on until the timeout); the runbook's resume then brings it back.
+    healthy.write_slurm_conf(GOOD_SPEC, slurmd_timeout=6)
+    healthy.scontrol("reconfigure")
+    try:
+        first = drain(healthy)
+        assert first["ours"], first
+        before = first["node"]["slurmd_start_time"]
+        healthy.stop_slurmd()
+        healthy.wait_state("State=DOWN", "Reason=MIG reconfiguration", timeout=90)
+        healthy.start_slurmd()
+        start = time.monotonic()
+        result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,
+                                                   "timeout": 90, "interval": 0.5}, healthy)
+        assert not result.get("failed"), result.get("msg")
+        assert result["status"] == "ok" and not result["resumed"], result
+        assert result["node"]["state_base"] == "DOWN" and result["node"]["slurmd_start_time"] != before
+        assert "DOWN" in result["message"] and "MIG reconfiguration" in result["message"]
+        assert time.monotonic() - start < 60, "a registered node must not be waited on until the timeout"
+
+        resumed = drain(healthy, state="resumed")
+        assert not resumed.get("failed") and resumed["changed"] and resumed["ours"], resumed
+        final = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 60,
+                                                  "interval": 0.5}, healthy)
+        assert final["status"] == "ok", final
+        assert final["node"]["state_base"] == "IDLE" and final["node"]["state_flags"] == [], final["node"]
+    finally:
+        healthy.write_slurm_conf(GOOD_SPEC)
+        healthy.restart_slurmctld()
+        healthy.restart_slurmd()
+        if "DOWN" in healthy.node_line() or "DRAIN" in healthy.node_line():
+            healthy.scontrol("update", "NodeName=" + NODE, "State=RESUME")

@@ -221,9 +221,13 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
     ``since``: the node's ``SlurmdStartTime`` before slurmd was restarted; until it changes, the node has not
     registered since the restart. ``check_gres``: compare ``Gres=`` with ``expected_gres`` (off while
     slurmctld still runs the previous definitions). Returns ``{"status", "message", "resume"}`` where status is
-    ``ok`` (registered as expected; an admin's drain is kept and reported), ``resume`` (registered as expected
-    but still drained by an earlier GRES mismatch), ``waiting`` (not registered yet; may change) or
+    ``ok`` (registered as expected; an admin's drain or DOWN is kept and reported), ``resume`` (registered as
+    expected but still drained by an earlier GRES mismatch), ``waiting`` (not registered yet; may change) or
     ``failed`` (registered, and wrong: only a config or hardware change helps).
+
+    A node slurmctld set DOWN while its slurmd was stopped stays DOWN after it registers again unless its reason
+    is ``Not responding`` (and ReturnToService is 1 or 2): a drained node keeps the drain's reason. So once
+    ``since`` shows a fresh registration, DOWN is settled and judged like a drain, never waited on.
     """
     def verdict(status, message):
         return {"status": status, "message": message, "resume": status == "resume"}
@@ -241,7 +245,8 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
         return verdict("waiting", "not responding (%s)" % describe(node))
     if flags & INVALID_FLAGS:
         return verdict("failed", "registration refused by slurmctld: %s" % describe(node))
-    if base in UNSETTLED_STATES:
+    down_registered = base == "DOWN" and since is not None
+    if base in UNSETTLED_STATES and not down_registered:
         return verdict("waiting", "state %s (%s)" % (base, describe(node)))
     if check_gres and expected_gres is not None:
         diffs = gres_differences(expected_gres, node.get("gres"))
@@ -256,7 +261,14 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
             return verdict("resume", "registered with the declared Gres, drained by an earlier GRES mismatch")
         if is_registration_drain_reason(reason):
             return verdict("failed", "drained by slurmctld at registration: %s" % describe(node))
+        if down_registered:
+            return verdict("ok", "registered; DOWN and drained by someone else, left so until that drain is "
+                           "resumed (slurmctld set it DOWN while slurmd did not answer; %s)" % describe(node))
         return verdict("ok", "registered; drained by someone else, left drained (%s)" % describe(node))
+    if down_registered:
+        return verdict("ok", "registered; slurmctld keeps it DOWN (ReturnToService returns only a node DOWN for "
+                       "'Not responding'), left DOWN: scontrol update NodeName=%s State=RESUME returns it (%s)"
+                       % (node.get("name"), describe(node)))
     return verdict("ok", "registered: %s" % describe(node))
 
 

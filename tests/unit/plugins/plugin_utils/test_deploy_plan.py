@@ -65,6 +65,10 @@ def test_confirmed_selects_registered_undrained_nodes_and_prefers_the_restarted_
     assert out["smoke_preferred_nodes"] == ["n1"]
     failed = dict(state, **{"n1.lab": {"slurm_gres_node_confirmed": {"status": "failed"}}})
     assert deploy_plan.confirmed(plan, failed)["smoke_nodes"] == ["n2"]
+    # registered but left DOWN (an admin's State=DOWN, or ReturnToService=0): srun could not use it
+    down = dict(state, **{"n2.lab": {"slurm_gres_node_confirmed": {"status": "ok", "node": {
+        "state_base": "DOWN", "state_flags": []}}}})
+    assert deploy_plan.confirmed(plan, down)["smoke_nodes"] == ["n1"]
 
 
 def test_each_stage_names_the_facts_it_reads():

@@ -36,6 +36,8 @@ def one(name):
      {"gpu:a100": 2, "gpu:h100": 2}, "gres/gpu:h100 count too low (2 < 3)", "root"),
     ("live2205-multiline-gres-drain-valid-registration.txt", "vm", "IDLE", ["DRAIN"],
      {"gpu:a100": 3, "gpu:h100": 2}, "gres/gpu:h100 count too low (2 < 3)", "root"),
+    ("live2205-multiline-down-drain-registered.txt", "itest01", "DOWN", ["DRAIN"],
+     {"gpu:a100": 2, "gpu:h100": 2}, "MIG reconfiguration", "root"),
 ])
 def test_parse_real_outputs(name, node, state, flags, gres, reason, user):
     rec = one(name)
@@ -143,6 +145,17 @@ EXPECTED = {"gpu:a100": 3, "gpu:h100": 2}
     # slurmd restarted but not registered again yet
     ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-11-29T21:40:01", True, "waiting"),
     ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-11-29T21:00:00", True, "ok"),
+    # drained, set DOWN while slurmd was stopped: registered again, DOWN stays (settled, not waited on) ...
+    ("live2205-multiline-down-drain-registered.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-12-01T08:59:27", True,
+     "ok"),
+    # ... but the Gres is still checked
+    ("live2205-multiline-down-drain-registered.txt", {"gpu:a100": 3, "gpu:h100": 2}, "2026-12-01T08:59:27", True,
+     "failed"),
+    # ... while slurmd is stopped, and without a restart to compare with, DOWN may still change
+    ("live2205-multiline-down-drain-stopped.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-12-01T08:59:27", True,
+     "waiting"),
+    ("live2205-multiline-down-drain-stopped.txt", {"gpu:a100": 2, "gpu:h100": 2}, None, True, "waiting"),
+    ("live2205-multiline-down-drain-registered.txt", {"gpu:a100": 2, "gpu:h100": 2}, None, True, "waiting"),
 ])
 def test_registration_verdict(name, expected, since, check_gres, status):
     rec = one(name)
@@ -168,6 +181,21 @@ def test_verdict_unknown_and_not_responding_nodes_wait():
         changed["state_base"], changed["state_flags"], changed["not_responding"] = scontrol.parse_state(state)
         assert scontrol.registration_verdict(changed, rec["gres"])["status"] == "waiting", state
     assert scontrol.registration_verdict(None, {})["status"] == "failed"
+
+
+def test_down_after_a_fresh_registration_is_reported_with_the_way_back():
+    rec = one("live2205-multiline-down-drain-registered.txt")
+    verdict = scontrol.registration_verdict(rec, rec["gres"], since="2026-12-01T08:59:27")
+    assert "DOWN and drained by someone else" in verdict["message"]
+    assert "Reason='MIG reconfiguration'" in verdict["message"]
+    # DOWN without a drain (ReturnToService=0, or an admin's State=DOWN): left DOWN, the resume command named
+    down = dict(rec, state_flags=[], reason="Not responding")
+    verdict = scontrol.registration_verdict(down, rec["gres"], since="2026-12-01T08:59:27")
+    assert verdict["status"] == "ok"
+    assert "scontrol update NodeName=itest01 State=RESUME" in verdict["message"]
+    # a GRES-mismatch drain on a DOWN node is resumed as on an IDLE one (the resume clears DOWN too)
+    gres = dict(rec, reason="gres/gpu count reported lower than configured (2 < 4)")
+    assert scontrol.registration_verdict(gres, rec["gres"], since="2026-12-01T08:59:27")["status"] == "resume"
 
 
 def test_registration_drain_after_restart_fails():
