@@ -42,20 +42,13 @@ options:
       - Inventory host to Slurm node name, the RV(hpc.slurm_gres.gres_render_cluster#module:nodes) of the render.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes.controller
 attributes:
-  action:
-    support: full
-    description: Runs on the controller only.
   check_mode:
     support: full
     description: The same decisions.
-  diff_mode:
-    support: none
-    description: No diff is returned.
-  platform:
-    platforms: posix
-    support: full
-    description: The controller (the machine running ansible-playbook).
 """
 
 EXAMPLES = r"""

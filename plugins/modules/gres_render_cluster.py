@@ -49,20 +49,15 @@ options:
   cluster_host:
     description: Host named in problems with cluster-wide variables. Default, the host the task runs for.
     type: str
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.controller
 attributes:
-  action:
-    support: full
-    description: Runs on the controller only.
   check_mode:
     support: full
     description: Renders and proves as usual; with O(dest), reports the files that would change and writes nothing.
   diff_mode:
     support: full
     description: With O(dest), the before and after text of every file that changes.
-  platform:
-    platforms: posix
-    support: full
-    description: The controller (the machine running ansible-playbook).
 notes:
   - Use it once, on the controller (a play on C(localhost), or C(run_once)), and read its registered result from
     there; the roles C(hpc.slurm_gres.slurm_gres_node), C(hpc.slurm_gres.slurm_gres_verify) and

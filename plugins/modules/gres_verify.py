@@ -96,14 +96,12 @@ options:
     type: dict
     default: {}
 extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
   - hpc.slurm_gres.nvidia_smi
 attributes:
   check_mode:
     support: full
     description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: No diff is returned.
   platform:
     platforms: posix
     support: full

@@ -59,18 +59,13 @@ options:
     description: The name used in messages. Defaults to the node's host name.
     type: str
 extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
   - hpc.slurm_gres.nvidia_smi
 attributes:
   check_mode:
     support: full
     description: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
-  diff_mode:
-    support: none
-    description: No diff is returned.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux.
 notes:
   - Needs root, as nvidia-smi does to change MIG mode and instances.
   - Drain the node and stop slurmd first; the runbook C(playbooks/mig-reconfigure.yml) does all of it, including

@@ -28,17 +28,13 @@ options:
     description: Refuse files larger than this many bytes (Slurm configuration files are small).
     type: int
     default: 4194304
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
 attributes:
   check_mode:
     support: full
     description: Read-only.
-  diff_mode:
-    support: none
-    description: No diff is returned.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux.
 """
 
 EXAMPLES = r"""

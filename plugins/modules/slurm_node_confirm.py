@@ -52,18 +52,13 @@ options:
     type: float
     default: 2
 extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
   - hpc.slurm_gres.scontrol
 attributes:
   check_mode:
     support: full
     description: Waits and judges as usual; a resume is reported as a change but not made.
-  diff_mode:
-    support: none
-    description: No diff is returned.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux.
 notes:
   - Slurm 22.05 pins a node's GRES count at its first registration after slurmctld starts; see the deploy guide
     (docs/deploy.md) for the restart order that avoids drains.

@@ -49,18 +49,13 @@ options:
     type: str
     default: squeue
 extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
   - hpc.slurm_gres.scontrol
 attributes:
   check_mode:
     support: full
     description: Reports the drain or resume it would make and the jobs running now; changes nothing, waits for nothing.
-  diff_mode:
-    support: none
-    description: No diff is returned.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux.
 seealso:
   - module: hpc.slurm_gres.slurm_node_info
 """

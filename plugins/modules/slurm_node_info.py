@@ -25,18 +25,13 @@ options:
     description: Node name to a dict of GRES key to count (for example C(gpu:a100) to 4). When set, RV(verdicts) is returned.
     type: dict
 extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
   - hpc.slurm_gres.scontrol
 attributes:
   check_mode:
     support: full
     description: Read-only.
-  diff_mode:
-    support: none
-    description: No diff is returned.
-  platform:
-    platforms: posix
-    support: full
-    description: Linux.
 seealso:
   - module: hpc.slurm_gres.slurm_node_confirm
 """
