@@ -35,8 +35,13 @@ class ActionModule(ActionBase):
         validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars["hostvars"]
         groups = task_vars["groups"]
-        cluster = cluster_vars(task_vars, self._templar.template)
         cluster_host = args["cluster_host"] or task_vars.get("inventory_hostname", "localhost")
+        # the cluster-wide variables are those of cluster_host (localhost in the playbooks, also when a play on
+        # the nodes renders because a --limit skipped the render play)
+        source = task_vars
+        if cluster_host != task_vars.get("inventory_hostname"):
+            source = hostvars[cluster_host]
+        cluster = cluster_vars(source, self._templar.template)
         live = None
         if args["mig_step"]:
             # the layouts the GPUs of the other slurmd hosts have now, as the runbook read them

@@ -47,7 +47,9 @@ options:
         so slurm.conf changes the C(Gres=) of this host only.
     type: str
   cluster_host:
-    description: Host named in problems with cluster-wide variables. Default, the host the task runs for.
+    description:
+      - Host whose cluster-wide variables (C(slurm_cluster_name), C(slurm_conf_options), ...) are read, and named in
+        problems with them. Default, the host the task runs for.
     type: str
 extends_documentation_fragment:
   - hpc.slurm_gres.attributes.controller

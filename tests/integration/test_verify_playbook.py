@@ -76,6 +76,17 @@ def test_a_broken_node_fails_with_its_table_the_other_is_still_verified(tmp_path
     assert stage_dirs(tmp_path) == []
 
 
+def test_a_limit_without_localhost_renders_once_with_the_cluster_variables(tmp_path, two_nodes):
+    rc, tasks, out = run(tmp_path, two_nodes, "--limit", "gpu-a02")
+    assert rc == 0, out
+    assert list(tasks[VERIFY]) == ["gpu-a02"]
+    render = tasks["Render slurm.conf, cgroup.conf and every gres.conf from the inventory, on the control machine"]
+    assert list(render) == ["gpu-a02"]  # run_once: one render for the play
+    shown = tasks["Show the summary"]["gpu-a02"]["msg"]
+    assert shown[0].startswith("cluster verify: 2 nodes"), shown  # slurm_cluster_name read from localhost
+    assert SUMMARY not in tasks  # the localhost play is outside the limit
+
+
 def test_check_mode_verifies_too(tmp_path, two_nodes):
     two_nodes[0].remove_device(1)
     rc, tasks, out = run(tmp_path, two_nodes, "--check")
