@@ -55,18 +55,25 @@ FLOOR_PLAYBOOK = """---
 FAKE_SCONTROL = """#!%(python)s
 # Benchmark stand-in for scontrol on the controller: every node IDLE with the Gres the bench's slurm.conf declares.
 import json, sys
+sys.path.insert(0, %(collections)r)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import expand_hostlist
 GRES = json.load(open(%(gres)r))
 args = sys.argv[1:]
+if args[:1] == ["-o"]:
+    args = args[1:]
 if args[:2] == ["show", "node"] and len(args) == 3:
-    name = args[2]
-    if name not in GRES:
-        sys.stderr.write("Node %%s not found\\n" %% name)
-        sys.exit(1)
-    print("NodeName=%%s Arch=x86_64 CoresPerSocket=32\\n   CPUAlloc=0 CPUEfctv=128 CPUTot=128 CPULoad=0.00\\n"
-          "   Gres=%%s\\n   NodeAddr=%%s NodeHostName=%%s Version=22.05.8\\n   RealMemory=1000 Sockets=2 Boards=1\\n"
-          "   State=IDLE ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\\n   Partitions=main\\n"
-          "   BootTime=2026-01-01T00:00:00 SlurmdStartTime=2026-01-01T00:00:10\\n"
-          %% (name, GRES[name], name, name))
+    rc = 0
+    for name in expand_hostlist(args[2]):
+        if name not in GRES:
+            print("Node %%s not found" %% name)
+            rc = 1
+            continue
+        print("NodeName=%%s Arch=x86_64 CoresPerSocket=32\\n   CPUAlloc=0 CPUEfctv=128 CPUTot=128 CPULoad=0.00\\n"
+              "   Gres=%%s\\n   NodeAddr=%%s NodeHostName=%%s Version=22.05.8\\n   RealMemory=1000 Sockets=2 Boards=1\\n"
+              "   State=IDLE ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\\n   Partitions=main\\n"
+              "   BootTime=2026-01-01T00:00:00 SlurmdStartTime=2026-01-01T00:00:10"
+              %% (name, GRES[name], name, name))
+    sys.exit(rc)
 elif args[:1] == ["ping"]:
     print("Slurmctld(primary) at ctl01 is UP")
 elif args[:1] == ["reconfigure"]:
@@ -146,7 +153,8 @@ def seed(out, inventory, nodes, ctl):
     with open(os.path.join(ctl, "gres.json"), "w") as handle:
         json.dump(gres, handle)
     with open(os.path.join(ctl, "scontrol"), "w") as handle:
-        handle.write(FAKE_SCONTROL % {"python": sys.executable, "gres": os.path.join(ctl, "gres.json")})
+        handle.write(FAKE_SCONTROL % {"python": sys.executable, "gres": os.path.join(ctl, "gres.json"),
+                                      "collections": os.path.join(ROOT, ".cache", "collections")})
     os.chmod(os.path.join(ctl, "scontrol"), 0o755)
 
 

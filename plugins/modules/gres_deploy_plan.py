@@ -19,11 +19,12 @@ description:
   - "O(stage=order), after the read-only restart plans: fails when a node's Gres changes
     (C(slurm_gres_node_plan.gres_changed)) and no slurmctld host is targeted; C(plan.check_gres_on_restart) is
     false when slurmctld restarts after the slurmd restarts (a count goes up), so those restarts do not yet
-    compare the registered Gres."
+    compare the registered Gres; C(plan.expected_gres) is the Gres each node must register with, by node name
+    (the confirmation reads every node in one call)."
   - "O(stage=restarted), after the slurmd restarts: C(plan.failed_nodes), the targeted nodes without
     C(slurm_gres_node_done); slurmctld then holds back new, higher counts."
-  - "O(stage=confirmed), after the confirmation: C(plan.smoke_nodes), nodes registered (C(ok) or C(resumed)) and
-    not drained, and C(plan.smoke_preferred_nodes), those this run restarted."
+  - "O(stage=confirmed), after the confirmation: C(plan.smoke_nodes), nodes registered (C(ok) or C(resumed)),
+    not drained and not DOWN, and C(plan.smoke_preferred_nodes), those this run restarted."
 options:
   stage:
     description: Which decision to make.
@@ -69,7 +70,7 @@ plan:
   description:
     - C(targets) (inventory hosts), C(names) (host to node name), C(controllers), C(unverified) and C(refusal)
       (the message when the deploy must stop, else null); from O(stage=order) on also C(gres_changing),
-      C(slurmctld_restart_after) and C(check_gres_on_restart); from O(stage=restarted) C(failed_nodes); from
+      C(slurmctld_restart_after), C(check_gres_on_restart) and C(expected_gres); from O(stage=restarted) C(failed_nodes); from
       O(stage=confirmed) C(smoke_nodes) and C(smoke_preferred_nodes).
   returned: always
   type: dict

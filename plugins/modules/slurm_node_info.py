@@ -95,11 +95,9 @@ def read_nodes(module, scontrol, names):
             module.fail_json(msg="scontrol show node failed (rc %d): %s" % (rc, err.strip() or out.strip()),
                              rc=rc, stdout=out, stderr=err)
         return parse_show_node(out)
-    result = {}
-    for name in names:
-        result[name], error = scontrol.node(name)
-        if error:
-            module.fail_json(msg=error)
+    result, error = scontrol.nodes(names)
+    if error:
+        module.fail_json(msg=error)
     return result
 
 

@@ -9,7 +9,7 @@ by the ``gres_deploy_plan`` action, and the plays only read the result:
                unless every targeted node passed (nothing is installed anywhere then).
 ``order``      after the read-only restart plans: refused when a node's Gres changes and no slurmctld is
                targeted; whether slurmd restarts can check the registered Gres at once (not when slurmctld
-               restarts after them, for a count that goes up).
+               restarts after them, for a count that goes up); the Gres each node must register with.
 ``restarted``  after the slurmd restarts: the nodes that did not finish (slurmctld then holds back new counts).
 ``confirmed``  after the confirmation: the nodes the smoke test may use and the ones it should prefer.
 
@@ -50,8 +50,11 @@ def gate(play_hosts, groups, names, state):
 def order(plan, state):
     """Refuse a GRES change without slurmctld; decide whether slurmd restarts may check the Gres at once."""
     plan = dict(plan, refusal=None)
-    plan["gres_changing"] = [h for h in plan["targets"]
-                             if (state.get(h, {}).get("slurm_gres_node_plan") or {}).get("gres_changed")]
+    node_plans = {h: state.get(h, {}).get("slurm_gres_node_plan") or {} for h in plan["targets"]}
+    plan["gres_changing"] = [h for h in plan["targets"] if node_plans[h].get("gres_changed")]
+    # what each node must register with, by node name: the confirmation reads every node in one scontrol call
+    plan["expected_gres"] = {plan["names"][h]: node_plans[h]["expected_gres"] for h in plan["targets"]
+                             if node_plans[h].get("expected_gres") is not None}
     controller_plans = [state.get(h, {}).get("slurm_gres_controller_plan") or {} for h in plan["controllers"]]
     plan["slurmctld_restart_after"] = any(p.get("restart_after") for p in controller_plans)
     plan["check_gres_on_restart"] = not plan["slurmctld_restart_after"]

@@ -83,6 +83,45 @@ def plan(dest, files, mode, uid=None, gid=None):
     return {"changed": changed, "unchanged": unchanged, "before": before}
 
 
+def file_attributes(st):
+    """What an installed file's ownership and permissions are, as slurm_conf_files reports them."""
+    attrs = {"mode": "%04o" % stat.S_IMODE(st.st_mode), "uid": st.st_uid, "gid": st.st_gid, "owner": None,
+             "group": None}
+    try:
+        attrs["owner"] = pwd.getpwuid(st.st_uid)[0]
+    except KeyError:
+        pass
+    try:
+        attrs["group"] = grp.getgrgid(st.st_gid)[0]
+    except KeyError:
+        pass
+    return attrs
+
+
+def attributes_match(attrs, mode, owner=None, group=None):
+    """Whether ``file_attributes`` of a file show ``mode`` and (when given) ``owner``/``group`` (names or ids).
+
+    False when they differ or cannot be compared here (no attributes, a mode that is not octal): the file is then
+    written by config_tree, which decides on the node.
+    """
+    if not attrs:
+        return False
+    try:
+        if int(attrs["mode"], 8) != parse_mode(mode, "mode"):
+            return False
+    except (TreeError, ValueError, TypeError, KeyError):
+        return False
+    for wanted, name_key, id_key in ((owner, "owner", "uid"), (group, "group", "gid")):
+        if wanted is None or wanted == "":
+            continue
+        if isinstance(wanted, int) or str(wanted).isdigit():
+            if attrs.get(id_key) != int(wanted):
+                return False
+        elif attrs.get(name_key) != str(wanted):
+            return False
+    return True
+
+
 def backup_name(path):
     """``FILE.<pid>.<date>@<time>~``, the name Ansible's ``backup: true`` gives a replaced file."""
     return "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~"))

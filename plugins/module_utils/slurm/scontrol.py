@@ -50,6 +50,7 @@ _KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)=")
 _TAIL_RE = re.compile(r"(?:^|\s)(%s)=" % "|".join(_TAIL_FIELDS))
 _REASON_SUFFIX_RE = re.compile(r"\s*\[([^@\]\s]*)@([^\]\s]*)\]\s*$")
 _GRES_ITEM_RE = re.compile(r"\([^)]*\)")
+_NOT_FOUND_RE = re.compile(r"^Node \S+ not found$", re.MULTILINE)
 
 
 def _split_records(text):
@@ -315,3 +316,19 @@ class Scontrol(object):
             # slurmctld unreachable (restarting): worth waiting for
             return None, "scontrol show node %s failed (rc %d): %s" % (name, rc, (err or out).strip())
         return parse_show_node(out).get(name), None
+
+    def nodes(self, names):
+        """``({name: record or None}, error or None)`` for several nodes in one call (a hostlist expression).
+
+        scontrol prints the nodes it knows and ``Node X not found`` for the others, with rc 1; an error without
+        any such line (slurmctld unreachable) is returned as the error.
+        """
+        from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
+        names = list(names)
+        if not names:
+            return {}, None
+        rc, out, err = self.run("-o", "show", "node", collect_hostlist(names))
+        records = parse_show_node(out)
+        if rc != 0 and not _NOT_FOUND_RE.search((out or "") + (err or "")):
+            return None, "scontrol show node failed (rc %d): %s" % (rc, (err or out).strip())
+        return {name: records.get(name) for name in names}, None

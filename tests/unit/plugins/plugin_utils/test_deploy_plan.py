@@ -35,6 +35,15 @@ def test_order_refuses_a_gres_change_without_slurmctld_and_names_the_node():
     assert deploy_plan.order(plan, state)["refusal"] is None
 
 
+def test_order_names_the_gres_each_node_must_register_with_by_node_name():
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab"))
+    state = {"n1.lab": {"slurm_gres_node_plan": {"gres_changed": False, "expected_gres": {"gpu:a100": 8}}},
+             "n2.lab": {"slurm_gres_node_plan": {"gres_changed": True, "expected_gres": {"gpu:1g.10gb": 7}}}}
+    assert deploy_plan.order(plan, state)["expected_gres"] == {"n1": {"gpu:a100": 8}, "n2": {"gpu:1g.10gb": 7}}
+    # a node without a plan (its tasks were skipped) is left to confirm itself
+    assert deploy_plan.order(plan, {"n1.lab": state["n1.lab"]})["expected_gres"] == {"n1": {"gpu:a100": 8}}
+
+
 def test_slurmd_restarts_check_the_gres_at_once_unless_slurmctld_restarts_after_them():
     plan = gate()
     up = {"ctl": {"slurm_gres_controller_plan": {"restart_before": False, "restart_after": True}}}

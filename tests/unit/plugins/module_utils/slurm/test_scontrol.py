@@ -232,3 +232,25 @@ def test_scontrol_runner_passes_slurm_conf_and_tells_unknown_nodes_from_errors()
     assert sc.node("nx") == (None, None)
     node, error = sc.node("down")
     assert node is None and "Unable to contact slurm controller" in error
+
+
+def test_several_nodes_are_read_in_one_call_unknown_ones_none():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import Scontrol
+    calls = []
+    # what scontrol 22.05 prints for `-o show node nx,n1` (checked live): known nodes, a line per unknown, rc 1
+    answers = {"n[1-2],nx": (1, "Node nx not found\nNodeName=n1 State=IDLE Gres=gpu:a100:2\n"
+                             "NodeName=n2 State=IDLE+DRAIN Gres=gpu:a100:2 Reason=x [root@2026-12-01T09:00:00]\n", ""),
+               "n[1-2]": (1, "", "slurm_load_node error: Unable to contact slurm controller (connect failure)\n")}
+
+    def run(argv, environ_update=None):
+        calls.append(argv)
+        return answers[argv[-1]]
+
+    sc = Scontrol(run, "/usr/bin/scontrol")
+    nodes, error = sc.nodes(["n2", "nx", "n1"])
+    assert error is None and calls == [["/usr/bin/scontrol", "-o", "show", "node", "n[1-2],nx"]]
+    assert list(nodes) == ["n2", "nx", "n1"] and nodes["nx"] is None
+    assert nodes["n1"]["state_base"] == "IDLE" and nodes["n2"]["state_flags"] == ["DRAIN"]
+    nodes, error = sc.nodes(["n1", "n2"])
+    assert nodes is None and "Unable to contact slurm controller" in error
+    assert sc.nodes([]) == ({}, None)
