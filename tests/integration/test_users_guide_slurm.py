@@ -2,7 +2,7 @@
 the limits the guide gives are exact: one more is refused.
 
 The example inventory (typed GPUs, several types on one node, MIG) and a cluster with shards; slurmctld 22.05
-judges with ``sbatch --test-only`` against powered-down cloud nodes (tests/integration/cloud_slurmctld.py).
+judges with ``sbatch --test-only`` against powered-down cloud nodes (tests/integration/rendered_slurm.py).
 """
 import re
 import tempfile
@@ -11,7 +11,7 @@ import pytest
 
 import guide_clusters
 import slurm_loopback
-from cloud_slurmctld import CloudSlurmctld
+from rendered_slurm import RenderedSlurm
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import node_gres
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
@@ -27,7 +27,7 @@ def cluster(request):
     files = render_all(model)
     files.update(users_guide_files(model, files))
     with tempfile.TemporaryDirectory(prefix="slurm-cloud-") as directory:
-        ctld = CloudSlurmctld(directory)
+        ctld = RenderedSlurm(directory)
         try:
             ctld.write_rendered(files)
             ctld.start_munge()
