@@ -97,13 +97,28 @@ def _per_gpu(node, name):
     return [g.get(field) for g in node["gpus"] if g.get(field)]
 
 
-def _multiple_sharing_per_job(files):
-    """SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ (23.11+) lets one job take shards of several GPUs."""
+def _slurm_option(files, name):
+    """The value of a slurm.conf option in the rendered file (None when not set)."""
     for line in files["slurm.conf"].splitlines():
         key, _, value = line.partition("=")
-        if key.strip().lower() == "selecttypeparameters":
-            return "multiple_sharing_gres_pj" in value.lower()
-    return False
+        if key.strip().lower() == name.lower():
+            return value.strip()
+    return None
+
+
+def _requeue_delay(files):
+    """Seconds a requeued job waits before it may start again: the job credential's lifetime plus one
+    (``AuthInfo=cred_expire=N``, 120 s by default; measured on 22.05: EligibleTime = requeue time + N + 1)."""
+    for item in (_slurm_option(files, "AuthInfo") or "").split(","):
+        key, _, value = item.partition("=")
+        if key.strip().lower() == "cred_expire" and value.strip().isdigit():
+            return int(value) + 1
+    return 121
+
+
+def _multiple_sharing_per_job(files):
+    """SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ (23.11+) lets one job take shards of several GPUs."""
+    return "multiple_sharing_gres_pj" in (_slurm_option(files, "SelectTypeParameters") or "").lower()
 
 
 def _partition_nodes(model, part):
@@ -390,7 +405,7 @@ def _free_gpus(model):
     ]
 
 
-def _templates(installed_dir):
+def _templates(installed_dir, files):
     if installed_dir:
         where = ("Working job scripts are installed next to this guide, in `%s/job-templates/`. Copy one, "
                  "then submit it with the request options above (options on the command line override the "
@@ -420,7 +435,8 @@ def _templates(installed_dir):
         "`SIGUSR1` (sent every `CKPT_INTERVAL` seconds; `CKPT_INTERVAL=0` turns that off) and writes one and "
         "exits on `SIGTERM` (sent 120 s before the time limit, and by Slurm on preemption, `scontrol requeue` "
         "or `scancel`). A checkpoint must take less than the cluster's `KillWait` "
-        "(`scontrol show config | grep -E 'KillWait|GraceTime'`).",
+        "(`scontrol show config | grep -E 'KillWait|GraceTime'`). A requeued job may start again %d s after "
+        "the requeue at the earliest (`squeue` shows it pending with reason `BeginTime`)." % _requeue_delay(files),
     ]
     return out
 
@@ -477,7 +493,7 @@ def render_users_guide(model, files, installed_dir=None):
     out += [""] + notes + [""]
     out += _confinement(model, files) + [""]
     out += _free_gpus(model) + [""]
-    out += _templates(installed_dir)
+    out += _templates(installed_dir, files)
     return "\n".join(out) + "\n"
 
 
