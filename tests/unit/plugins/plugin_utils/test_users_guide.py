@@ -193,3 +193,10 @@ def test_templates_are_shellcheck_clean():
     proc = subprocess.run([shellcheck, "--shell=bash", "--severity=style"] + paths, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, check=False)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_requeue_delay_follows_the_credential_lifetime():
+    default = guide(guide_clusters.shards_model())["USERS.md"]
+    assert "may start again 121 s after the requeue" in default
+    short = guide(guide_clusters.shards_model(slurm_conf_options={"AuthInfo": "socket=/run/m.sock,cred_expire=30"}))
+    assert "may start again 31 s after the requeue" in short["USERS.md"]
