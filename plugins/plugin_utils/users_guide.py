@@ -9,6 +9,7 @@ request line: typed and untyped GPUs, MIG instances, sharing GRES (``shard``, ``
 Every request the page prints is a line ``sbatch -p PART OPTIONS job.sh``; ``page_requests`` returns their
 options, which the tests submit to a real slurmctld (``sbatch --test-only``).
 """
+import functools
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
@@ -121,6 +122,24 @@ def _multiple_sharing_per_job(files):
     return "multiple_sharing_gres_pj" in (_slurm_option(files, "SelectTypeParameters") or "").lower()
 
 
+def _with_gres(model):
+    """The model with each node's ``Gres=`` ({key: count}, ``node_gres``) and GPU signature computed once."""
+    if all("gres" in n for n in model["nodes"]):
+        return model
+    nodes = []
+    for node in model["nodes"]:
+        node = dict(node, gres=node_gres(node))
+        node["signature"] = _gpu_signature(node)
+        nodes.append(node)
+    return dict(model, nodes=nodes)
+
+
+@functools.lru_cache(maxsize=512)
+def _hostlist(names):
+    """Slurm hostlist of a tuple of node names (the same sets come back for every type and partition)."""
+    return hostlist.collect_hostlist(list(names))
+
+
 def _partition_nodes(model, part):
     if part["nodes"] == "ALL":
         return list(model["nodes"])
@@ -129,7 +148,7 @@ def _partition_nodes(model, part):
 
 
 def _gpu_signature(node):
-    return (tuple(node_gres(node).items()),
+    return (tuple(node["gres"].items()),
             tuple((g["type"], g["model"], tuple(g["mig"] or ()), g.get("shards"), g.get("mps"))
                   for g in node["gpus"]))
 
@@ -138,9 +157,9 @@ def _groups(nodes):
     """Nodes with the same GPUs, as [(hostlist, [nodes])], in natural order of their first node."""
     groups = {}
     for node in nodes:
-        groups.setdefault(_gpu_signature(node), []).append(node)
+        groups.setdefault(node["signature"], []).append(node)
     ordered = sorted(groups.values(), key=lambda members: natural_key(members[0]["name"]))
-    return [(hostlist.collect_hostlist([n["name"] for n in members]), members) for members in ordered]
+    return [(_hostlist(tuple(n["name"] for n in members)), members) for members in ordered]
 
 
 def _count(items):
@@ -189,7 +208,7 @@ def _sharing_text(node):
             parts.append("%s: %s" % (name, ", ".join(
                 "%d on GPU%s %s" % (n, "s" if len(idx) > 1 else "", format_int_ranges(idx))
                 for n, idx in by_count.items())))
-    for key, count in node_gres(node).items():
+    for key, count in node["gres"].items():
         name = key.partition(":")[0]
         if name in SHARING_FIELDS and not _per_gpu(node, name):
             parts.append("%s: %d on the node" % (key, count))
@@ -197,7 +216,7 @@ def _sharing_text(node):
 
 
 def _other_text(node):
-    return ", ".join("%d × %s" % (n, k) for k, n in node_gres(node).items() if _kind(k, node) == "other")
+    return ", ".join("%d × %s" % (n, k) for k, n in node["gres"].items() if _kind(k, node) == "other")
 
 
 class _Offer(object):
@@ -218,8 +237,7 @@ class _Offer(object):
         return self.key.partition(":")[2]
 
     def nodes(self, count=None):
-        names = [n for n, c in self.counts.items() if count is None or c == count]
-        return hostlist.collect_hostlist(sorted(names, key=natural_key))
+        return _hostlist(tuple(n for n, c in self.counts.items() if count is None or c == count))
 
     @property
     def most(self):
@@ -229,7 +247,7 @@ class _Offer(object):
 def _offers(nodes):
     offers = {}
     for node in nodes:
-        for key, count in node_gres(node).items():
+        for key, count in node["gres"].items():
             offer = offers.get(key)
             if offer is None:
                 offer = offers[key] = _Offer(key, _kind(key, node))
@@ -298,13 +316,13 @@ def _glance(model):
     gpus = [g for n in model["nodes"] for g in n["gpus"]]
     mig = any(g["mig"] for g in gpus)
     sharing = any(g.get(f) for g in gpus for f in SHARING_FIELDS.values()) or any(
-        k.partition(":")[0] in SHARING_FIELDS for n in model["nodes"] for k in node_gres(n))
+        k.partition(":")[0] in SHARING_FIELDS for n in model["nodes"] for k in n["gres"])
     head = ["partition", "nodes", "GPUs per node"] + (["MIG instances per node"] if mig else []) + (
         ["shared GPUs"] if sharing else [])
     rows = ["| %s |" % " | ".join(head), "|%s" % ("---|" * len(head))]
     for part in model["partitions"]:
         nodes = _partition_nodes(model, part)
-        gpu_nodes = [n for n in nodes if node_gres(n)]
+        gpu_nodes = [n for n in nodes if n["gres"]]
         name = "`%s`%s" % (part["name"], " (default)" if part["default"] else "")
         for expr, members in _groups(gpu_nodes):
             node = members[0]
@@ -375,10 +393,10 @@ def _confinement(model, files):
 
 
 def _free_gpus(model):
-    parts = [p["name"] for p in model["partitions"] if any(node_gres(n) for n in _partition_nodes(model, p))]
+    parts = [p["name"] for p in model["partitions"] if any(n["gres"] for n in _partition_nodes(model, p))]
     example = model["nodes"][0]["name"]
     for node in model["nodes"]:
-        if node_gres(node):
+        if node["gres"]:
             example = node["name"]
             break
     part = parts[0] if parts else model["partitions"][0]["name"] if model["partitions"] else "main"
@@ -388,10 +406,11 @@ def _free_gpus(model):
         "```sh",
         "# per node: state, the GPUs it has, the GPUs in use (IDX: the node-wide numbers)",
         'sinfo -p %s -N -O "NodeList:16,StateCompact:8,Gres:60,GresUsed:60"' % part,
-        "# one node in detail: Gres= (what it has), AllocTRES= (what is in use), State=",
+        "# one node in detail: Gres= (what it has), GresUsed= (what is in use, IDX: which), State=",
         "scontrol -d show node %s" % example,
-        "# what the jobs there hold",
-        'squeue -p %s -O "JobID:12,UserName:10,StateCompact:4,TimeLeft:12,tres-alloc:60"' % part,
+        "# the jobs there and the GPUs they asked for (per node, or in all with --gpus)",
+        'squeue -p %s -O "JobID:10,UserName:10,StateCompact:4,TimeLeft:12,NodeList:16,tres-per-node:24,'
+        'tres-per-job:18"' % part,
         "```",
         "",
         "A node whose `GresUsed` equals its `Gres` has no GPU free; `sbatch` still takes the job and queues it. "
@@ -444,6 +463,7 @@ def _templates(installed_dir, files):
 def render_users_guide(model, files, installed_dir=None):
     """USERS.md text for the cluster. ``files``: ``render_all(model)``; ``installed_dir``: where the guide and
     its job templates are installed on the login nodes (None: not installed)."""
+    model = _with_gres(model)
     multiple_sharing = _multiple_sharing_per_job(files)
     out = [
         "# GPUs on cluster %s" % model["cluster_name"],
@@ -465,7 +485,7 @@ def render_users_guide(model, files, installed_dir=None):
     ]
     has_untyped_any = False
     for part in model["partitions"]:
-        nodes = [n for n in _partition_nodes(model, part) if node_gres(n)]
+        nodes = [n for n in _partition_nodes(model, part) if n["gres"]]
         if not nodes:
             continue
         offers = _offers(nodes)
@@ -499,14 +519,15 @@ def render_users_guide(model, files, installed_dir=None):
 
 def render_motd(model, installed_dir=None):
     """A few lines for the login banner: the GPUs per partition and where the guide is."""
+    model = _with_gres(model)
     out = ["GPUs on cluster %s (--gres=gpu:TYPE:N):" % model["cluster_name"]]
     for part in model["partitions"]:
-        nodes = [n for n in _partition_nodes(model, part) if node_gres(n)]
+        nodes = [n for n in _partition_nodes(model, part) if n["gres"]]
         if not nodes:
             continue
         items = []
         for expr, members in _groups(nodes):
-            items.append("%s %s" % (expr, ", ".join("%s:%d" % kv for kv in node_gres(members[0]).items())))
+            items.append("%s %s" % (expr, ", ".join("%s:%d" % kv for kv in members[0]["gres"].items())))
         out.append("  -p %s: %s" % (part["name"], "; ".join(items)))
     if installed_dir:
         out.append("Guide and job templates: %s/%s, %s/job-templates/" % (installed_dir, GUIDE, installed_dir))
@@ -515,4 +536,5 @@ def render_motd(model, installed_dir=None):
 
 def users_guide_files(model, files, installed_dir=None):
     """{"USERS.md": text, "USERS.motd": text}: the entries the render step adds next to slurm.conf."""
+    model = _with_gres(model)
     return {GUIDE: render_users_guide(model, files, installed_dir), MOTD: render_motd(model, installed_dir)}

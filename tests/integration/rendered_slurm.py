@@ -25,11 +25,11 @@ from slurm_loopback import NODE, LoopbackSlurm, _sbin
 _REPLACED = {"slurmctldhost", "controlmachine", "slurmctldport", "slurmdport", "statesavelocation",
              "slurmdspooldir", "slurmctldpidfile", "slurmdpidfile", "slurmctldlogfile", "slurmdlogfile",
              "slurmuser", "accountingstoragetype", "accountingstoragehost", "accountingstorageport",
-             "accountingstoragetres", "jobacctgathertype", "proctracktype", "authinfo",
+             "accountingstoragetres", "jobacctgathertype", "proctracktype",
              "resumeprogram", "suspendprogram", "suspendtime"}
 _OWN = """\
 SlurmctldHost={host}(127.0.0.1)
-AuthInfo=socket={dir}/munge/sock
+AuthInfo={auth}
 SlurmUser=root
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
@@ -57,9 +57,13 @@ class RenderedSlurm(LoopbackSlurm):
     def write_rendered(self, files, cloud=True):
         self.cloud = cloud
         lines = []
+        auth = []
         shards = False
         for line in files["slurm.conf"].splitlines():
             key = line.split("=", 1)[0].strip().lower()
+            if key == "authinfo":  # keep cred_expire and the like, use this instance's munge socket
+                auth = [i for i in line.split("=", 1)[1].split(",") if not i.strip().lower().startswith("socket=")]
+                continue
             if key in _REPLACED or (cloud and key == "taskplugin"):
                 continue
             if key == "grestypes" and "shard" in line.lower():
@@ -71,7 +75,8 @@ class RenderedSlurm(LoopbackSlurm):
                     self.shape = tuple(int(v) for v in found.groups())
             lines.append(line)
         lines.append(_OWN.format(host=socket.gethostname(), dir=self.dir, ctld_port=self.ports[0],
-                                 slurmd_port=self.ports[1]))
+                                 slurmd_port=self.ports[1],
+                                 auth=",".join(auth + ["socket=%s/munge/sock" % self.dir])))
         if cloud:
             lines.append(_CLOUD)
         with open(self.conf, "w") as handle:

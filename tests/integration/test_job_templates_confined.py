@@ -98,14 +98,31 @@ def test_multi_gpu_job_sees_its_gpus_from_0_and_only_them(cluster):
         assert "No such device or address" in devices["nvidia%d" % minor], devices
 
 
+def free_gpu_commands(page):
+    """The commands of the guide's "Which GPUs are free" block."""
+    block = page.split("## Which GPUs are free", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line and not line.startswith("#")]
+
+
 def test_single_gpu_job_next_to_another_sees_0(cluster):
-    slurm, _ = cluster
+    """While one job holds an a100: the guide's free-GPU commands show it in use, and a one-GPU job given the other
+    a100 (node-wide 1) sees CUDA_VISIBLE_DEVICES=0 and may open only that device."""
+    slurm, files = cluster
     rc, out = slurm.run("sbatch --parsable --gres=gpu:a100:1 --chdir=%s --wrap='sleep 120'"
                         % os.path.join(slurm.dir, "jobs"))
     assert rc == 0, out
     blocker = out.split()[0]
     slurm.wait(lambda: "JobState=RUNNING" in slurm.run("scontrol -o show job %s" % blocker)[1], "the blocker")
     try:
+        shown = []
+        for command in free_gpu_commands(files["USERS.md"]):
+            rc, out = slurm.run(command)
+            print("$ %s\n%s" % (command, out))
+            assert rc == 0, (command, out)
+            shown.append(out)
+        assert "GRES_USED" in shown[0] and "gpu:a100:1(IDX:0)" in shown[0], shown[0]
+        assert "GresUsed=gpu:a100:1(IDX:0),gpu:h100:0(IDX:N/A)" in shown[1], shown[1]
+        assert "gres:gpu:a100:1" in shown[2], shown[2]
         _, output = submit(slurm, "--gres=gpu:a100:1", "gpu-single.sbatch", PROBE.format(dev=slurm.device("")))
     finally:
         slurm.run("scancel %s" % blocker)

@@ -100,7 +100,7 @@ def test_guide_templates_and_banner_are_installed_on_the_login_node(rendered):
 
 def test_every_request_line_of_the_guide_is_accepted_by_slurm(rendered):
     requests = page_requests(rendered["USERS.md"])
-    assert "-p main --gres=gpu:v100:2" in requests and "-p main --gres=gpu:h100:4" in requests
+    assert "-p main --gres=gpu:v100:2" in requests and "-p urgent --gres=gpu:h100:4" in requests
     refused = []
     for options in requests:
         cmd = CTL.run("sbatch --test-only %s --wrap=true", options)
@@ -125,6 +125,7 @@ def test_free_gpu_commands_of_the_guide_run(rendered):
         outputs.append(cmd.stdout)
     assert "GRES_USED" in outputs[0] and "gpu:h100:4" in outputs[0] and "gpu:v100:2" in outputs[0]
     assert "Gres=gpu:" in outputs[1] and "GresUsed=gpu:" in outputs[1]
+    assert "TRES_PER_NODE" in outputs[2]
 
 
 def test_the_guide_describes_this_clusters_numbering(rendered):
@@ -212,34 +213,54 @@ def _checkpoints(lines):
 
 
 def test_preemptible_template_checkpoints_is_requeued_and_resumes(rendered):
-    """Job A (time limit 2 min; the template asks for USR1 120 s before it): receives USR1 from Slurm, checkpoints and
-    requeues itself. Job B: ``scontrol requeue`` after two periodic checkpoints (CKPT_INTERVAL=3): SIGTERM, a last
-    checkpoint, requeued by Slurm. Both resume from their last checkpoint (same job id, Restarts counted)."""
+    """Three runs of the installed template at once, each with CKPT_INTERVAL=3:
+
+    - warned (gres-gpu01, time limit 2 min; the template asks for USR1 120 s before it): receives USR1 from Slurm,
+      checkpoints and requeues itself;
+    - requeued (gres-gpu01): ``scontrol requeue`` after two periodic checkpoints: SIGTERM, a last checkpoint,
+      requeued by Slurm;
+    - preempted (gres-gpu02): a job of partition urgent (PriorityTier 2, PreemptMode=REQUEUE) takes all four GPUs
+      after two periodic checkpoints: SIGTERM, a last checkpoint, requeued by Slurm.
+
+    Each resumes from its last checkpoint (same job id, Restarts counted)."""
     template = "%s/gpu-preemptible.sbatch" % TEMPLATE_DIR
-    warned = submit("-w", "gres-gpu01", "--time=2", "--export=ALL,CKPT_INTERVAL=3", template)
-    requeued = submit("-w", "gres-gpu02", "--export=ALL,CKPT_INTERVAL=3", template)
+    jobs = {
+        "warned": (submit("-w", "gres-gpu01", "--time=2", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu01"),
+        "requeued": (submit("-w", "gres-gpu01", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu01"),
+        "preempted": (submit("-w", "gres-gpu02", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu02"),
+    }
+    urgent = None
+
+    def run0_checkpoints(name):
+        job, node = jobs[name]
+        return len(_checkpoints(_run_lines(output_of(job, "gpu-preemptible", node), 0))) >= 2
+
+    outputs = {}
     try:
-        wait_for(lambda: len(_checkpoints(_run_lines(output_of(requeued, "gpu-preemptible", "gres-gpu02"), 0))) >= 2,
-                 "two periodic checkpoints of job %s" % requeued, timeout=60)
-        assert CTL.run("scontrol requeue %s", requeued).rc == 0
-        outputs = {}
-        for job, node in ((warned, "gres-gpu01"), (requeued, "gres-gpu02")):
-            outputs[job] = wait_for(
+        wait_for(lambda: run0_checkpoints("requeued"), "two periodic checkpoints of the job to requeue", timeout=60)
+        assert CTL.run("scontrol requeue %s", jobs["requeued"][0]).rc == 0
+        wait_for(lambda: run0_checkpoints("preempted"), "two periodic checkpoints of the job to preempt", timeout=60)
+        urgent = submit("-p", "urgent", "-w", "gres-gpu02", "--gres=gpu:h100:4", "--wrap=sleep 5")
+        for name, (job, node) in jobs.items():
+            outputs[name] = wait_for(
                 lambda: (lambda out: out if "run 1: resumed from the checkpoint" in out else None)(
                     output_of(job, "gpu-preemptible", node)),
-                "job %s to resume after its requeue" % job, timeout=180)
-            print("job %s on %s:\n%s" % (job, node, outputs[job]))
+                "job %s (%s) to resume after its requeue" % (job, name), timeout=180)
+            print("%s job %s on %s:\n%s" % (name, job, node, outputs[name]))
             assert int(job_record(job).get("Restarts", 0)) >= 1
     finally:
-        CTL.run("scancel %s %s", warned, requeued)
-    for job, signal in ((warned, "USR1 from Slurm: the time limit is near"),
-                        (requeued, "SIGTERM (preemption, scontrol requeue or scancel)")):
-        first, second = _run_lines(outputs[job], 0), _run_lines(outputs[job], 1)
-        assert any(signal in line for line in first), (job, first)
+        CTL.run("scancel %s %s %s", *[job for job, _ in jobs.values()])
+    assert job_record(urgent).get("JobState") == "COMPLETED", "the urgent job ran in the preempted job's place"
+    for name, signal in (("warned", "USR1 from Slurm: the time limit is near"),
+                         ("requeued", "SIGTERM (preemption, scontrol requeue or scancel)"),
+                         ("preempted", "SIGTERM (preemption, scontrol requeue or scancel)")):
+        first, second = _run_lines(outputs[name], 0), _run_lines(outputs[name], 1)
+        assert any(signal in line for line in first), (name, first)
         steps = _checkpoints(first)
-        assert steps and steps[-1] > 0, "the checkpoint written on the signal: %s" % first
+        assert steps and steps[-1] > 0, "%s: the checkpoint written on the signal: %s" % (name, first)
         resumed = int(re.search(r"resumed from the checkpoint at step (\d+)", "\n".join(second)).group(1))
-        assert resumed == steps[-1], "run 1 resumed at %d, the last checkpoint was %d" % (resumed, steps[-1])
-    assert any("requeueing" in line for line in _run_lines(outputs[warned], 0))
-    # job B was requeued after two checkpoints the template wrote on its own, CKPT_INTERVAL apart
-    assert len(_checkpoints(_run_lines(outputs[requeued], 0))) >= 3
+        assert resumed == steps[-1], "%s: run 1 resumed at %d, the last checkpoint was %d" % (name, resumed, steps[-1])
+    assert any("requeueing" in line for line in _run_lines(outputs["warned"], 0))
+    assert "DUE TO JOB REQUEUE" in outputs["requeued"] and "DUE TO PREEMPTION" in outputs["preempted"]
+    for name in ("requeued", "preempted"):  # two periodic checkpoints CKPT_INTERVAL apart, then the last one
+        assert len(_checkpoints(_run_lines(outputs[name], 0))) >= 3, name
