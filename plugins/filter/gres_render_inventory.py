@@ -58,14 +58,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import schema_hostvars
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all, summarize
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import (
-    DIR_VAR,
-    INSTALL_GROUP,
-    install_dir,
-    users_guide_files,
-)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
 
 
 def gres_render_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
@@ -77,12 +71,10 @@ def gres_render_inventory(hostvars, groups, cluster=None, cluster_host="localhos
         files = render_all(model)
     except GresError as exc:
         raise AnsibleFilterError("rendered files are inconsistent, nothing was written: %s" % exc)
-    guide_hosts = list(groups.get(INSTALL_GROUP) or [])
     try:
-        guide_dir = install_dir(schema_hostvars(hostvars, guide_hosts, lambda name: name == DIR_VAR))
+        files.update(inventory_guide_files(model, files, hostvars, groups))
     except GresError as exc:
         raise AnsibleFilterError("users guide: nothing was rendered or written: %s" % exc)
-    files.update(users_guide_files(model, files, guide_dir))
     return {"files": files, "summary": summarize(model, files)}
 
 

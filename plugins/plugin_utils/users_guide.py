@@ -15,6 +15,7 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import schema_hostvars
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import mig_gres_type, natural_key, node_gres
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import devices_confined
 
@@ -538,3 +539,12 @@ def users_guide_files(model, files, installed_dir=None):
     """{"USERS.md": text, "USERS.motd": text}: the entries the render step adds next to slurm.conf."""
     model = _with_gres(model)
     return {GUIDE: render_users_guide(model, files, installed_dir), MOTD: render_motd(model, installed_dir)}
+
+
+def inventory_guide_files(model, files, hostvars, groups):
+    """What the render step adds to ``render_all(model)``'s files, reading the install directory from the
+    inventory: ``slurm_gres_users_guide_dir`` of the hosts in group ``slurm_gres_users_guide`` (GresError when
+    they differ). ``hostvars`` may be Ansible's hostvars or a plain dict."""
+    hosts = list((groups or {}).get(INSTALL_GROUP) or [])
+    directory = install_dir(schema_hostvars(hostvars, hosts, lambda name: name == DIR_VAR))
+    return users_guide_files(model, files, directory)

@@ -200,3 +200,17 @@ def test_requeue_delay_follows_the_credential_lifetime():
     assert "may start again 121 s after the requeue" in default
     short = guide(guide_clusters.shards_model(slurm_conf_options={"AuthInfo": "socket=/run/m.sock,cred_expire=30"}))
     assert "may start again 31 s after the requeue" in short["USERS.md"]
+
+
+def test_the_inventory_group_decides_where_the_guide_says_it_is():
+    model = guide_clusters.shards_model()
+    files = render_all(model)
+    none = users_guide.inventory_guide_files(model, files, {"login1": {}}, {"all": ["login1"]})
+    assert "`roles/slurm_gres_users_guide/files/job-templates/`" in none["USERS.md"]
+    groups = {"all": ["login1", "login2"], "slurm_gres_users_guide": ["login1", "login2"]}
+    default = users_guide.inventory_guide_files(model, files, {"login1": {}, "login2": {}}, groups)
+    assert "`%s/job-templates/gpu-single.sbatch`" % DEFAULT_DIR in default["USERS.md"]
+    with pytest.raises(GresError) as err:
+        users_guide.inventory_guide_files(model, files, {"login1": {"slurm_gres_users_guide_dir": "/srv/a"},
+                                                         "login2": {"slurm_gres_users_guide_dir": "/srv/b"}}, groups)
+    assert "host login2: slurm_gres_users_guide_dir:" in str(err.value)
