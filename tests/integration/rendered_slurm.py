@@ -19,7 +19,7 @@ import re
 import socket
 import subprocess
 
-from slurm_loopback import NODE, LoopbackSlurm, _sbin
+from slurm_loopback import DAEMON_CONF, NODE, LoopbackSlurm, _sbin
 
 # slurm.conf keys replaced by this private instance's own (ports, paths, no slurmdbd)
 _REPLACED = {"slurmctldhost", "controlmachine", "slurmctldport", "slurmdport", "statesavelocation",
@@ -27,20 +27,6 @@ _REPLACED = {"slurmctldhost", "controlmachine", "slurmctldport", "slurmdport", "
              "slurmuser", "accountingstoragetype", "accountingstoragehost", "accountingstorageport",
              "accountingstoragetres", "jobacctgathertype", "proctracktype",
              "resumeprogram", "suspendprogram", "suspendtime"}
-_OWN = """\
-SlurmctldHost={host}(127.0.0.1)
-AuthInfo={auth}
-SlurmUser=root
-SlurmctldPort={ctld_port}
-SlurmdPort={slurmd_port}
-StateSaveLocation={dir}/state
-SlurmdSpoolDir={dir}/spool
-SlurmctldPidFile={dir}/slurmctld.pid
-SlurmdPidFile={dir}/slurmd.pid
-SlurmctldLogFile={dir}/slurmctld.log
-SlurmdLogFile={dir}/slurmd.log
-ProctrackType=proctrack/linuxproc
-"""
 _CLOUD = """\
 TaskPlugin=task/none
 ResumeProgram=/bin/true
@@ -74,7 +60,7 @@ class RenderedSlurm(LoopbackSlurm):
                     found = re.search(r"Sockets=(\d+) CoresPerSocket=(\d+) ThreadsPerCore=(\d+)", line)
                     self.shape = tuple(int(v) for v in found.groups())
             lines.append(line)
-        lines.append(_OWN.format(host=socket.gethostname(), dir=self.dir, ctld_port=self.ports[0],
+        lines.append(DAEMON_CONF.format(host=socket.gethostname(), dir=self.dir, ctld_port=self.ports[0],
                                  slurmd_port=self.ports[1],
                                  auth=",".join(auth + ["socket=%s/munge/sock" % self.dir])))
         if cloud:

@@ -101,13 +101,7 @@ def test_guide_templates_and_banner_are_installed_on_the_login_node(rendered):
 def test_every_request_line_of_the_guide_is_accepted_by_slurm(rendered):
     requests = page_requests(rendered["USERS.md"])
     assert "-p main --gres=gpu:v100:2" in requests and "-p urgent --gres=gpu:h100:4" in requests
-    refused = []
-    for options in requests:
-        cmd = CTL.run("sbatch --test-only %s --wrap=true", options)
-        answer = (cmd.stdout + cmd.stderr).strip()
-        print("%-45s %s" % (options, answer))
-        if cmd.rc != 0 or " to start at " not in answer:
-            refused.append("%s: %s" % (options, answer))
+    refused = slurm_checks.refused_requests(CTL, requests)
     assert not refused, refused
     more = CTL.run("sbatch --test-only -p main --gres=gpu:h100:5 --wrap=true")
     assert more.rc != 0 and "Requested node configuration is not available" in more.stderr

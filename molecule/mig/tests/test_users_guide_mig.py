@@ -18,13 +18,7 @@ def test_every_request_line_of_the_guide_is_accepted_by_slurm():
     requests = page_requests(page)
     for options in ("-p main --gres=gpu:3g.40gb:1", "-p main --gres=gpu:1g.10gb:1", "-p main --gres=gpu:a100:1"):
         assert options in requests, requests
-    refused = []
-    for options in requests:
-        cmd = ctl.run("sbatch --test-only %s --wrap=true", options)
-        answer = (cmd.stdout + cmd.stderr).strip()
-        print("%-40s %s" % (options, answer))
-        if cmd.rc != 0 or " to start at " not in answer:
-            refused.append("%s: %s" % (options, answer))
+    refused = slurm_checks.refused_requests(ctl, requests)
     assert not refused, refused
     more = ctl.run("sbatch --test-only -p main --gres=gpu:1g.10gb:3 --wrap=true")
     assert more.rc != 0 and "Requested node configuration is not available" in more.stderr
