@@ -11,6 +11,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars impo
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import CLUSTER_VARS
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import gres_spec, render_all, summarize
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
 
 # The fact a host carries once the MIG runbook has read its GPUs (role slurm_gres_mig, entry point read).
 MIG_LIVE_FACT = "slurm_gres_mig_live"
@@ -35,14 +36,18 @@ def mig_node(model, node):
 def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None):
     """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes"}``.
 
-    ``mig_step`` (an inventory host) renders one step of the MIG runbook instead: that host with the layout the
-    inventory declares, every host in ``live`` (``{host: {gpu index: [profiles] or None}}``) with the layout its
-    GPUs have now. Raises GresError (inventory or proof) or TypeError (bad arguments).
+    The files are slurm.conf, cgroup.conf, every ``<node>/gres.conf`` and the users' guide (``USERS.md``,
+    ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
+    instead: that host with the layout the inventory declares, every host in ``live`` (``{host: {gpu index:
+    [profiles] or None}}``) with the layout its GPUs have now, and no guide (a step is not what users get).
+    Raises GresError (inventory, guide directory or proof) or TypeError (bad arguments).
     """
     model = model_from_inventory(hostvars, groups, cluster, cluster_host)
     if mig_step is not None:
         model = step_model(model, mig_step, live or {})
     files = render_all(model)
+    if mig_step is None:
+        files.update(inventory_guide_files(model, files, hostvars, groups))
     return {
         "files": files,
         "summary": summarize(model, files),

@@ -50,12 +50,16 @@ def test_render_cluster_returns_files_summary_and_node_names(tmp_path):
                              host_vars={"gpu-a02.lab": {"slurm_node_name": "a02"}})
     hostvars, groups, cluster = load_inventory(source)
     out = render_cluster(hostvars, groups, cluster)
-    assert sorted(out["files"]) == ["a02/gres.conf", "cgroup.conf", "gpu-a01/gres.conf", "gpu-a03/gres.conf",
-                                    "slurm.conf"]
+    # the users' guide comes from the same model, in the same step (users_guide.inventory_guide_files)
+    assert sorted(out["files"]) == ["USERS.md", "USERS.motd", "a02/gres.conf", "cgroup.conf", "gpu-a01/gres.conf",
+                                    "gpu-a03/gres.conf", "slurm.conf"]
+    assert "sbatch -p main --gres=gpu:a100:2 job.sh" in out["files"]["USERS.md"]
+    assert "`roles/slurm_gres_users_guide/files/job-templates/`" in out["files"]["USERS.md"]
     assert "NodeName=a02,gpu-a[01,03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
         "slurm.conf"]
     assert out["summary"]["gpus_by_type"] == {"a100": 6}
     assert out["summary"]["cluster"] == "lab"
+    assert out["summary"]["lines"][-1] == "files: 7 (slurm.conf, cgroup.conf, 3 gres.conf, USERS.md, USERS.motd)"
     # the node-name rule is applied once, by the model; every slurmd host is named, CPU-only ones too
     assert out["nodes"] == {"cpu1": "cpu1", "gpu-a01.lab": "gpu-a01", "gpu-a02.lab": "a02", "gpu-a03.lab": "gpu-a03"}
     assert out["mig_nodes"] == {}
@@ -87,6 +91,8 @@ def test_a_mig_step_changes_only_that_hosts_gres(tmp_path):
         "slurm.conf"]
     assert "NodeName=gpu-a02 Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:3g.40gb:2,gpu:a100:1" in out[
         "files"]["slurm.conf"]
+    # a step of the runbook is not the cluster users see: no guide
+    assert "USERS.md" not in out["files"]
 
 
 def test_plain_dict_hostvars_work_too():
