@@ -362,10 +362,15 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
     problems = conf_problems(conf)
     nodes = conf["nodes"]
     gres_nodes = {n for n, d in nodes.items() if d["gres"]}
+    proven = set()
     for node in sorted(set(gres_texts) | gres_nodes, key=_natural_key):
         text = gres_texts.get(node)
         records = None
+        key = None
         if text is not None and node in nodes:
+            key = _proof_key(text, node, nodes[node]["gres"], deferred.get(node))
+            if key is not None and key in proven:
+                continue
             try:
                 records = parse_gres_conf(text, node)
             except ConfSyntaxError as exc:
@@ -373,8 +378,33 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
                 continue
         elif text is not None:
             records = []
-        problems.extend(node_consistency_problems(conf, node, records, deferred.get(node)))
+        found = node_consistency_problems(conf, node, records, deferred.get(node))
+        if key is not None and not found:
+            proven.add(key)
+        problems.extend(found)
     return problems
+
+
+def _proof_key(text, node, expected, deferred):
+    """What a node's proof depends on, without the node's name, so nodes of one shape are proven once.
+
+    The gres.conf without comment lines and with ``NodeName=<node> `` replaced by a placeholder, and the node's
+    slurm.conf Gres and deferred counts. None (no sharing) when a line names other nodes or a hostlist: whether such
+    a line applies depends on the name. Two nodes with the same key have files that differ only in their own name,
+    so their proofs give the same result.
+    """
+    prefix = "NodeName=%s " % node
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[:9].lower() == "nodename=":
+            if not line.startswith(prefix):
+                return None
+            line = "\0 " + line[len(prefix):]
+        lines.append(line)
+    return ("\n".join(lines), tuple(sorted(expected.items())), tuple(sorted((deferred or {}).items())))
 
 
 def conf_problems(conf):
