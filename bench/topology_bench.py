@@ -82,6 +82,7 @@ def main():
                 if "error" in row[source]:
                     print("    %s: %s" % (source, row[source]["error"]))
     if opts.json:
+        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
         with open(opts.json, "w") as handle:
             json.dump(results, handle, indent=1, sort_keys=True)
     return 0

@@ -31,18 +31,6 @@ description:
     C(No devices were found) returns an empty GPU list.
   - Changes nothing on the node.
 options:
-  nvidia_smi:
-    description:
-      - The nvidia-smi command, either a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
-    description:
-      - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia-caps/mig-minors),
-        C(proc/driver/nvidia/gpus/*/information) and C(proc/<pid>) are read. Tests point it at a fake tree
-        (hwloc is then pointed at it too, with C(HWLOC_FSROOT)).
-    type: path
-    default: /
   topology_source:
     description:
       - Where the CPU topology comes from. V(auto) tries V(libhwloc), then V(lstopo), then V(sysfs) and records
@@ -51,14 +39,16 @@ options:
     type: str
     choices: [auto, libhwloc, lstopo, sysfs]
     default: auto
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.nvidia_smi
 attributes:
   check_mode:
     support: full
     description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
   facts:
     support: full
+    description: Sets facts.
   platform:
     platforms: posix
     support: full
@@ -156,7 +146,7 @@ ansible_facts:
               elements: int
             numa_affinity: {description: NUMA nodes of the GPU (C(topo -m)); null when not reported., type: list,
                             elements: int}
-            numa_node: {description: The GPU's NUMA node, or null when unknown or ambiguous., type: int}
+            numa_node: {description: "The GPU's NUMA node, or null when unknown or ambiguous.", type: int}
             slurm_cores:
               description: Slurm core indices local to the GPU as a range string (C(Cores=) syntax); null when the
                 affinity or the CPU topology is unknown.
@@ -191,15 +181,15 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_topology
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
-            topology_source=dict(type="str", default="auto", choices=["auto", "libhwloc", "lstopo", "sysfs"]),
+            topology_source=dict(type="str", default="auto", choices=list(cpu_topology.SOURCES)),
+            **COLLECT_ARGS
         ),
         supports_check_mode=True,
     )
