@@ -44,6 +44,7 @@ test: system-deps setup lint
 
 bench: setup
 	$(PY) bench/render_bench.py
+	$(PY) bench/hostile_bench.py
 
 clean:
 	rm -rf out bench/out .pytest_cache

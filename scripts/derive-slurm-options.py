@@ -43,6 +43,11 @@ TOKEN_FUNCTIONS = (
     ("SelectTypeParameters", ("src/common/read_config.c", "src/common/slurm_selecttype_info.c"),
      re.compile(r"^(static )?int _?parse_select_type_param\(")),
 )
+# Options still in a table that the parser then refuses: fatal("The X option has been removed ..."), read_config.c;
+# fatal("Support for X option has been removed."), cgroup.c.
+_REMOVED_FATAL_RE = re.compile(r'fatal\("(?:The |Support for )?([A-Za-z]+)(?: option)? has been removed[^"]*"')
+REMOVED_BY_FATAL = {"slurm.conf": ("src/common/read_config.c",),
+                    "cgroup.conf": ("src/interfaces/cgroup.c", "src/common/cgroup.c")}
 _TOKEN_RE = re.compile(r'xstrn?casecmp\(\s*str_parameters\s*,\s*"([A-Za-z_]+)"')
 
 _ENTRY_RE = re.compile(r'\{\s*"([A-Za-z0-9_.]+)"\s*,\s*(S_P_[A-Z0-9_]+)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*))?')
@@ -125,6 +130,21 @@ def extract(repo, fixtures):
                     break
             else:
                 raise SystemExit("%s: table %s not found" % (tag, table))
+        for table, paths in REMOVED_BY_FATAL.items():
+            for path in paths:
+                try:
+                    source = _git(repo, "show", "%s:%s" % (tag, path))
+                except subprocess.CalledProcessError:
+                    continue
+                fatals = [(n, line.strip()) for n, line in enumerate(source.splitlines(), 1)
+                          if _REMOVED_FATAL_RE.search(line)]
+                with open(os.path.join(outdir, table + ".removed.c"), "w") as handle:
+                    handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s (lines %s)\n"
+                                 % (tag, path, ",".join(str(n) for n, _ in fatals) or "none"))
+                    handle.write("# machine: n/a (Slurm %s source, tag %s: options read only to stop)\n# ---\n"
+                                 % (series, tag))
+                    handle.write("".join(line + "\n" for _, line in fatals))
+                break
         for option, paths, opening in TOKEN_FUNCTIONS:
             for path in paths:
                 try:
@@ -166,6 +186,17 @@ def parse_table(block):
     return result
 
 
+def _removed_by_fatal(text):
+    """{option: the fatal message} of options read_config.c reads only to stop with 'has been removed'."""
+    found = {}
+    for line in text.splitlines():
+        match = _REMOVED_FATAL_RE.search(line)
+        if match:
+            message = re.search(r'fatal\("([^"]*)"', line).group(1)
+            found.setdefault(match.group(1), message)
+    return found
+
+
 def _note_for(notes, option):
     """The release-notes entry (joined continuation lines) that names `option`, or None."""
     entries = []
@@ -205,12 +236,18 @@ def derive(fixtures):
             source, block = _body(os.path.join(fixtures, series, table + ".c"))
             sources[series][table] = source
             current = parse_table(block)
+            removed = {}
+            if table in REMOVED_BY_FATAL:
+                removed = _removed_by_fatal(_body(os.path.join(fixtures, series, table + ".removed.c"))[1])
+                for name in removed:
+                    if name in current:
+                        current[name] = "defunct"
             for name in sorted(set(current) | set(previous[table])):
                 old, new = previous[table].get(name), current.get(name)
                 if old == new:
                     continue
-                note = None
-                if series != present[0] and (new is None or new == "defunct"):
+                note = removed.get(name)
+                if note is None and series != present[0] and (new is None or new == "defunct"):
                     note = _note_for(notes, name)
                 history[table].setdefault(name, []).append((series, new, note))
             previous[table] = current

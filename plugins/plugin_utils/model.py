@@ -51,8 +51,8 @@ AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
 # slurm.conf settings the renderer owns: derived from the inventory, never taken from slurm_conf_options.
-OWNED_SLURM_KEYS = ("ClusterName", "SlurmctldHost", "ControlMachine", "GresTypes", "NodeName", "PartitionName",
-                    "Include")
+OWNED_SLURM_KEYS = ("ClusterName", "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController",
+                    "BackupAddr", "GresTypes", "NodeName", "PartitionName", "Include")
 
 DEFAULT_SLURM_CONF = (
     ("AuthType", "auth/munge"),
@@ -89,7 +89,7 @@ _CLUSTER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]*\Z")
 # slurm.conf keys that start a line of their own keys (DownNodes=x State=DOWN ...): not expressible as one option.
 LINE_RECORD_KEYS = ("DownNodes", "FrontendName", "NodeSet", "PowerAction")
 # String options whose documented values are command lines: written in double quotes, spaces allowed.
-COMMAND_LINE_OPTIONS = ("InteractiveStepOptions", "SallocDefaultCommand")
+COMMAND_LINE_OPTIONS = ("InteractiveStepOptions",)
 
 
 def target_version(model):
@@ -159,15 +159,43 @@ def _plain(value):
 _describe = values.describe
 
 
+# The most problems one refusal lists: a pathological inventory is refused in bounded time and message size.
+MAX_PROBLEMS = 200
+# The most partitions one cluster may declare (a bound of this collection, not of Slurm: it keeps the render,
+# which writes each partition's node list as a hostlist, bounded).
+MAX_PARTITIONS = 256
+MAX_FEATURES = 256
+# No NVIDIA GPU holds more than 7 GPU instances (MIG user guide); profiles.py checks each model's own limit.
+MAX_MIG_INSTANCES = 7
+# The most GPU entries a node can hold: one per /dev/nvidiaN minor (values.GPU_MINOR_MAX).
+MAX_GPUS = values.GPU_MINOR_MAX + 1
+
+
 class _Collector(object):
     def __init__(self):
         self.problems = []
+        self.count = 0
         # Hosts of one group share their group_vars objects: validate each distinct GPU list once per layout.
         self.gpu_cache = {}
         self.cores_cache = {}
 
     def add(self, host, field, expected, found, hint=None):
-        self.problems.append(Problem(host, field, expected, found, hint))
+        self.extend([Problem(host, field, expected, found, hint)])
+
+    def extend(self, problems):
+        for problem in problems:
+            self.count += 1
+            if len(self.problems) < MAX_PROBLEMS:
+                self.problems.append(problem)
+
+    def result(self):
+        """The problems to raise: the first MAX_PROBLEMS, and a last one that says how many more there were."""
+        if self.count > len(self.problems):
+            last = self.problems[-1]
+            return self.problems + [Problem(last.host, last.field, "at most %d problems listed" % MAX_PROBLEMS,
+                                            "%d more not shown" % (self.count - len(self.problems)),
+                                            "fix these and run again")]
+        return self.problems
 
     def int_value(self, host, field, value, minimum, maximum, what="an integer", note=None):
         """Return an int in [minimum, maximum], or None after recording a problem. ASCII digit strings (from -e)
@@ -270,8 +298,8 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "slurm_version": version,
         "cluster_host": str(cluster_host),
     }
-    if col.problems:
-        raise GresError(col.problems)
+    if col.count:
+        raise GresError(col.result())
     return model
 
 
@@ -308,13 +336,17 @@ def _node_int(col, host, var, value, key, minimum, version):
 
 
 def _build_node(col, host, hv, version):
-    before = len(col.problems)
+    before = col.count
     name = _node_name(col, host, hv)
     gpus_raw = hv.get("slurm_gres_gpus")
     if gpus_raw is None:
         gpus_raw = []
     if not isinstance(gpus_raw, (list, tuple)):
         col.add(host, "slurm_gres_gpus", "a list of GPU entries ({index, type, ...})", _describe(gpus_raw))
+        gpus_raw = []
+    elif len(gpus_raw) > MAX_GPUS:
+        col.add(host, "slurm_gres_gpus", "at most %d GPU entries (one per /dev/nvidiaN minor)" % MAX_GPUS,
+                "%d entries" % len(gpus_raw))
         gpus_raw = []
     has_gpus = len(gpus_raw) > 0
 
@@ -356,17 +388,17 @@ def _build_node(col, host, hv, version):
     if cached is not None and cached[0] is gpus_raw:
         gpus = [dict(g, mig=list(g["mig"]) if g["mig"] else g["mig"]) for g in cached[1]]
     else:
-        mark = len(col.problems)
+        mark = col.count
         gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in enumerate(gpus_raw)]
         _check_unique(col, host, gpus, gpus_raw)
         gpus.sort(key=lambda g: g["index"] if g["index"] is not None else -1)
-        if len(col.problems) == mark and gpus:
+        if col.count == mark and gpus:
             col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus])
     shards = sum(g["shards"] or 0 for g in gpus)
     if shards > values.GRES_COUNT_MAX:
         col.add(host, "slurm_gres_gpus", "at most %d shards on one node (Slurm reads GRES counts as a signed 64-bit "
                 "number)" % values.GRES_COUNT_MAX, "%d in all" % shards)
-    if len(col.problems) != before:
+    if col.count != before:
         return None
     return {
         "host": str(host), "name": name,
@@ -384,6 +416,10 @@ def _features(col, host, features):
     if not isinstance(features, (list, tuple)):
         col.add(host, "slurm_node_features", "a list of feature names", _describe(features),
                 "write [ib, nvme], not a comma-separated string" if isinstance(features, str) else None)
+        return []
+    if len(features) > MAX_FEATURES:
+        col.add(host, "slurm_node_features", "at most %d features (this collection's bound)" % MAX_FEATURES,
+                "%d features" % len(features))
         return []
     good = [f for pos, f in enumerate(features)
             if col.check(host, "slurm_node_features[%d]" % pos, values.check_name(f, "feature name"))]
@@ -430,6 +466,9 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         if not isinstance(mig, (list, tuple)) or not mig:
             col.add(host, field + ".mig", "a non-empty list of MIG profile names such as [3g.40gb, 3g.40gb]",
                     _describe(mig), "leave mig unset to use the whole GPU")
+        elif len(mig) > MAX_MIG_INSTANCES:
+            col.add(host, field + ".mig", "at most %d MIG instances on one GPU" % MAX_MIG_INSTANCES,
+                    "%d profiles" % len(mig))
         else:
             bad = [p for p in mig if not isinstance(p, str) or not MIG_PROFILE_RE.match(p)]
             if bad:
@@ -441,7 +480,7 @@ def _build_gpu(col, host, i, entry, layout, core_count):
                 mig_problems = validate_layout(host, gpu["index"], gpu["model"], list(mig),
                                                field=field + ".mig", model_field=field + ".model")
                 if mig_problems:
-                    col.problems.extend(mig_problems)
+                    col.extend(mig_problems)
                 else:
                     gpu["mig"] = [str(p) for p in mig]
         if gpu["shards"] is not None:
@@ -474,7 +513,9 @@ def _cores(col, host, field, value, layout, core_count):
         return col.cores_cache[key]
     try:
         # Bounded before anything is expanded: no core index above Slurm's uint16 CPU count.
-        cores = parse_int_ranges(value if isinstance(value, str) else _plain(value), maximum=MAX_VALUES - 1)
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            raise ValueError("not a range string")
+        cores = parse_int_ranges(value, maximum=MAX_VALUES - 1)
     except ValueError as exc:
         expected = "Slurm logical core indices such as \"0-31\" or \"0-15,32-47\" (ASCII digits)"
         if core_count is not None:
@@ -642,6 +683,11 @@ def _options(col, host, var, defaults, overrides, owned, table, version):
     if not isinstance(overrides, dict):
         col.add(host, var, "a mapping of option name to value", _describe(overrides))
         return merged
+    if len(overrides) > len(options.table(table, version)):
+        col.add(host, var, "at most %d options (the keys Slurm %s reads)" % (len(options.table(table, version)),
+                                                                             options.release_for(version)),
+                "%d keys" % len(overrides))
+        return merged
     owned_lower = {k.lower(): k for k in owned}
     records = {k.lower() for k in LINE_RECORD_KEYS} if table == "slurm.conf" else set()
     for key in sorted(overrides, key=str):
@@ -678,8 +724,13 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version
         col.add(host, "slurm_partitions", "a non-empty list of partitions ({name, group|nodes, ...})",
                 _describe(value))
         return []
+    if len(value) > MAX_PARTITIONS:
+        col.add(host, "slurm_partitions", "at most %d partitions (this collection's bound)" % MAX_PARTITIONS,
+                "%d partitions" % len(value))
+        return []
     host_to_name = {h: n for n, h in by_name.items()}
-    known_names = set(by_name)
+    # Node names in natural order, ranked once: every partition's list sorts by rank, not by natural_key again.
+    known_names = {name: rank for rank, name in enumerate(sorted(by_name, key=natural_key))}
     result = []
     names = set()
     defaults = []
@@ -714,6 +765,24 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version
     return result
 
 
+def _hostlist_size(expr):
+    """How many names a hostlist expression stands for, counted without expanding it (an upper bound)."""
+    total = 0
+    for item in re.split(r",(?![^\[]*\])", expr):
+        size = 1
+        for group in re.findall(r"\[([^\]]*)\]", item):
+            count = 0
+            for part in group.split(","):
+                bounds = part.split("-", 1)
+                if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
+                    count += max(int(bounds[1]) - int(bounds[0]) + 1, 1)
+                else:
+                    count += 1
+            size *= max(count, 1)
+        total += size
+    return total
+
+
 def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, known_names):
     has_group = part.get("group") is not None
     has_nodes = part.get("nodes") is not None
@@ -729,11 +798,16 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
         if not members:
             col.add(host, field + ".group", "a group with hosts from %s" % SLURMD_GROUP,
                     "group %s has none" % group)
-        return sorted(set(members), key=natural_key)
+        return sorted(set(members), key=known_names.get)
     nodes = part["nodes"]
     if isinstance(nodes, str) and nodes.upper() == "ALL":
         return "ALL"
     if isinstance(nodes, str):
+        size = _hostlist_size(nodes)
+        if size > max(len(known_names), 1):
+            col.add(host, field + ".nodes", "ALL, or a hostlist of at most %d names (the nodes of group %s)"
+                    % (len(known_names), SLURMD_GROUP), "%s (%d names)" % (_describe(nodes), size))
+            return []
         try:
             nodes = hostlist.expand_hostlist(nodes)
         except hostlist.BadHostlist:
@@ -752,4 +826,4 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
         col.add(host, field + ".nodes", "Slurm node names of hosts in %s" % SLURMD_GROUP,
                 "unknown %s" % ", ".join(values.describe(n).rsplit(" (", 1)[0] for n in unknown[:5]))
         return []
-    return sorted(set(str(n) for n in nodes), key=natural_key)
+    return sorted(set(nodes), key=known_names.get)

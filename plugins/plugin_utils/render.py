@@ -135,9 +135,15 @@ def _slurm_conf(model):
 
     out.blank()
     out.comment("Partitions")
+    compressed = {}  # partitions often list the same nodes
     for pos, part in enumerate(model["partitions"]):
         field = "slurm_partitions[%d]" % pos
-        nodes = part["nodes"] if part["nodes"] == "ALL" else hostlist.collect_hostlist(part["nodes"])
+        nodes = part["nodes"]
+        if nodes != "ALL":
+            key = tuple(nodes)
+            if key not in compressed:
+                compressed[key] = hostlist.collect_hostlist(nodes)
+            nodes = compressed[key]
         pairs = [("PartitionName", part["name"], (cluster_host, field + ".name")),
                  ("Nodes", nodes, (cluster_host, field + ".nodes")),
                  ("Default", "YES" if part["default"] else "NO", (cluster_host, field + ".default"))]

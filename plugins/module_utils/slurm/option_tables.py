@@ -88,7 +88,11 @@ HISTORY = {
         'AccountingStorageEnforce': (('22.05', 'string', None),),
         'AccountingStorageExternalHost': (('22.05', 'string', None),),
         'AccountingStorageHost': (('22.05', 'string', None),),
-        'AccountingStorageLoc': (('22.05', 'string', None), ('25.11', None, None),),
+        'AccountingStorageLoc': (
+            ('22.05', 'defunct', 'The AccountingStorageLoc option has been removed. It is safe to remove from your '
+                                 'configuration.'),
+            ('25.11', None, None),
+        ),
         'AccountingStorageParameters': (('22.05', 'string', None),),
         'AccountingStoragePass': (('22.05', 'string', None),),
         'AccountingStoragePort': (('22.05', 'uint16', None),),
@@ -96,7 +100,10 @@ HISTORY = {
         'AccountingStorageType': (('22.05', 'string', None),),
         'AccountingStorageUser': (('22.05', 'string', None), ('25.11', 'defunct', None),),
         'AccountingStoreFlags': (('22.05', 'string', None),),
-        'AccountingStoreJobComment': (('22.05', 'boolean', None),),
+        'AccountingStoreJobComment': (
+            ('22.05', 'defunct', 'The AccountingStoreJobComment option has been removed, please use '
+                                 'AccountingStoreFlags=job_comment option instead.'),
+        ),
         'AcctGatherEnergyType': (('22.05', 'string', None),),
         'AcctGatherFilesystemType': (('22.05', 'string', None),),
         'AcctGatherInfinibandType': (('22.05', 'string', None),),
@@ -155,7 +162,10 @@ HISTORY = {
             ('23.11', 'defunct', 'Deprecate the ExtSensorsType and ExtSensorsFreq options.'),
         ),
         'FairShareDampeningFactor': (('22.05', 'uint16', None),),
-        'FastSchedule': (('22.05', 'uint16', None),),
+        'FastSchedule': (
+            ('22.05', 'defunct', 'The FastSchedule option has been removed. The FastSchedule=2 functionality is '
+                                 'available through the SlurmdParameters=config_overrides option.'),
+        ),
         'FederationParameters': (('22.05', 'string', None),),
         'FirstJobId': (('22.05', 'uint32', None),),
         'FrontendName': (('22.05', 'record', None), ('25.05', None, None),),
@@ -281,7 +291,10 @@ HISTORY = {
         'ResvProlog': (('22.05', 'string', None),),
         'ReturnToService': (('22.05', 'uint16', None),),
         'RoutePlugin': (('22.05', 'string', None),),
-        'SallocDefaultCommand': (('22.05', 'string', None),),
+        'SallocDefaultCommand': (
+            ('22.05', 'defunct', 'SallocDefaultCommand has been removed. Please consider setting '
+                                 'LaunchParameters=use_interactive_step instead.'),
+        ),
         'SbcastParameters': (('22.05', 'string', None),),
         'SchedulerAuth': (('22.05', 'defunct', None), ('24.05', None, None),),
         'SchedulerParameters': (('22.05', 'string', None),),
@@ -450,7 +463,10 @@ HISTORY = {
         'CgroupJobIdPaths': (('26.05', 'boolean', None),),
         'CgroupMountpoint': (('22.05', 'string', None),),
         'CgroupPlugin': (('22.05', 'string', None),),
-        'CgroupReleaseAgentDir': (('22.05', 'string', None), ('25.11', None, None),),
+        'CgroupReleaseAgentDir': (
+            ('22.05', 'defunct', 'Support for CgroupReleaseAgentDir option has been removed.'),
+            ('25.11', None, None),
+        ),
         'CgroupSlice': (('25.11', 'string', None),),
         'ConstrainCores': (('22.05', 'boolean', None),),
         'ConstrainDevices': (('22.05', 'boolean', None),),

@@ -45,6 +45,13 @@ def _time(value):
     return "a time limit: INFINITE, minutes, minutes:seconds, hours:minutes:seconds or days-hours[:minutes[:seconds]]"
 
 
+def _finite_time(value):
+    """PriorityCalcPeriod: a time spec, not INFINITE (read_config.c refuses it: "Bad value")."""
+    if _TIME_RE.match(value):
+        return None
+    return "a finite time: minutes, minutes:seconds, hours:minutes:seconds or days-hours[:minutes[:seconds]]"
+
+
 def _preempt_mode(value):
     tokens = [t.lower() for t in value.split(",")]
     modes = [t for t in tokens if t in _PREEMPT_MODES]
@@ -99,6 +106,59 @@ def _select_type_parameters(value, version):
                                                                          ", ".join(sorted(known.values())))
 
 
+def _enforce_part_limits(value):
+    """parse_part_enforce_type (slurm_protocol_defs.c)."""
+    if value.lower() in ("yes", "up", "true", "any", "no", "down", "false", "all"):
+        return None
+    return "ALL, ANY or NO"
+
+
+# slurm_rlimits_info.c: the limits PropagateResourceLimits[Except] names, or ALL / NONE (case-sensitive there).
+_RLIMITS = ("AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS", "STACK")
+
+
+def _rlimits(value):
+    if value in ("ALL", "NONE") or all(t in _RLIMITS for t in value.split(",")):
+        return None
+    return "ALL, NONE or a list of %s" % ", ".join(_RLIMITS)
+
+
+def _usage_reset(value):
+    """PriorityUsageResetPeriod (read_config.c)."""
+    if value.lower() in ("none", "now", "daily", "weekly", "monthly", "quarterly", "yearly"):
+        return None
+    return "NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY"
+
+
+def _prio_process(value):
+    """PropagatePrioProcess: 0, 1 or 2 (read_config.c, "Bad PropagatePrioProcess")."""
+    return None if value in ("0", "1", "2") else "0, 1 or 2"
+
+
+def _at_least(minimum, maximum=None):
+    """A uint option read_config.c refuses below `minimum` (MaxJobCount=0: "No jobs permitted") or above
+    `maximum`."""
+    def check(value):
+        if value.upper() in ("INFINITE", "UNLIMITED"):
+            return None if maximum is None else "%d-%d" % (minimum, maximum)
+        number = int(value)
+        if number < minimum or (maximum is not None and number > maximum):
+            return "%d-%s" % (minimum, maximum if maximum is not None else "")
+        return None
+    return check
+
+
+_CPU_BIND = ("no", "none", "socket", "sockets", "ldom", "ldoms", "core", "cores", "thread", "threads", "off", "v",
+             "verbose")
+
+
+def _cpu_bind(value):
+    """xlate_cpu_bind_str (slurm_resource_info.c, the same 22.05 to 26.05): comma-separated keywords."""
+    if all(t.lower() in _CPU_BIND for t in value.split(",")):
+        return None
+    return "none, socket, ldom, core or thread (optionally with ,verbose)"
+
+
 def _cgroup_plugin(value, version):
     """cgroup.c: autodetect, cgroup/v1, cgroup/v2; 25.05+ also disabled."""
     choices = ["autodetect", "cgroup/v1", "cgroup/v2"]
@@ -116,6 +176,22 @@ SHAPES = {
     ("slurm.conf", "SlurmdSyslogDebug"): _log_level,
     ("slurm.conf", "SlurmctldPort"): _port,
     ("slurm.conf", "PreemptMode"): _preempt_mode,
+    ("slurm.conf", "EnforcePartLimits"): _enforce_part_limits,
+    ("slurm.conf", "PropagateResourceLimits"): _rlimits,
+    ("slurm.conf", "PropagateResourceLimitsExcept"): _rlimits,
+    ("slurm.conf", "PropagatePrioProcess"): _prio_process,
+    ("slurm.conf", "PriorityDecayHalfLife"): _time,
+    ("slurm.conf", "PriorityCalcPeriod"): _finite_time,
+    ("slurm.conf", "PriorityMaxAge"): _time,
+    ("slurm.conf", "PriorityUsageResetPeriod"): _usage_reset,
+    # read_config.c's own bounds on integers
+    ("slurm.conf", "MaxJobCount"): _at_least(1),
+    ("slurm.conf", "MaxStepCount"): _at_least(1),
+    ("slurm.conf", "FirstJobId"): _at_least(1),
+    ("slurm.conf", "TreeWidth"): _at_least(1),
+    ("slurm.conf", "SchedulerTimeSlice"): _at_least(5),
+    ("slurm.conf", "MaxDBDMsgs"): _at_least(10000),
+    ("slurm.conf", "MaxArraySize"): _at_least(0, 4000001),
     ("partition", "MaxTime"): _time,
     ("partition", "DefaultTime"): _time,
     ("partition", "PreemptMode"): _preempt_mode,
@@ -124,6 +200,10 @@ SHAPES = {
     ("partition", "State"): _partition_state,
     ("partition", "SelectTypeParameters"): _partition_select,
     ("partition", "SuspendTime"): _suspend_time,
+    ("partition", "CpuBind"): _cpu_bind,
+    ("partition", "OverTimeLimit"): lambda v: None if v.upper() in ("INFINITE", "UNLIMITED") or (
+        v.isdigit() and v.isascii() and int(v) < 0xFFFF) else "INFINITE or minutes 0-65534",
+    ("cgroup.conf", "MemorySwappiness"): _at_least(0, 100),
 }
 VERSIONED_SHAPES = {
     ("slurm.conf", "SelectTypeParameters"): _select_type_parameters,

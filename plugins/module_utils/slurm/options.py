@@ -10,6 +10,7 @@ one newer than the last as the last (a newer release may add options this table 
 scripts/derive-slurm-options.py).
 """
 import difflib
+import functools
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import HISTORY, RELEASES
@@ -36,17 +37,29 @@ class OptionError(ValueError):
         self.hint = hint
 
 
-def parse_version(version):
-    """``"23.11"`` (or ``"23.11.4"``) -> (23, 11); ValueError otherwise."""
-    match = _VERSION_RE.match(str(version)) if isinstance(version, str) else None
+@functools.lru_cache(maxsize=64)
+def _parse(version):
+    match = _VERSION_RE.match(version)
     if not match:
         raise ValueError("not a Slurm version MAJOR.MINOR: %r" % (version,))
     return int(match.group(1)), int(match.group(2))
 
 
+def parse_version(version):
+    """``"23.11"`` (or ``"23.11.4"``) -> (23, 11); ValueError otherwise."""
+    if not isinstance(version, str):
+        raise ValueError("not a Slurm version MAJOR.MINOR: %r" % (version,))
+    return _parse(version)
+
+
 def release_for(version=None):
     """The known release whose tables apply to `version` (None: DEFAULT_SLURM_VERSION)."""
-    wanted = parse_version(version or DEFAULT_SLURM_VERSION)
+    return _release_for(version or DEFAULT_SLURM_VERSION)
+
+
+@functools.lru_cache(maxsize=64)
+def _release_for(version):
+    wanted = parse_version(version)
     chosen = RELEASES[0]
     for release in RELEASES:
         if parse_version(release) <= wanted:

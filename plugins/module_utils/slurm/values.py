@@ -63,7 +63,12 @@ def describe(value):
 
 
 def _short(value, limit=80):
-    shown = repr(value)
+    if isinstance(value, int) and value.bit_length() > 10000:  # past Python's int-to-str limit
+        return "an integer of %d bits" % value.bit_length()
+    try:
+        shown = repr(value)
+    except (RecursionError, ValueError):
+        return "a value nested too deeply to show"
     if len(shown) > limit:
         size = len(value) if isinstance(value, (str, list, tuple, dict)) else None
         return shown[:limit - 20] + "..." + (" (%d %s)" % (size, "chars" if isinstance(value, str) else "items")
@@ -121,7 +126,7 @@ def check_int(value, minimum, maximum, what="an integer", note=None):
             hint = "only the ASCII digits 0-9 are digits to Slurm"
         return expected, describe(value), hint
     if number < minimum or number > maximum:
-        return expected, str(number), None
+        return expected, str(number) if number.bit_length() <= 10000 else _short(number), None
     return None
 
 
