@@ -29,7 +29,7 @@ import yaml  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 
 import inventory_strategies as strategies  # noqa: E402
-from test_render_property_slurmd import judge_with_slurmd  # noqa: E402
+from test_render_property_slurmd import ORACLE_VERSION, judge_with_slurmd  # noqa: E402
 
 _PROBLEM_RE = re.compile(r"host (\S+): (\S+): expected")
 
@@ -110,7 +110,7 @@ def main():
 
     @settings(max_examples=opts.examples, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck), derandomize=opts.seed is not None)
-    @given(strategies.inventories())
+    @given(strategies.inventories(slurm_version=ORACLE_VERSION))
     def one(inventory):
         workdir = tempfile.mkdtemp(prefix="fuzz-render-")
         try:

@@ -17,6 +17,7 @@ import re
 from hypothesis import strategies as st
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import RELEASES
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     parse_gres_conf,
     parse_slurm_conf,
@@ -136,8 +137,11 @@ def gpu_lists(draw, core_count, types, sharing):
 
 
 @st.composite
-def valid_inventories(draw):
-    """(hostvars, groups, cluster) of a cluster the collection should render and Slurm accept."""
+def valid_inventories(draw, slurm_version=None):
+    """(hostvars, groups, cluster) of a cluster the collection should render and Slurm accept.
+
+    `slurm_version`: the release to render for (the one of the slurmd that judges the files); None draws one of the
+    releases the option tables know, or leaves the variable unset (the default release)."""
     count = draw(st.integers(1, 5))
     hosts = draw(node_names(count + 1))
     ctl, nodes = hosts[0], hosts[1:]
@@ -167,6 +171,9 @@ def valid_inventories(draw):
     groups = {"all": [ctl] + nodes, "slurmctld": [ctl], "slurmd": list(nodes),
               "gpu": [h for h in nodes if hostvars[h].get("slurm_gres_gpus")]}
     cluster = {"slurm_cluster_name": draw(st.sampled_from(("demo", "lab-1", "c", "HPC_2")))}
+    version = slurm_version or draw(st.sampled_from((None,) + RELEASES))
+    if version:
+        cluster["slurm_version"] = version
     autodetect = ("off", "nvml", False) + (("nvidia",) if VERSIONS_LANDED else ())
     if draw(st.booleans()):
         cluster["slurm_gres_autodetect"] = draw(st.sampled_from(autodetect))
@@ -268,9 +275,9 @@ def _new_key(draw, hostvars, cluster):
 
 
 @st.composite
-def inventories(draw):
+def inventories(draw, slurm_version=None):
     """A valid inventory, or (half the time) one with 1-3 hostile changes anywhere in it."""
-    hostvars, groups, cluster = draw(valid_inventories())
+    hostvars, groups, cluster = draw(valid_inventories(slurm_version))
     if draw(st.booleans()):
         for _ in range(draw(st.integers(1, 3))):
             if draw(st.integers(0, 4)) == 0:

@@ -18,6 +18,8 @@ from test_render_slurmd import complete_mig_lines
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
 
+# The release the local slurmd runs: inventories are rendered for it (Debian 12: 22.05).
+ORACLE_VERSION = slurmd_oracle.slurmd_release() or "22.05"
 CTL = {"ctl": {}}
 GROUPS = {"slurmctld": ["ctl"], "slurmd": ["gpu01"]}
 SHAPE = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1}
@@ -25,7 +27,7 @@ SHAPE = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_
 
 def _one(gpus=None, cluster=None, **node):
     hostvars = dict(CTL, gpu01=dict(SHAPE, slurm_gres_gpus=gpus or [{"index": 0, "type": "a100"}], **node))
-    return hostvars, dict(GROUPS), dict(cluster or {})
+    return hostvars, dict(GROUPS), dict(cluster or {}, slurm_version=ORACLE_VERSION)
 
 
 def judge_with_slurmd(inventory):
@@ -50,7 +52,7 @@ def judge_with_slurmd(inventory):
 
 
 @settings(max_examples=examples("slurmd"))
-@given(inventories())
+@given(inventories(slurm_version=ORACLE_VERSION))
 # Found by the generator while this validation was written (each refused now, naming host and field):
 @example(_one(gpus=[{"index": 0, "type": "a100\n"}]))                               # type ends in a newline
 @example(_one(gpus=[{"index": 0, "type": "no_consume"}]))                           # a Gres flag as type
@@ -68,7 +70,8 @@ def judge_with_slurmd(inventory):
 @example(_one(cluster={"slurm_partitions": [{"name": "p", "nodes": [{"name": "gpu01"}]}]}))  # unhashable
 @example(_one(cluster={"slurm_partitions": [{"name": "DEFAULT", "nodes": "ALL"}]}))  # reserved word
 @example(_one(cluster={"slurm_partitions": [{"name": "p", "nodes": "ALL", "options": {"MaxTime": "1 Nodes=x"}}]}))
-@example(({"ctl": {"slurm_ctld_addr": "10.0.0.1\nFoo=bar"}, "gpu01": dict(SHAPE)}, dict(GROUPS), {}))
+@example(({"ctl": {"slurm_ctld_addr": "10.0.0.1\nFoo=bar"}, "gpu01": dict(SHAPE)}, dict(GROUPS),
+          {"slurm_version": ORACLE_VERSION}))
 def test_rendered_files_pass_slurmd_or_the_inventory_is_refused_naming_host_and_field(inventory):
     slurmd_oracle.require_oracle()
     judge_with_slurmd(inventory)
