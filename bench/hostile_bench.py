@@ -29,10 +29,12 @@ CASES = {
     "a 10 MB feature name": "inv(node={'slurm_node_features': ['x' * 10 ** 7]})",
     "a 10 MB option value": "inv(cluster={'slurm_conf_options': {'SchedulerParameters': 'x' * 10 ** 7}})",
     "100,000 option keys": "inv(cluster={'slurm_conf_options': {'Opt%d' % i: i for i in range(100000)}})",
-    "a partition hostlist of 100,000 names": "inv(cluster={'slurm_partitions': [{'name': 'p', 'nodes': 'n[0-99999]'}]})",
+    "a partition hostlist of 100,000 names": "inv(cluster={'slurm_partitions': [{'name': 'p', "
+                                             "'nodes': 'n[0-99999]'}]})",
     "a partition hostlist of 10^18 names": "inv(cluster={'slurm_partitions': [{'name': 'p', 'nodes': "
                                            "'n[0-999999][0-999999][0-999999]'}]})",
-    "10,000 partitions": "inv(cluster={'slurm_partitions': [{'name': 'p%d' % i, 'nodes': 'ALL'} for i in range(10000)]})",
+    "10,000 partitions": "inv(cluster={'slurm_partitions': [{'name': 'p%d' % i, 'nodes': 'ALL'} "
+                         "for i in range(10000)]})",
     "256 partitions listing 4,096 nodes each": "big(partitions=256)",
     "a 10^5000 integer": "inv(node={'slurm_node_sockets': 10 ** 5000})",
     "a list nested 5,000 deep": "inv(node={'slurm_node_features': nested(5000)})",

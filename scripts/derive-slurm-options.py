@@ -68,7 +68,8 @@ def _git(repo, *args):
 def latest_tag(repo, series):
     major, minor = series.split(".")
     prefix = "slurm-%s-%s-" % (major, minor)
-    tags = [t for t in _git(repo, "tag", "--list", prefix + "*").split() if re.match(re.escape(prefix) + r"\d+-\d+$", t)]
+    pattern = re.compile(re.escape(prefix) + r"\d+-\d+$")
+    tags = [t for t in _git(repo, "tag", "--list", prefix + "*").split() if pattern.match(t)]
     if not tags:
         return None
     return max(tags, key=lambda t: [int(x) for x in t[len(prefix):].split("-")])
@@ -104,7 +105,8 @@ def find_function(text, opening):
 
 def _write_fixture(path, tag, series, source_path, first, last, body):
     with open(path, "w") as handle:
-        handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s#L%d-L%d\n" % (tag, source_path, first, last))
+        handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s#L%d-L%d\n"
+                     % (tag, source_path, first, last))
         handle.write("# machine: n/a (Slurm %s source, tag %s)\n# ---\n" % (series, tag))
         handle.write(body + "\n")
 
@@ -171,8 +173,8 @@ def extract(repo, fixtures):
 def _body(path):
     with open(path) as handle:
         text = handle.read()
-    source = re.search(r"^# source: (\S+)", text, re.M).group(1)
-    return source, text.split("# ---\n", 1)[1]
+    source = re.search(r"^# source: https://github.com/SchedMD/slurm/blob/(\S+?)/(\S+)", text, re.M)
+    return "%s %s" % (source.group(1), source.group(2)), text.split("# ---\n", 1)[1]
 
 
 def parse_table(block):
@@ -272,6 +274,7 @@ parser declares (``string``, ``uint16``, ``uint32``, ``uint64``, ``long``, ``boo
 that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeName= line keys), ``partition``
 (PartitionName= line keys), ``cgroup.conf``, ``gres.conf``. Keys are case-insensitive in Slurm.
 
+``SOURCES[release][table]`` is ``"<tag> <path>#L<first>-L<last>"`` in https://github.com/SchedMD/slurm.
 ``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword-list option compares
 (case-insensitively), for the options whose value read_config.c checks keyword by keyword.
 """

@@ -21,7 +21,7 @@ def inventory(node=None, gpu=None, cluster=None, ctl=None, hosts=None):
     hostvars = {"ctl": dict(ctl or {}), "gpu01": gpu01}
     hostvars.update(hosts or {})
     groups = {"slurmctld": ["ctl"], "slurmd": [h for h in hostvars if h != "ctl"]}
-    return hostvars, groups, dict(cluster or {})
+    return hostvars, groups, dict({"slurm_version": "22.05"}, **(cluster or {}))
 
 
 # (case, inventory, host, field, text in "expected", text in "found")

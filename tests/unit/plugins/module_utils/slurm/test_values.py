@@ -83,8 +83,9 @@ def test_values_with_spaces_are_written_quoted_and_the_rest_bare():
 
 
 @pytest.mark.parametrize("value, kind, text", [
-    (5, "uint16", "5"), ("INFINITE", "uint32", "INFINITE"), ("unlimited", "uint64", "UNLIMITED"), (True, "boolean", "yes"),
-    ("No", "boolean", "No"), (98.5, "float", "98.5"), ("100", "float", "100"), ("-3", "long", "-3"),
+    (5, "uint16", "5"), ("INFINITE", "uint32", "INFINITE"), ("unlimited", "uint64", "UNLIMITED"),
+    (True, "boolean", "yes"), ("No", "boolean", "No"), (98.5, "float", "98.5"), ("100", "float", "100"),
+    ("-3", "long", "-3"),
 ])
 def test_typed_values_are_written_as_slurm_reads_them(value, kind, text):
     assert values.check_typed_value(value, kind) == (text, None)
