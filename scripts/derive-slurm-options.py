@@ -38,17 +38,27 @@ TABLES = (
     ("gres.conf", ("src/interfaces/gres.c", "src/common/gres.c"), "_gres_options[] = {", "MultipleFiles"),
 )
 NOTES_FILES = ("RELEASE_NOTES", "RELEASE_NOTES.md")
-# Options whose value is a list of keywords one parser function compares: (option, files, function opening).
+# Options whose value is a keyword (or a list of them) one parser function compares: (option, files, function
+# opening, the comparison that names a keyword).
 TOKEN_FUNCTIONS = (
     ("SelectTypeParameters", ("src/common/read_config.c", "src/common/slurm_selecttype_info.c"),
-     re.compile(r"^(static )?int _?parse_select_type_param\(")),
+     re.compile(r"^(static )?int _?parse_select_type_param\("),
+     re.compile(r'xstrn?casecmp\(\s*str_parameters\s*,\s*"([A-Za-z_]+)"')),
+    # gres.conf AutoDetect=: _handle_autodetect_flags (gres.c) tests each flag it knows with xstrcasestr
+    ("AutoDetect", ("src/interfaces/gres.c", "src/common/gres.c"),
+     re.compile(r"^static uint32_t _handle_autodetect_flags\("),
+     re.compile(r'xstrcase(?:str|cmp)\(\s*str\s*,\s*"([A-Za-z_]+)"')),
 )
 # Options still in a table that the parser then refuses: fatal("The X option has been removed ..."), read_config.c;
 # fatal("Support for X option has been removed."), cgroup.c.
 _REMOVED_FATAL_RE = re.compile(r'fatal\("(?:The |Support for )?([A-Za-z]+)(?: option)? has been removed[^"]*"')
 REMOVED_BY_FATAL = {"slurm.conf": ("src/common/read_config.c",),
                     "cgroup.conf": ("src/interfaces/cgroup.c", "src/common/cgroup.c")}
-_TOKEN_RE = re.compile(r'xstrn?casecmp\(\s*str_parameters\s*,\s*"([A-Za-z_]+)"')
+# Options still read that the parser then logs as renamed, moved or obsolete (error, warning or info; the value is
+# used elsewhere or ignored): error("SbcastParameters has been renamed to BcastParameters. ..."), read_config.c;
+# warning("AllowedDevicesFile option is obsolete, ..."), cgroup.c. Same files as REMOVED_BY_FATAL.
+_RENAMED_RE = re.compile(r'(?:error|warning|info)\("(?:WARNING: )?([A-Z][A-Za-z]+) (?:parameter |option )?'
+                         r'(?:has been renamed to|has moved to|has been replaced with|is obsolete)[^"]*"')
 
 _ENTRY_RE = re.compile(r'\{\s*"([A-Za-z0-9_.]+)"\s*,\s*(S_P_[A-Z0-9_]+)\s*(?:,\s*([A-Za-z_][A-Za-z0-9_]*))?')
 _COMMENT_RE = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
@@ -138,16 +148,17 @@ def extract(repo, fixtures):
                     source = _git(repo, "show", "%s:%s" % (tag, path))
                 except subprocess.CalledProcessError:
                     continue
-                fatals = [(n, line.strip()) for n, line in enumerate(source.splitlines(), 1)
-                          if _REMOVED_FATAL_RE.search(line)]
-                with open(os.path.join(outdir, table + ".removed.c"), "w") as handle:
-                    handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s (lines %s)\n"
-                                 % (tag, path, ",".join(str(n) for n, _ in fatals) or "none"))
-                    handle.write("# machine: n/a (Slurm %s source, tag %s: options read only to stop)\n# ---\n"
-                                 % (series, tag))
-                    handle.write("".join(line + "\n" for _, line in fatals))
+                for suffix, pattern, what in ((".removed.c", _REMOVED_FATAL_RE, "options read only to stop"),
+                                              (".renamed.c", _RENAMED_RE, "options renamed, moved or obsolete")):
+                    found = [(n, line.strip()) for n, line in enumerate(source.splitlines(), 1)
+                             if pattern.search(line)]
+                    with open(os.path.join(outdir, table + suffix), "w") as handle:
+                        handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s (lines %s)\n"
+                                     % (tag, path, ",".join(str(n) for n, _ in found) or "none"))
+                        handle.write("# machine: n/a (Slurm %s source, tag %s: %s)\n# ---\n" % (series, tag, what))
+                        handle.write("".join(line + "\n" for _, line in found))
                 break
-        for option, paths, opening in TOKEN_FUNCTIONS:
+        for option, paths, opening, _ in TOKEN_FUNCTIONS:
             for path in paths:
                 try:
                     found = find_function(_git(repo, "show", "%s:%s" % (tag, path)), opening)
@@ -186,6 +197,17 @@ def parse_table(block):
             raise ValueError("unknown parser type %s for %s" % (sp_type, name))
         result[name] = "defunct" if handler == "_defunct_option" else kind
     return result
+
+
+def _renamed(text):
+    """{option: the message} of options the parser reads and then logs as renamed, moved or obsolete."""
+    found = {}
+    for line in text.splitlines():
+        match = _RENAMED_RE.search(line)
+        if match:
+            message = re.search(r'\("(?:WARNING: )?([^"]*)"', line).group(1)
+            found.setdefault(match.group(1), message)
+    return found
 
 
 def _removed_by_fatal(text):
@@ -227,7 +249,8 @@ def derive(fixtures):
     {option: {series: (keywords, ...)}})."""
     history = {table: {} for table, _, _, _ in TABLES}
     sources = {}
-    tokens = {option: {} for option, _, _ in TOKEN_FUNCTIONS}
+    tokens = {option: {} for option, _, _, _ in TOKEN_FUNCTIONS}
+    token_res = {option: token_re for option, _, _, token_re in TOKEN_FUNCTIONS}
     previous = {table: {} for table in history}
     present = [s for s in SERIES if os.path.isdir(os.path.join(fixtures, s))]
     for series in present:
@@ -240,10 +263,15 @@ def derive(fixtures):
             current = parse_table(block)
             removed = {}
             if table in REMOVED_BY_FATAL:
+                renamed = _renamed(_body(os.path.join(fixtures, series, table + ".renamed.c"))[1])
+                for name in renamed:
+                    if name in current:
+                        current[name] = "renamed"
                 removed = _removed_by_fatal(_body(os.path.join(fixtures, series, table + ".removed.c"))[1])
                 for name in removed:
                     if name in current:
                         current[name] = "defunct"
+                removed = dict(renamed, **removed)
             for name in sorted(set(current) | set(previous[table])):
                 old, new = previous[table].get(name), current.get(name)
                 if old == new:
@@ -256,7 +284,7 @@ def derive(fixtures):
         for option in tokens:
             source, body = _body(os.path.join(fixtures, series, option + ".values.c"))
             sources[series][option] = source
-            tokens[option][series] = tuple(sorted(set(_TOKEN_RE.findall(body)), key=str.lower))
+            tokens[option][series] = tuple(sorted(set(token_res[option].findall(body)), key=str.lower))
     return history, sources, tokens
 
 
@@ -275,8 +303,8 @@ that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeNam
 (PartitionName= line keys), ``cgroup.conf``, ``gres.conf``. Keys are case-insensitive in Slurm.
 
 ``SOURCES[release][table]`` is ``"<tag> <path>#L<first>-L<last>"`` in https://github.com/SchedMD/slurm.
-``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword-list option compares
-(case-insensitively), for the options whose value read_config.c checks keyword by keyword.
+``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword option compares
+(case-insensitively): SelectTypeParameters (read_config.c), gres.conf AutoDetect (gres.c).
 """
 '''
 

@@ -13,8 +13,8 @@ that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeNam
 (PartitionName= line keys), ``cgroup.conf``, ``gres.conf``. Keys are case-insensitive in Slurm.
 
 ``SOURCES[release][table]`` is ``"<tag> <path>#L<first>-L<last>"`` in https://github.com/SchedMD/slurm.
-``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword-list option compares
-(case-insensitively), for the options whose value read_config.c checks keyword by keyword.
+``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword option compares
+(case-insensitively): SelectTypeParameters (read_config.c), gres.conf AutoDetect (gres.c).
 """
 RELEASES = ('22.05', '23.02', '23.11', '24.05', '24.11', '25.05', '25.11', '26.05')
 SOURCES = {
@@ -25,6 +25,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-22-05-11-1 src/common/cgroup.c#L265-L289',
         'gres.conf': 'slurm-22-05-11-1 src/common/gres.c#L102-L117',
         'SelectTypeParameters': 'slurm-22-05-11-1 src/common/slurm_selecttype_info.c#L50-L126',
+        'AutoDetect': 'slurm-22-05-11-1 src/common/gres.c#L1159-L1176',
     },
     '23.02': {
         'slurm.conf': 'slurm-23-02-8-1 src/common/read_config.c#L221-L455',
@@ -33,6 +34,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-23-02-8-1 src/interfaces/cgroup.c#L287-L313',
         'gres.conf': 'slurm-23-02-8-1 src/interfaces/gres.c#L112-L127',
         'SelectTypeParameters': 'slurm-23-02-8-1 src/common/read_config.c#L3826-L3897',
+        'AutoDetect': 'slurm-23-02-8-1 src/interfaces/gres.c#L1193-L1210',
     },
     '23.11': {
         'slurm.conf': 'slurm-23-11-11-1 src/common/read_config.c#L224-L458',
@@ -41,6 +43,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-23-11-11-1 src/interfaces/cgroup.c#L283-L305',
         'gres.conf': 'slurm-23-11-11-1 src/interfaces/gres.c#L114-L129',
         'SelectTypeParameters': 'slurm-23-11-11-1 src/common/read_config.c#L3813-L3898',
+        'AutoDetect': 'slurm-23-11-11-1 src/interfaces/gres.c#L1193-L1212',
     },
     '24.05': {
         'slurm.conf': 'slurm-24-05-8-1 src/common/read_config.c#L225-L461',
@@ -49,6 +52,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-24-05-8-1 src/interfaces/cgroup.c#L285-L308',
         'gres.conf': 'slurm-24-05-8-1 src/interfaces/gres.c#L114-L129',
         'SelectTypeParameters': 'slurm-24-05-8-1 src/common/read_config.c#L3849-L3927',
+        'AutoDetect': 'slurm-24-05-8-1 src/interfaces/gres.c#L1194-L1213',
     },
     '24.11': {
         'slurm.conf': 'slurm-24-11-7-1 src/common/read_config.c#L221-L460',
@@ -57,6 +61,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-24-11-7-1 src/interfaces/cgroup.c#L287-L310',
         'gres.conf': 'slurm-24-11-7-1 src/interfaces/gres.c#L112-L127',
         'SelectTypeParameters': 'slurm-24-11-7-1 src/common/read_config.c#L3841-L3919',
+        'AutoDetect': 'slurm-24-11-7-1 src/interfaces/gres.c#L1263-L1284',
     },
     '25.05': {
         'slurm.conf': 'slurm-25-05-8-1 src/common/read_config.c#L208-L450',
@@ -65,6 +70,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-25-05-8-1 src/interfaces/cgroup.c#L297-L321',
         'gres.conf': 'slurm-25-05-8-1 src/interfaces/gres.c#L100-L115',
         'SelectTypeParameters': 'slurm-25-05-8-1 src/common/read_config.c#L3517-L3595',
+        'AutoDetect': 'slurm-25-05-8-1 src/interfaces/gres.c#L1335-L1356',
     },
     '25.11': {
         'slurm.conf': 'slurm-25-11-7-1 src/common/read_config.c#L208-L455',
@@ -73,6 +79,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-25-11-7-1 src/interfaces/cgroup.c#L315-L339',
         'gres.conf': 'slurm-25-11-7-1 src/interfaces/gres.c#L101-L116',
         'SelectTypeParameters': 'slurm-25-11-7-1 src/common/read_config.c#L3515-L3594',
+        'AutoDetect': 'slurm-25-11-7-1 src/interfaces/gres.c#L1347-L1368',
     },
     '26.05': {
         'slurm.conf': 'slurm-26-05-3-1 src/common/read_config.c#L217-L471',
@@ -81,6 +88,7 @@ SOURCES = {
         'cgroup.conf': 'slurm-26-05-3-1 src/interfaces/cgroup.c#L320-L345',
         'gres.conf': 'slurm-26-05-3-1 src/interfaces/gres.c#L101-L116',
         'SelectTypeParameters': 'slurm-26-05-3-1 src/common/read_config.c#L3673-L3755',
+        'AutoDetect': 'slurm-26-05-3-1 src/interfaces/gres.c#L1357-L1380',
     },
 }
 HISTORY = {
@@ -194,7 +202,11 @@ HISTORY = {
         'JobCompPort': (('22.05', 'uint32', None),),
         'JobCompType': (('22.05', 'string', None),),
         'JobCompUser': (('22.05', 'string', None),),
-        'JobContainerType': (('22.05', 'string', None),),
+        'JobContainerType': (
+            ('22.05', 'string', None),
+            ('25.11', 'renamed', 'JobContainerType has been replaced with NamespaceType and will be removed in a '
+                                 'future release, please update your config.'),
+        ),
         'JobCredentialPrivateKey': (
             ('22.05', 'string', None),
             ('23.11', 'defunct', 'Removed JobCredentialPrivateKey and JobCredentialPublicCertificate parameters.'),
@@ -206,7 +218,10 @@ HISTORY = {
         'JobFileAppend': (('22.05', 'uint16', None),),
         'JobRequeue': (('22.05', 'uint16', None),),
         'JobSubmitPlugins': (('22.05', 'string', None),),
-        'KeepAliveTime': (('22.05', 'uint32', None),),
+        'KeepAliveTime': (
+            ('22.05', 'renamed', 'KeepAliveTime parameter has moved to CommunicationParameters. Please update your '
+                                 'config.'),
+        ),
         'KillOnBadExit': (('22.05', 'uint16', None),),
         'KillWait': (('22.05', 'uint16', None),),
         'LaunchParameters': (('22.05', 'string', None),),
@@ -296,7 +311,10 @@ HISTORY = {
             ('22.05', 'defunct', 'SallocDefaultCommand has been removed. Please consider setting '
                                  'LaunchParameters=use_interactive_step instead.'),
         ),
-        'SbcastParameters': (('22.05', 'string', None),),
+        'SbcastParameters': (
+            ('22.05', 'renamed', 'SbcastParameters has been renamed to BcastParameters. Please update your '
+                                 'configuration.'),
+        ),
         'SchedulerAuth': (('22.05', 'defunct', None), ('24.05', None, None),),
         'SchedulerParameters': (('22.05', 'string', None),),
         'SchedulerTimeSlice': (('22.05', 'uint16', None),),
@@ -447,7 +465,9 @@ HISTORY = {
         'TRESBillingWeights': (('22.05', 'string', None),),
     },
     'cgroup.conf': {
-        'AllowedDevicesFile': (('22.05', 'string', None),),
+        'AllowedDevicesFile': (
+            ('22.05', 'renamed', 'AllowedDevicesFile option is obsolete, please remove it from your configuration.'),
+        ),
         'AllowedKmemSpace': (
             ('22.05', 'float', None),
             ('23.11', None, 'cgroup.conf - Removed deprecated parameters AllowedKmemSpace, ConstrainKmemSpace, '
@@ -560,6 +580,32 @@ VALUE_KEYWORDS = {
             'CR_Memory', 'CR_NO_DIST_TOPO_BLOCK', 'CR_ONE_TASK_PER_CORE', 'CR_PACK_NODES', 'CR_Socket',
             'CR_Socket_Memory', 'ENFORCE_BINDING_GRES', 'LL_SHARED_GRES', 'MULTIPLE_SHARING_GRES_PJ',
             'ONE_TASK_PER_SHARING_GRES',
+        ),
+    },
+    'AutoDetect': {
+        '22.05': (
+            'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '23.02': (
+            'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '23.11': (
+            'nrt', 'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '24.05': (
+            'nrt', 'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '24.11': (
+            'nrt', 'nvidia', 'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '25.05': (
+            'nrt', 'nvidia', 'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '25.11': (
+            'nrt', 'nvidia', 'nvml', 'off', 'oneapi', 'rsmi',
+        ),
+        '26.05': (
+            'full', 'nrt', 'nvidia', 'nvml', 'off', 'oneapi', 'rsmi',
         ),
     },
 }

@@ -3,7 +3,8 @@
 ``lookup(table, key, version)`` answers for one key of slurm.conf, cgroup.conf, a NodeName= or PartitionName= line
 or gres.conf, in the release the cluster runs (``"MAJOR.MINOR"``): the name as Slurm spells it and the type its
 parser declares, or why not (unknown: "did you mean"; removed, defunct or not yet added: in which release, with the
-release-notes line). Keys are case-insensitive in Slurm, so they are here.
+release-notes line; renamed, moved or obsolete: what to write instead). Keys are case-insensitive in Slurm, so they
+are here.
 
 A version between two known releases reads as the older one; one older than the first known release as the first;
 one newer than the last as the last (a newer release may add options this table does not know yet: refresh it with
@@ -24,6 +25,8 @@ except ImportError:  # pragma: no cover - until versions.py lands: the release D
 TABLES = tuple(HISTORY)
 _VERSION_RE = re.compile(r"\A([0-9]{2})\.([0-9]{2})(\.[0-9]+)?\Z")
 _CACHE = {}
+# The option a renamed one's message names: "has been renamed to X", "has moved to X", "has been replaced with X".
+_SUCCESSOR_RE = re.compile(r"(?:renamed to|moved to|replaced with) ([A-Za-z]+)")
 
 
 class OptionError(ValueError):
@@ -84,7 +87,7 @@ def table(name, version=None):
         cached = {}
         for key, changes in HISTORY[name].items():
             kind = _state(changes, release)[0]
-            if kind is not None and kind != "defunct":
+            if kind not in (None, "defunct", "renamed"):
                 cached[key.lower()] = (key, kind)
         _CACHE[(name, release)] = cached
     return cached
@@ -108,6 +111,11 @@ def lookup(name, key, version=None):
         if kind == "defunct":
             return _raise(expected, "%s (defunct since Slurm %s)" % (key, since), note or
                           "Slurm %s stops with 'The option \"%s\" is defunct'" % (release, spelled))
+        if kind == "renamed":
+            successor = _SUCCESSOR_RE.search(note or "")
+            return _raise(expected, "%s (%s)" % (key, "renamed" if successor else "obsolete"),
+                          "%s; Slurm %s logs \"%s\"" % ("write %s instead" % successor.group(1) if successor
+                                                        else "remove it", release, note))
         if since is not None:  # known once, gone now
             return _raise(expected, "%s (removed in Slurm %s)" % (key, since), note)
         first = changes[0][0]

@@ -62,6 +62,11 @@ def test_the_table_parser_reads_a_real_slurm_block():
     ("cgroup.conf", "SystemdTimeout", "22.05", "SystemdTimeout (added in Slurm 24.05)", "set slurm_version to 24.05"),
     ("partition", "MaxTme", "22.05", "unknown option MaxTme", "did you mean MaxTime?"),
     ("slurm.conf", "Frobnicate", "26.05", "unknown option Frobnicate", None),
+    # read, then logged as renamed, moved or obsolete (read_config.c, cgroup.c)
+    ("slurm.conf", "SbcastParameters", "22.05", "SbcastParameters (renamed)", "write BcastParameters instead"),
+    ("slurm.conf", "KeepAliveTime", "24.11", "KeepAliveTime (renamed)", "write CommunicationParameters instead"),
+    ("slurm.conf", "JobContainerType", "25.11", "JobContainerType (renamed)", "write NamespaceType instead"),
+    ("cgroup.conf", "AllowedDevicesFile", "23.11", "AllowedDevicesFile (obsolete)", "remove it; Slurm 23.11 logs"),
 ])
 def test_a_key_the_release_does_not_read_is_refused_with_why(table, key, version, found, hint):
     with pytest.raises(options.OptionError) as err:
@@ -108,3 +113,8 @@ def test_history_records_removals_and_defunct_options_with_their_release():
     assert HISTORY["cgroup.conf"]["CgroupAutomount"][-1][:2] == ("23.11", "defunct")
     assert HISTORY["slurm.conf"]["SlurmctldPlugstack"][-1][:2] == ("23.02", None)
     assert HISTORY["node"]["Sockets"] == (("22.05", "uint16", None),)
+
+
+def test_an_option_renamed_in_a_later_release_is_read_before_it():
+    assert options.lookup("slurm.conf", "JobContainerType", "25.05") == ("JobContainerType", "string")
+    assert HISTORY["slurm.conf"]["JobContainerType"][-1][:2] == ("25.11", "renamed")
