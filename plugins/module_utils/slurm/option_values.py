@@ -204,10 +204,42 @@ SHAPES = {
     ("partition", "OverTimeLimit"): lambda v: None if v.upper() in ("INFINITE", "UNLIMITED") or (
         v.isdigit() and v.isascii() and int(v) < 0xFFFF) else "INFINITE or minutes 0-65534",
     ("cgroup.conf", "MemorySwappiness"): _at_least(0, 100),
+    # read_config.c _validate_and_set_defaults, 22.05 to 26.05: values it logs as errors and then ignores or
+    # resets (KeepAliveTime, also bounded there, is refused by name: it moved to CommunicationParameters).
+    # "MessageTimeout is too high for effective fault-tolerance"
+    ("slurm.conf", "MessageTimeout"): _at_least(0, 100),
+    # "MinJobAge must be at least 2" (slurmctld resets it to 2)
+    ("slurm.conf", "MinJobAge"): _at_least(2),
+    # "MaxJobId can not exceed MAX_JOB_ID, resetting value" (slurm.h MAX_JOB_ID 0x03FFFFFF)
+    ("slurm.conf", "MaxJobId"): _at_least(1, 0x03FFFFFF),
+    # 24.11+: "Specified MaxNodeCount in slurm.conf (%d) is higher than the maximum allowed (%d)",
+    # MAX_SLURM_NODES 65536; 22.05 to 24.05 have no bound and abort allocating the node table
+    # ("grow_node_record_table_ptr: malloc failed", seen with MaxNodeCount=4294967294).
+    ("slurm.conf", "MaxNodeCount"): _at_least(1, 65536),
 }
+
+
+def _epilog_msg_time(value, version):
+    """25.11+: "EpilogMsgTime can not exceed %d, resetting value" (EPILOG_MSG_TIME_MAX 1000000 usec)."""
+    if parse_version(version) < (25, 11):
+        return None
+    return _at_least(0, 1000000)(value)
+
+
+def _autodetect(value, version):
+    """gres.c _handle_autodetect_flags: the flags the release knows (``nvidia`` from 24.11); anything else is
+    "unknown autodetect flag" and slurmd detects nothing."""
+    known = VALUE_KEYWORDS["AutoDetect"][release_for(version)]
+    if value.lower() in known:
+        return None
+    return "an AutoDetect flag Slurm %s knows (%s)" % (release_for(version), ", ".join(known))
+
+
 VERSIONED_SHAPES = {
     ("slurm.conf", "SelectTypeParameters"): _select_type_parameters,
+    ("slurm.conf", "EpilogMsgTime"): _epilog_msg_time,
     ("cgroup.conf", "CgroupPlugin"): _cgroup_plugin,
+    ("gres.conf", "AutoDetect"): _autodetect,
 }
 
 
@@ -224,3 +256,144 @@ def check(table, option, value, version):
     if expected is None:
         return None
     return expected, describe(value), "Slurm stops reading the file at a value it cannot parse for %s" % option
+
+
+# Options read_config.c judges together (_validate_and_set_defaults and _parse_partitionname, the same 22.05 to
+# 26.05): a combination it stops on, or where it ignores one of the values. Each rule takes the settings as
+# written ({Slurm's spelling: text}, defaults included) and the release, and returns None or (the options
+# involved, expected, found, hint).
+_TIME_PARTS_RE = re.compile(r"[0-9]+")
+_PRIORITY_WEIGHTS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairshare", "PriorityWeightJobSize",
+                     "PriorityWeightPartition", "PriorityWeightQOS")
+
+
+def _exclusive(ignored, kept):
+    def rule(settings, version):
+        if ignored in settings and kept in settings:
+            return ((ignored, kept), "%s or %s, not both" % (ignored, kept), "both",
+                    "Slurm ignores %s: \"mutually exclusive with %s\"" % (ignored, kept))
+        return None
+    return rule
+
+
+def _allow_deny(allow, deny):
+    def rule(settings, version):
+        if deny in settings and allow in settings and settings[allow].upper() != "ALL":
+            return ((deny, allow), "%s or %s, not both" % (allow, deny), "both",
+                    "Slurm ignores %s: \"Both %s and %s are defined\"" % (deny, allow, deny))
+        return None
+    return rule
+
+
+def _preempt(settings, version):
+    """PreemptType and PreemptMode values incompatible; PreemptMode=SUSPEND requires GANG too."""
+    mode = settings.get("PreemptMode", "OFF")
+    tokens = [t.lower() for t in mode.split(",")]
+    kind = ([t for t in tokens if t not in _PREEMPT_WITH] or ["off"])[0]
+    kind = {"cluster": "off", "on": "suspend"}.get(kind, kind)
+    ptype = settings.get("PreemptType", "preempt/none")
+    if kind == "suspend" and tokens == [tokens[0]]:
+        return (("PreemptMode",), "PreemptMode=SUSPEND,GANG", mode, "Slurm stops: \"PreemptMode=SUSPEND requires "
+                "GANG too\"")
+    without_gang = [t for t in tokens if t != "gang"]
+    if ptype == "preempt/none" and without_gang and without_gang != ["off"] and without_gang != ["cluster"]:
+        return (("PreemptMode", "PreemptType"), "PreemptMode=OFF (optionally with GANG) while PreemptType is "
+                "preempt/none", "PreemptMode=%s" % mode, "set PreemptType (preempt/partition_prio or preempt/qos); "
+                "Slurm stops: \"PreemptType and PreemptMode values incompatible\"")
+    if ptype in ("preempt/qos", "preempt/partition_prio") and kind == "off":
+        return (("PreemptType", "PreemptMode"), "a PreemptMode other than OFF with PreemptType=%s" % ptype,
+                "PreemptMode=%s" % mode, "Slurm stops: \"PreemptType and PreemptMode values incompatible\"")
+    return None
+
+
+def _uint(settings, key, default):
+    value = settings.get(key)
+    if value is None:
+        return default
+    if value.upper() in ("INFINITE", "UNLIMITED"):
+        return 0xFFFFFFFF
+    return int(value) if value.isdigit() else default
+
+
+def _priority_weights(settings, version):
+    """"PriorityWeight values too high, job priority value may overflow": their sum must fit 32 bits."""
+    total = sum(_uint(settings, key, 0) for key in _PRIORITY_WEIGHTS)
+    if total > 0xFFFFFFFF:
+        named = tuple(k for k in _PRIORITY_WEIGHTS if k in settings)
+        return (named, "PriorityWeight* values whose sum is at most 4294967295", "a sum of %d" % total,
+                "Slurm warns \"job priority value may overflow\"")
+    return None
+
+
+def _job_ids(settings, version):
+    """FirstJobId > MaxJobId stops Slurm (defaults 1 and 0x03ff0000, read_config.h)."""
+    first = _uint(settings, "FirstJobId", 1)
+    last = min(_uint(settings, "MaxJobId", 0x03FF0000), 0x03FFFFFF)
+    if first > last:
+        return (("FirstJobId", "MaxJobId"), "FirstJobId at most MaxJobId (%d)" % last, str(first),
+                "Slurm stops: \"FirstJobId > MaxJobId\"")
+    return None
+
+
+def _max_node_count(settings, version):
+    """MaxNodeCount only compatible with cons_tres (the default SelectType from 23.11, select/linear before)."""
+    if "MaxNodeCount" not in settings:
+        return None
+    default = "select/cons_tres" if parse_version(version) >= (23, 11) else "select/linear"
+    select = settings.get("SelectType", default)
+    if "cons_tres" not in select:
+        return (("MaxNodeCount", "SelectType"), "MaxNodeCount only with SelectType=select/cons_tres",
+                "SelectType=%s" % select, "Slurm stops: \"MaxNodeCount only compatible with cons_tres\"")
+    return None
+
+
+def _sched_log(settings, version):
+    if _uint(settings, "SlurmSchedLogLevel", 0) and "SlurmSchedLogFile" not in settings:
+        return (("SlurmSchedLogLevel",), "SlurmSchedLogFile set when SlurmSchedLogLevel is not 0",
+                "no SlurmSchedLogFile", "Slurm stops: \"SlurmSchedLogLevel requires SlurmSchedLogFile value\"")
+    return None
+
+
+def _mcs(settings, version):
+    plugin = settings.get("MCSPlugin")
+    if "MCSParameters" in settings and plugin is None:
+        return (("MCSParameters",), "MCSPlugin set when MCSParameters is", "no MCSPlugin",
+                "Slurm stops: \"MCSParameters=... used and no MCSPlugin\"")
+    if plugin == "mcs/group" and "MCSParameters" not in settings:
+        return (("MCSPlugin",), "MCSParameters with MCSPlugin=mcs/group", "no MCSParameters",
+                "Slurm stops: \"MCSPlugin is mcs/group and no MCSParameters\"")
+    return None
+
+
+def _decay(settings, version):
+    """PriorityDecayHalfLife=0 needs PriorityUsageResetPeriod, else "the priority plugin will result in rolling
+    over" and Slurm stops."""
+    half_life = settings.get("PriorityDecayHalfLife")
+    if half_life is None or "PriorityUsageResetPeriod" in settings:
+        return None
+    if half_life.lower() not in _TIME_WORDS and not any(int(n) for n in _TIME_PARTS_RE.findall(half_life)):
+        return (("PriorityDecayHalfLife",), "PriorityDecayHalfLife other than 0, or PriorityUsageResetPeriod set",
+                "PriorityDecayHalfLife=%s without PriorityUsageResetPeriod" % half_life,
+                "Slurm stops: \"You have to either have PriorityDecayHalfLife != 0 or PriorityUsageResetPeriod "
+                "set\"")
+    return None
+
+
+RELATIONS = {
+    "slurm.conf": (_exclusive("DefMemPerCPU", "DefMemPerNode"), _exclusive("MaxMemPerCPU", "MaxMemPerNode"),
+                   _preempt, _priority_weights, _job_ids, _max_node_count, _sched_log, _mcs, _decay),
+    "partition": (_exclusive("DefMemPerCPU", "DefMemPerNode"), _exclusive("MaxMemPerCPU", "MaxMemPerNode"),
+                  _allow_deny("AllowAccounts", "DenyAccounts"), _allow_deny("AllowQos", "DenyQos")),
+}
+
+
+def relation_problems(table, settings, version):
+    """[(options involved, expected, found, hint)] for combinations of `settings` (one table's final {Slurm's
+    spelling: text}, defaults included) that Slurm stops on, or where it ignores one of the values. The options
+    involved are in the order a message should name them (the ignored or offending one first)."""
+    problems = []
+    for rule in RELATIONS.get(table, ()):
+        found = rule(settings, version)
+        if found:
+            problems.append(found)
+    return problems
