@@ -89,7 +89,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars impo
 
 
 def _wanted(name):
-    return name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES)
+    # A YAML vars file may hold non-string keys (1.5: x); Ansible keeps them, and none is a schema variable.
+    return isinstance(name, str) and (name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES))
 
 
 def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):

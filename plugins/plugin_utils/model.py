@@ -167,6 +167,8 @@ MAX_PARTITIONS = 256
 MAX_FEATURES = 256
 # No NVIDIA GPU holds more than 7 GPU instances (MIG user guide); profiles.py checks each model's own limit.
 MAX_MIG_INSTANCES = 7
+# The most nodes a cluster can hold: MAX_SLURM_NODES (slurm.h, 24.11+); hostlist.c MAX_RANGE refuses a longer range.
+MAX_NODES = 65536
 # The most GPU entries a node can hold: one per /dev/nvidiaN minor (values.GPU_MINOR_MAX).
 MAX_GPUS = values.GPU_MINOR_MAX + 1
 
@@ -225,7 +227,11 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     Raises GresError listing every problem found.
     """
     col = _Collector()
-    groups = groups or {}
+    # Ansible hands over string host names, str-keyed variable mappings and lists of host names; anything else
+    # is not an inventory this model can name in a message, so it is read as empty.
+    hostvars = {str(h): hv if isinstance(hv, dict) else {} for h, hv in (hostvars or {}).items()}
+    groups = {str(g): [str(h) for h in members] if isinstance(members, (list, tuple)) else []
+              for g, members in (groups or {}).items()}
     # A cluster variable set to null (or left out) takes its default.
     cluster = {k: v for k, v in (cluster or {}).items() if v is not None}
     slurmd_hosts = list(groups.get(SLURMD_GROUP) or [])
@@ -239,10 +245,14 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     if not slurmd_hosts:
         col.add(cluster_host, "groups.%s" % SLURMD_GROUP, "at least one compute host in inventory group %s"
                 % SLURMD_GROUP, "no hosts")
+    elif len(slurmd_hosts) > MAX_NODES:
+        col.add(cluster_host, "groups.%s" % SLURMD_GROUP, "at most %d compute hosts (Slurm's MAX_SLURM_NODES; one "
+                "hostlist range holds at most that many names)" % MAX_NODES, "%d hosts" % len(slurmd_hosts))
+        slurmd_hosts = []
 
     for host in sorted(hostvars, key=natural_key):
         hv = hostvars[host] or {}
-        for key in sorted(hv):
+        for key in sorted(k for k in hv if isinstance(k, str)):
             if key.startswith(HOST_VAR_PREFIXES) and key not in HOST_VARS:
                 close = difflib.get_close_matches(key, HOST_VARS, n=1)
                 col.add(host, key, "a variable of the inventory schema (%s)" % ", ".join(HOST_VARS),
@@ -284,7 +294,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
                                                                      CLUSTER_VARS["slurm_cluster_name"])),
         "autodetect": _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
-                                                                 CLUSTER_VARS["slurm_gres_autodetect"])),
+                                                                 CLUSTER_VARS["slurm_gres_autodetect"]), version),
         "controllers": controllers,
         "settings": {
             "slurm_conf": _options(col, cluster_host, "slurm_conf_options", DEFAULT_SLURM_CONF,
@@ -298,9 +308,22 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "slurm_version": version,
         "cluster_host": str(cluster_host),
     }
+    _check_max_node_count(col, cluster_host, cluster.get("slurm_conf_options"), model["settings"]["slurm_conf"],
+                          len(slurmd_hosts))
     if col.count:
         raise GresError(col.result())
     return model
+
+
+def _check_max_node_count(col, host, overrides, settings, count):
+    """node_conf.c: "Attempting to create node record past MaxNodeCount" for every node beyond it (22.05 to 26.05;
+    the man page's "ignored if less than the number of nodes" is not what slurmd does)."""
+    value = settings.get("MaxNodeCount")
+    if value is None or not value.isdigit() or int(value) >= count:
+        return
+    key = [k for k in overrides if isinstance(k, str) and k.lower() == "maxnodecount"][0]
+    col.add(host, "slurm_conf_options.%s" % key, "MaxNodeCount at least the number of nodes (%d)" % count, value,
+            "slurmd logs \"Attempting to create node record past MaxNodeCount\" for every node beyond it")
 
 
 def _len(value):
@@ -314,13 +337,12 @@ def _node_name(col, host, hv):
     name = hv.get("slurm_node_name")
     if name is None:
         name = short_name(str(host))
-        problem = values.check_name(name, "Slurm node name", values.RESERVED_NODE_NAMES)
+        problem = values.check_node_name(name)
         if problem:
             col.add(host, "slurm_node_name", problem[0], "%s derived from the inventory name" % problem[1],
                     "set slurm_node_name" + ("; " + problem[2] if problem[2] else ""))
         return name
-    if not col.check(host, "slurm_node_name", values.check_name(name, "Slurm node name",
-                                                                values.RESERVED_NODE_NAMES)):
+    if not col.check(host, "slurm_node_name", values.check_node_name(name)):
         return short_name(str(host))
     return str(name)
 
@@ -585,11 +607,21 @@ def _cluster_name(col, host, value):
     return str(value)
 
 
-def _autodetect(col, host, value):
+def _autodetect(col, host, value, version):
+    """off, nvml or nvidia, and one the target release's slurmd knows (nvidia from 24.11: option_values)."""
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
     if isinstance(value, str) and value.lower() in AUTODETECT_CHOICES:
-        return value.lower()
+        mode = value.lower()
+        if option_values.check("gres.conf", "AutoDetect", mode, version) is None:
+            return mode
+        release = options.release_for(version)
+        known = [c for c in AUTODETECT_CHOICES if option_values.check("gres.conf", "AutoDetect", c, version) is None]
+        since = [r for r in options.RELEASES if option_values.check("gres.conf", "AutoDetect", mode, r) is None]
+        col.add(host, "slurm_gres_autodetect", "one of %s (the modes slurmd %s knows)" % (", ".join(known), release),
+                _describe(value), "AutoDetect=%s is new in Slurm %s; slurmd %s logs \"unknown autodetect flag\" and "
+                "detects nothing" % (mode, since[0] if since else "?", release))
+        return "off"
     col.add(host, "slurm_gres_autodetect", "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
     return "off"
 
@@ -690,10 +722,16 @@ def _options(col, host, var, defaults, overrides, owned, table, version):
         return merged
     owned_lower = {k.lower(): k for k in owned}
     records = {k.lower() for k in LINE_RECORD_KEYS} if table == "slurm.conf" else set()
+    written = {}  # Slurm's spelling -> the key as the user wrote it
     for key in sorted(overrides, key=str):
         value = overrides[key]
         field = "%s.%s" % (var, key)
         if not col.check(host, "%s[%r]" % (var, key), values.check_option_key(key)):
+            continue
+        twin = [k for k in overrides if k != key and isinstance(k, str) and k.lower() == key.lower()]
+        if twin:
+            col.add(host, field, "each option once (Slurm's option names are case-insensitive)",
+                    "%s and %s" % (key, twin[0]))
             continue
         if key.lower() in owned_lower:
             col.add(host, field, "an option the renderer does not derive from the inventory",
@@ -714,6 +752,10 @@ def _options(col, host, var, defaults, overrides, owned, table, version):
         text = _option_value(col, host, field, value, name, kind, table, version)
         if text is not None:
             merged[name] = text
+            written[name] = key
+    for involved, expected, found, hint in option_values.relation_problems(table, merged, version):
+        named = [k for k in involved if k in written] or [k for k in involved if k in merged] or list(involved)
+        col.add(host, "%s.%s" % (var, written.get(named[0], named[0])), expected, found, hint)
     return merged
 
 

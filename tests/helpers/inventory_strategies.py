@@ -11,13 +11,13 @@ field). Anything else, a traceback above all, propagates.
 The same strategies drive tests/unit (no slurmd), tests/integration (the real ``slurmd -G`` judges every rendered
 node) and scripts/fuzz-render.py (through ansible-playbook).
 """
-import importlib.util
 import re
 
 from hypothesis import strategies as st
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import RELEASES
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import parse_version
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     parse_gres_conf,
     parse_slurm_conf,
@@ -33,12 +33,6 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 CLUSTER_HOST = "localhost"
-# Issue 9 (Slurm versions) owns two rules the fuzzer would otherwise trip over on Slurm 22.05: hostlist forms the
-# target parses (node[01-02]-ib) and AutoDetect=nvidia (24.11+). Until its versions.py lands the generator leaves
-# those two shapes out; tests/unit/plugins/plugin_utils/test_hostile_cases.py keeps both as strict xfails, so the
-# day they are fixed the xfails fail and these lines go.
-VERSIONS_LANDED = importlib.util.find_spec(
-    "ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions") is not None
 
 GPU_TYPES = ("a100", "h100_pcie", "l40s", "v100-sxm2", "rtx6000.ada", "gh200", "a30")
 MIG_LAYOUTS = (("A100-80GB", ("7g.80gb",)), ("A100-80GB", ("3g.40gb", "3g.40gb")),
@@ -49,7 +43,7 @@ SLURM_OPTIONS = (
     ("SlurmctldDebug", ("info", "debug", "error")),
     ("SlurmdDebug", ("info", "verbose")),
     ("MaxJobCount", (10000, "250000", 1)),
-    ("MinJobAge", (300, 0)),
+    ("MinJobAge", (300, 2)),
     ("KillWait", (30, 65535)),
     ("MessageTimeout", (10, 100)),
     ("SchedulerParameters", (["bf_window=4320", "defer"], "bf_continue")),
@@ -101,10 +95,8 @@ def node_names(draw, count):
     """`count` distinct inventory host names with their Slurm node names (short names), realistic shapes."""
     prefix = draw(st.sampled_from(("gpu", "node", "n", "cpu-", "dgx", "gpu-a", "hpc")))
     width = draw(st.integers(1, 3))
-    suffixes = ("", ".example.org", ".lab")
-    if VERSIONS_LANDED:
-        suffixes += ("-ib", "-ib.lab")
-    suffix = draw(st.sampled_from(suffixes))
+    # -ib: Slurm before 23.11 cannot read a hostlist suffix (node[01-02]-ib), so the render writes them out
+    suffix = draw(st.sampled_from(("", ".example.org", ".lab", "-ib", "-ib.lab")))
     numbers = draw(st.lists(st.integers(0, 10 ** width - 1), min_size=count, max_size=count, unique=True))
     return ["%s%0*d%s" % (prefix, width, n, suffix) for n in numbers]
 
@@ -174,7 +166,9 @@ def valid_inventories(draw, slurm_version=None):
     version = slurm_version or draw(st.sampled_from((None,) + RELEASES))
     if version:
         cluster["slurm_version"] = version
-    autodetect = ("off", "nvml", False) + (("nvidia",) if VERSIONS_LANDED else ())
+    # AutoDetect=nvidia is new in 24.11 (the model refuses it for older releases)
+    new_enough = version and parse_version(version) >= (24, 11)
+    autodetect = ("off", "nvml", False) + (("nvidia",) if new_enough else ())
     if draw(st.booleans()):
         cluster["slurm_gres_autodetect"] = draw(st.sampled_from(autodetect))
     if draw(st.booleans()):

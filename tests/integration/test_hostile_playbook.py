@@ -1,8 +1,10 @@
 """Issue 11's hostile values through the render-only playbook: one run, every value refused naming its host and
 field, no traceback, nothing written. (The unit tests check each case alone; this checks that Ansible's own loading
-of the inventory, big integers, non-ASCII text and nested values included, reaches the same validation.)"""
+of the inventory, big integers, non-ASCII text and nested values included, reaches the same validation.) Case 1,
+valid input, renders files the real slurmd reads."""
 import os
 
+import slurmd_oracle
 from render_helpers import write_inventory
 from test_render_playbook import render
 
@@ -54,3 +56,25 @@ def test_every_hostile_value_is_refused_naming_host_and_field_and_nothing_is_wri
     missing = [e for e in expected if e not in out]
     assert not missing, "refusals not reported: %s\n%s" % (missing, out)
     assert not os.path.exists(dest)
+
+
+def test_1_identical_suffixed_nodes_render_files_slurmd_reads(tmp_path):
+    slurmd_oracle.require_oracle()
+    hosts = {"all": {"children": {"slurmctld": {"hosts": {"head.lab": None}},
+                                  "slurmd": {"hosts": {"node01-ib": None, "node02-ib": None}}}}}
+    node = dict(SHAPE, slurm_gres_gpus=[GPU])
+    release = slurmd_oracle.slurmd_release()  # the files are for the slurmd that judges them
+    inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"all": {"slurm_version": release},
+                                                                     "slurmd": node}, host_vars={"head.lab": {}})
+    dest = tmp_path / "out"
+    rc, out = render(inventory, dest)
+    assert rc == 0, out
+    slurm_conf = (dest / "slurm.conf").read_text()
+    # Slurm reads a hostlist suffix (node[01-02]-ib) from 23.11 on
+    written = "node[01-02]-ib" if tuple(map(int, release.split("."))) >= (23, 11) else "node01-ib,node02-ib"
+    assert "NodeName=%s " % written in slurm_conf
+    for name in ("node01-ib", "node02-ib"):
+        result = slurmd_oracle.run_slurmd_g(name, slurm_conf, (dest / name / "gres.conf").read_text(), 2, 4, 1,
+                                            extra_files={"cgroup.conf": (dest / "cgroup.conf").read_text()})
+        assert result.ok, result.describe()
+        assert result.counts() == {"gpu:a100": 1}, result.describe()

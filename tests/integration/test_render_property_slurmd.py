@@ -72,6 +72,24 @@ def judge_with_slurmd(inventory):
 @example(_one(cluster={"slurm_partitions": [{"name": "p", "nodes": "ALL", "options": {"MaxTime": "1 Nodes=x"}}]}))
 @example(({"ctl": {"slurm_ctld_addr": "10.0.0.1\nFoo=bar"}, "gpu01": dict(SHAPE)}, dict(GROUPS),
           {"slurm_version": ORACLE_VERSION}))
+# Found by a second, independent generator (random mutations of any value, key or container; issue 11's
+# acceptance run), each once rendered into files slurmd refused or crashed on:
+@example(({"ctl": {}, "node01-ib": dict(SHAPE, slurm_gres_gpus=[{"index": 0, "type": "a100"}]),
+           "node02-ib": dict(SHAPE, slurm_gres_gpus=[{"index": 0, "type": "a100"}])},
+          {"slurmctld": ["ctl"], "slurmd": ["node01-ib", "node02-ib"]}, {"slurm_version": ORACLE_VERSION}))
+@example(({"ctl": {}, "n1": dict(SHAPE), "n2": dict(SHAPE, slurm_gres_gpus=[{"index": 0, "type": "a100"}])},
+          {"slurmctld": ["ctl"], "slurmd": ["n1", "n2"]},
+          {"slurm_version": ORACLE_VERSION, "slurm_conf_options": {"MaxNodeCount": 1}}))  # "past MaxNodeCount"
+@example(_one(cluster={"slurm_gres_autodetect": "nvidia"}))                        # unknown to 22.05's slurmd
+@example(_one(slurm_node_name="gpu37030640169483212613"))                          # cut to ULONG_MAX by strtoul
+@example(_one(cluster={"slurm_conf_options": {"PreemptMode": "REQUEUE"}}))          # needs a PreemptType
+@example(_one(cluster={"slurm_conf_options": {"MaxNodeCount": 4294967294}}))       # slurmd aborts: malloc failed
+@example(_one(cluster={"slurm_conf_options": {"MaxMemPerCPU": 4096, "MaxMemPerNode": 1}}))  # one is ignored
+@example(_one(cluster={"slurm_conf_options": {"MessageTimeout": 65533}}))           # "too high"
+@example(_one(cluster={"slurm_conf_options": {"PriorityWeightAge": 2 ** 32 - 1, "PriorityWeightQOS": 5}}))
+@example(_one(cluster={"slurm_cgroup_conf_options": {"AllowedDevicesFile": "/etc/slurm/devices.conf"}}))
+@example(_one(cluster={"slurm_cgroup_conf_options": {"CgroupPlugin": "autodetect", "cgroupplugin": "cgroup/v1"}}))
+@example(_one(cluster={"slurm_conf_options": {1: 2}, "slurm_partitions": [{"name": "p", "nodes": "ALL", 7: 1}]}))
 def test_rendered_files_pass_slurmd_or_the_inventory_is_refused_naming_host_and_field(inventory):
     slurmd_oracle.require_oracle()
     judge_with_slurmd(inventory)

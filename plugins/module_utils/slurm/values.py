@@ -150,6 +150,26 @@ def check_name(value, kind="name", reserved=(), max_len=NAME_MAX):
     return None
 
 
+# Slurm's hostlist code reads the digits that end a node name as one unsigned long (hostlist.c, strtoul): a larger
+# number is cut to ULONG_MAX, so two names become one ("Duplicated NodeName n18446744073709551615"), and ULONG_MAX
+# itself, as a range end, crashes slurmd 22.05 (seen live: signal 11 on NodeName=n[...614,...615]).
+NODE_NUMBER_MAX = 0xFFFFFFFFFFFFFFFF - 1
+_TRAILING_DIGITS_RE = re.compile(r"([0-9]+)\Z")
+
+
+def check_node_name(value):
+    """A Slurm node name: check_name with the reserved words of NodeName=, and a final number Slurm's hostlist
+    code can hold."""
+    problem = check_name(value, "Slurm node name", RESERVED_NODE_NAMES)
+    if problem:
+        return problem
+    digits = _TRAILING_DIGITS_RE.search(value)
+    if digits and int(digits.group(1)) > NODE_NUMBER_MAX:
+        return ("a Slurm node name whose final number is at most %d" % NODE_NUMBER_MAX, _short(value),
+                "Slurm's hostlists read that number as an unsigned 64-bit integer")
+    return None
+
+
 def check_gres_type(value):
     """A GRES type in Gres=name:type:count and gres.conf Type=."""
     expected = "a GRES type such as a100 (%s)" % GRES_TYPE_CHARS

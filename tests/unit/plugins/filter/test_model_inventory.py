@@ -63,3 +63,12 @@ def test_plain_dict_hostvars_work_too():
                                     "slurm_node_threads_per_core": 1, "slurm_gres_gpus": [{"index": 0, "type": "t4"}]}}
     groups = {"all": ["ctl01", "n1"], "slurmctld": ["ctl01"], "slurmd": ["n1"]}
     assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
+
+
+def test_a_vars_file_with_non_string_keys_is_read_not_crashed_on(tmp_path):
+    # YAML allows `1.5: x` in host_vars and Ansible keeps the float key (found by issue 11's second generator:
+    # the filter failed with "'_AnsibleTaggedFloat' object has no attribute 'startswith'")
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": {**GPU_GROUP, 1.5: "x", 7: [1]}},
+                             host_vars={"cpu1": {None: 1, True: "y"}})
+    model = model_from_inventory(*load_inventory(source))
+    assert sorted(n["name"] for n in model["nodes"]) == ["cpu1", "gpu-a01", "gpu-a02", "gpu-a03"]

@@ -1,5 +1,6 @@
 """The eleven inventories of issue 11 that once reached a Slurm file (or a traceback), and the 148 refusals that
-named no inventory field: each is refused now by validation, naming host and field, before anything is rendered.
+named no inventory field: cases 2 to 11 are refused now by validation, naming host and field, before anything is
+rendered; case 1 (valid input) renders a hostlist the target release reads.
 
 Each case is one small inventory; the general rule behind it is tested in tests/unit/plugins/module_utils/slurm
 (values, options) and by the property tests. tests/integration/test_hostile_playbook.py runs the same cases
@@ -111,18 +112,26 @@ def test_the_cases_differ_from_a_valid_inventory_in_the_named_value_only():
     assert parse_slurm_conf(files["slurm.conf"])["nodes"]["gpu01"]["gres"] == {"gpu:a100": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: hostlist forms per Slurm version (22.05 refuses node[01-02]-ib)")
-def test_1_identical_suffixed_nodes_never_render_a_hostlist_22_05_refuses():
+@pytest.mark.parametrize("version, written", [
+    ("22.05", "NodeName=node01-ib,node02-ib "),    # 22.05: "Unable to create NodeAddr list from node[01-02]-ib"
+    ("23.11", "NodeName=node[01-02]-ib "),         # NEWS 23.11.0: a shared suffix after the brackets
+])
+def test_1_identical_suffixed_nodes_render_a_hostlist_the_release_reads(version, written):
     hostvars, groups, cluster = inventory(hosts={"node01-ib": dict(SHAPE), "node02-ib": dict(SHAPE)})
-    cluster["slurm_version"] = "22.05"
-    try:
-        files = render_all(build_cluster_model(hostvars, groups, cluster))
-    except GresError:
-        return  # refusing is acceptable too
-    assert "node[01-02]-ib" not in files["slurm.conf"]
+    cluster["slurm_version"] = version
+    cluster["slurm_partitions"] = [{"name": "ib", "nodes": ["node01-ib", "node02-ib"]}]
+    files = render_all(build_cluster_model(hostvars, groups, cluster))
+    assert written in files["slurm.conf"]
+    assert "Nodes=%s " % written.split("=")[1].strip() in files["slurm.conf"]
+    assert sorted(parse_slurm_conf(files["slurm.conf"])["nodes"]) == ["gpu01", "node01-ib", "node02-ib"]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9: AutoDetect modes per Slurm version (nvidia is 24.11+)")
-def test_autodetect_nvidia_is_refused_for_22_05():
-    with pytest.raises(GresError):
+def test_autodetect_nvidia_is_refused_before_24_11_naming_the_release_that_added_it():
+    with pytest.raises(GresError) as err:
         build_cluster_model(*inventory(cluster={"slurm_gres_autodetect": "nvidia", "slurm_version": "22.05"}))
+    (problem,) = err.value.problems
+    assert (problem.host, problem.field) == ("localhost", "slurm_gres_autodetect")
+    assert problem.expected == "one of off, nvml (the modes slurmd 22.05 knows)"
+    assert "new in Slurm 24.11" in problem.hint
+    model = build_cluster_model(*inventory(cluster={"slurm_gres_autodetect": "nvidia", "slurm_version": "24.11"}))
+    assert "AutoDetect=nvidia" in render_all(model)["gpu01/gres.conf"]

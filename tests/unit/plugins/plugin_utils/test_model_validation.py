@@ -168,6 +168,21 @@ CASES = [
     ("two default partitions", set_cluster("slurm_partitions", [
         {"name": "a", "nodes": "ALL", "default": True}, {"name": "b", "group": "gpu", "default": True}]),
      "localhost", "slurm_partitions", "at most one partition with default: true", "2 (a, b)"),
+    ("an option twice, in two spellings", set_cluster("slurm_cgroup_conf_options", {
+        "CgroupPlugin": "autodetect", "cgroupplugin": "cgroup/v1"}), "localhost",
+     "slurm_cgroup_conf_options.CgroupPlugin", "each option once", "CgroupPlugin and cgroupplugin"),
+    ("options Slurm ignores one of, named as written", set_cluster("slurm_conf_options", {
+        "maxmempercpu": 4096, "MaxMemPerNode": 100000}), "localhost", "slurm_conf_options.maxmempercpu",
+     "MaxMemPerCPU or MaxMemPerNode, not both", "both"),
+    ("a PreemptMode the default PreemptType stops on", set_cluster("slurm_conf_options", {"PreemptMode": "REQUEUE"}),
+     "localhost", "slurm_conf_options.PreemptMode", "while PreemptType is preempt/none", "PreemptMode=REQUEUE"),
+    ("partition options Slurm ignores one of", set_cluster("slurm_partitions", [
+        {"name": "p", "nodes": "ALL", "options": {"AllowQos": "normal", "DenyQos": "low"}}]), "localhost",
+     "slurm_partitions[0].options.DenyQos", "AllowQos or DenyQos, not both", "both"),
+    ("fewer nodes allowed than the inventory has", set_cluster("slurm_conf_options", {"maxnodecount": 1}),
+     "localhost", "slurm_conf_options.maxnodecount", "MaxNodeCount at least the number of nodes (2)", "1"),
+    ("a node name whose number Slurm cannot hold", set_var("slurm_node_name", "gpu99999999999999999999"), HOST,
+     "slurm_node_name", "whose final number is at most 18446744073709551614", "'gpu99999999999999999999'"),
 ]
 
 
@@ -263,3 +278,10 @@ def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
         build_cluster_model(hostvars, groups, {})
     text = str(err.value)
     assert "host gpu-m1: slurm_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text
+
+
+def test_more_compute_hosts_than_slurm_holds_are_refused_before_any_is_read():
+    hostvars, groups, cluster = base()
+    groups["slurmd"] += ["n%d" % i for i in range(65535)]
+    problems = problems_of(hostvars, groups, cluster)
+    assert [(p.host, p.field, p.found) for p in problems] == [("localhost", "groups.slurmd", "65537 hosts")]

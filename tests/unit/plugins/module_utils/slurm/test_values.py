@@ -31,6 +31,16 @@ def test_node_names(name, ok):
     assert (values.check_name(name, "Slurm node name", values.RESERVED_NODE_NAMES) is None) == ok
 
 
+@pytest.mark.parametrize("name, ok", [
+    ("n18446744073709551614", True), ("n18446744073709551615", False), ("n99999999999999999999", False),
+    ("n000000000000000000000001", True), ("rack99999999999999999999-n1", True), ("default", False),
+])
+def test_a_node_names_final_number_fits_slurms_hostlist_number(name, ok):
+    # hostlist.c reads the number with strtoul: larger ones are cut to ULONG_MAX (two names become one), and
+    # ULONG_MAX itself crashed slurmd 22.05 (seen live)
+    assert (values.check_node_name(name) is None) == ok
+
+
 def test_partition_names_reserve_default_only():
     assert values.check_name("all", "partition name", values.RESERVED_PARTITION_NAMES) is None
     assert values.check_name("Default", "partition name", values.RESERVED_PARTITION_NAMES)[0].endswith(
