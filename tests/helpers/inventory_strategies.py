@@ -31,6 +31,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     node_gres,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import users_guide_files
 
 CLUSTER_HOST = "localhost"
 
@@ -305,6 +306,8 @@ def judge(inventory):
         check_refusal(exc.problems, set(hostvars) | {CLUSTER_HOST})
         return exc.problems
     check_files(model, files)
+    # the render step also writes the users' guide from the same model (no install group in these inventories)
+    files.update(users_guide_files(model, files))
     return Rendered(model, files)
 
 
