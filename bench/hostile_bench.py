@@ -39,6 +39,10 @@ CASES = {
     "a 10^5000 integer": "inv(node={'slurm_node_sockets': 10 ** 5000})",
     "a list nested 5,000 deep": "inv(node={'slurm_node_features': nested(5000)})",
     "4,096 hosts each with 3 bad values": "big(bad=True)",
+    "1,000,000 hosts in group slurmd": "({'ctl': {}}, {'slurmctld': ['ctl'], 'slurmd': ['n%d' % i for i in "
+                                       "range(10 ** 6)]}, {})",
+    "an option in 200 spellings": "inv(cluster={'slurm_conf_options': {''.join(c.upper() if (i >> k) & 1 else c "
+                                  "for k, c in enumerate('maxjobcount')): 5 for i in range(200)}})",
 }
 
 PRELUDE = r"""
