@@ -121,6 +121,7 @@ def main():
     print("targets (each < %.0f s CPU, the 4,096-node ones < %.2f s = 2x the yardstick; < %d MB; no traceback): %s"
           % (CPU_TARGET_S, cpu_target, MEMORY_TARGET_MB, "met" if ok else "MISSED"))
     if opts.json:
+        os.makedirs(os.path.dirname(os.path.abspath(opts.json)), exist_ok=True)
         with open(opts.json, "w") as handle:
             json.dump(results, handle, indent=2)
     return 0 if ok else 1

@@ -42,6 +42,11 @@ class ConfText(object):
                 raise ValueError("raw text may hold comment lines only: %r" % line)
             self.chunks.append(comment_text(line) + "\n")
 
+    def verbatim(self, text):
+        """Lines another renderer wrote and checked (a node's live MIG block). They are not in ``meant``: only the
+        controller's render, which never has them, is read back."""
+        self.chunks.append(text)
+
     def line(self, pairs, origin=None):
         """Add ``Key=Value ...``. Each pair is (key, value) or (key, value, (host, field)); ``origin`` is the
         default (host, field) for pairs without their own."""
