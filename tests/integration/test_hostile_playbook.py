@@ -24,6 +24,9 @@ NODES = {
     "default.lab": (dict(SHAPE), "slurm_node_name"),
     "gpu10.lab": (dict(SHAPE, slurm_gres_gpus=[dict(GPU, cores=-1)]), "slurm_gres_gpus[0].cores"),
     "gpu11.lab": (dict(SHAPE, slurm_gres_gpus=[dict(GPU, type="a100\n")]), "slurm_gres_gpus[0].type"),
+    # what Ansible itself cannot load: a vars file that is not a mapping, a template that fails
+    "gpu12.lab": ("just a string", "vars"),
+    "gpu13.lab": (dict(SHAPE, slurm_node_sockets="{{ nosuch_variable }}"), "slurm_node_sockets"),
 }
 CLUSTER = {
     "slurm_conf_options": {"MaxJobCount": "1000 MinJobAge=5", "SchedulerParameters": ["defer", "x\nFoo=bar"],
