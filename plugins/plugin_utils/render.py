@@ -5,10 +5,6 @@ and must say exactly the Key=Value lines the renderer meant (no extra line or ke
 one the target Slurm release reads, and per node and GRES type slurm.conf's count must equal gres.conf's;
 otherwise it raises GresError.
 """
-import re
-
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
-
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf, options
@@ -17,6 +13,10 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf imp
     GENERATED,
     node_gres_conf,
     node_gres_conftext,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import (
+    HOSTLIST_SUFFIX_SINCE,
+    slurm_hostlist,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText, read_back_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
@@ -29,26 +29,9 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
 CLUSTER = "(cluster)"  # origin of lines no single inventory value decides
 
 
-# Slurm reads a hostlist suffix after the brackets ("node[01-02]-ib") from 23.11 on (NEWS 23.11.0: "Allow for a
-# shared suffix to be used with the hostlist format"); 22.05 stops with "Unable to create NodeAddr list from
-# node[01-02]-ib" (seen live). Issue 9's release table (versions.py) owns this rule once it lands.
-HOSTLIST_SUFFIX_SINCE = (23, 11)
-
-
 def hostlist_expr(names, version):
-    """A Slurm hostlist of `names` in a form the target release parses: python-hostlist's compression, with any
-    bracketed token that continues after its ']' written out name by name for releases before 23.11."""
-    expr = hostlist.collect_hostlist(list(names))
-    if options.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE:
-        return expr
-    tokens = []
-    for token in re.split(r",(?![^\[]*\])", expr):
-        if "]" in token and not token.endswith("]"):
-            tokens.extend(hostlist.expand_hostlist(token))
-        else:
-            tokens.append(token)
-    return ",".join(tokens)
-
+    """A Slurm hostlist of `names` in a form the target release parses (``hostlists.slurm_hostlist``)."""
+    return slurm_hostlist(names, options.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE)
 
 
 def _node_pairs(node, gres):
