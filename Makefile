@@ -46,6 +46,7 @@ test: system-deps setup lint
 # hostile one when a pathological inventory takes over a second or 300 MB).
 bench: setup
 	rc=0; $(PY) bench/render_bench.py --json bench/out/render.json || rc=$$?; \
+	$(PY) bench/topology_bench.py --json bench/out/topology.json || rc=$$?; \
 	$(PY) bench/deploy_bench.py --json bench/out/deploy.json || rc=$$?; \
 	$(PY) bench/hostile_bench.py --json bench/out/hostile.json || rc=$$?; exit $$rc
 

@@ -10,11 +10,16 @@ import subprocess
 import pytest
 import testpaths
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpusets
+
 ROOT = testpaths.ROOT
 EMULATOR_DIR = os.path.join(ROOT, "tests", "emulator")
 
 import fake_sysfs  # noqa: E402
+import hwloc_oracle  # noqa: E402
+import hwloc_sysfs  # noqa: E402
 import machines  # noqa: E402
+import topology_corpus  # noqa: E402
 
 ANSIBLE = os.path.join(ROOT, ".venv", "bin", "ansible")
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
@@ -81,7 +86,10 @@ def test_generated_shapes(tmp_path, shape):
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
     hw = result["ansible_facts"]["slurm_gres_hw"]
-    assert hw["cpu"] == {"sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
+    assert {k: hw["cpu"][k] for k in ("sockets", "cores_per_socket", "threads_per_core")} == {
+        "sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
+    assert hw["cpu"]["shape_fits"] is True
+    assert hw["cpu"]["source"] == "libhwloc", hw["cpu"]["source_notes"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
     # Whole sockets: Slurm cores s*C .. s*C+C-1.
     per = shape[1]
@@ -108,6 +116,38 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
         ["topo", "-m"],
         ["--query-compute-apps=gpu_uuid,pid,used_memory,process_name", "--format=csv,noheader,nounits"]]
     assert result["commands"][0][0] == SMI
+
+
+@pytest.mark.parametrize("name, source", [("nvidiaDGX2", "auto"), ("nvidiaDGX2", "sysfs"),
+                                          ("power8gpudistances", "auto"), ("24em64t-2n6c2t-pci", "lstopo")])
+def test_real_machines_from_hwlocs_corpus(tmp_path, name, source):
+    """DGX-2 (16 GPUs), POWER8 with 4 P100 and a Xeon with 3 Teslas from hwloc's test XMLs: every GPU's
+    slurm_cores is hwloc-calc's answer on the machine's own topology, whichever source the module used."""
+    hwloc_oracle.require()
+    kind, xml = topology_corpus.prepare(os.path.join(ROOT, "tests", "fixtures", "hwloc", "xml", name + ".xml.xz"),
+                                        str(tmp_path / "in"))
+    full = hwloc_oracle.full_xml(xml, kind, str(tmp_path / "full.xml"))
+    view = hwloc_oracle.slurm_view_xml(xml, kind, str(tmp_path / "view.xml"))
+    root = tmp_path / "root"
+    with open(full) as handle:
+        info = hwloc_sysfs.write(str(root), handle.read())
+    profile = machines.hwloc_profile(info, "hwloc tests/hwloc/xml/%s.xml" % name)
+    fake_sysfs.write_gpu_information(str(root), [{"pci_bus_id": g["pci_bus_id"], "minor": g["minor"]}
+                                                 for g in profile["gpus"]])
+    path = tmp_path / "profile.json"
+    machines.write(str(path), profile)
+    result = run_module("nvidia_smi=%s sysfs_root=%s topology_source=%s" % (SMI, root, source), path)
+    assert not result.get("failed"), result.get("msg")
+    hw = result["ansible_facts"]["slurm_gres_hw"]
+    assert hw["cpu"]["source"] == ("libhwloc" if source == "auto" else source)
+    masks = [cpusets.to_hwloc_bitmap(cpusets.parse_cpulist(g["cpu_affinity"])) for g in profile["gpus"]]
+    expected = hwloc_oracle.intersect_cores(view, masks)
+    assert [g["slurm_cores"] for g in hw["gpus"]] == [fake_sysfs._ranges(cores) for cores in expected]
+    assert len(hw["gpus"]) == len(info["gpus"]) > 0
+    if hwloc_oracle.slurmd_path():
+        assert hw["cpu"]["slurmd_c"] == hwloc_oracle.slurmd_view(view)["slurmd_c"]
+    if not hw["cpu"]["shape_fits"]:
+        assert any("slurmd -C would print: " + hw["cpu"]["slurmd_c"] in w for w in result.get("warnings", []))
 
 
 def test_mig_profile_runs_the_mig_listings(tmp_path):

@@ -77,7 +77,8 @@ def read_state(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
     Returns ``{"smi", "gpus", "processes", "hw", "warnings", "commands"}``; raises CollectError.
     """
     parsed = {}
-    hw, warnings, commands = collect(run, sysfs_root, nvidia_smi_path, which, parsed=parsed)
+    # The MIG plan needs no core numbers: sysfs is enough, and spares starting hwloc on every runbook step.
+    hw, warnings, commands = collect(run, sysfs_root, nvidia_smi_path, which, parsed=parsed, topology_source="sysfs")
     smi = commands[0][0]
     gis = parsed.get("lgi") or []
     cis = parsed.get("lci") or []
