@@ -5,11 +5,11 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: mig_step_model
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: The cluster model for one node's step of a serial MIG reconfiguration
 description:
-  - The MIG runbook (C(playbooks/mig-reconfigure.yml)) changes one node at a time, and slurmctld restarts at each
+  - The MIG runbook (C(hpc.slurm_gres.mig_reconfigure)) changes one node at a time, and slurmctld restarts at each
     step. The slurm.conf of a step must therefore carry the new Gres of the node being changed and the Gres every
     other node has I(now), or slurmctld would drain the nodes whose turn has not come.
   - Returns a copy of the model where O(host) keeps the inventory's layout and each other host named in O(live)
