@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: gres_render_inventory
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Validate the inventory, render every Slurm GPU file and prove it, in one step
 description:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: mig_gres_conf
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Complete a node's gres.conf with one MultipleFiles line per live MIG device
 description:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_facts
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Gather NVIDIA GPUs, CPU layout and GPU core locality as Slurm sees them
 description:
@@ -24,30 +24,11 @@ description:
     task; it is listed in RV(ansible_facts.slurm_gres_hw.lost_gpus) and the GPUs that answered are returned.
     C(No devices were found) returns an empty GPU list.
   - Changes nothing on the node.
-options:
-  nvidia_smi:
-    description:
-      - The nvidia-smi command, either a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
-    description:
-      - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia-caps/mig-minors),
-        C(proc/driver/nvidia/gpus/*/information) and C(proc/<pid>) are read. Tests point it at a fake tree.
-    type: path
-    default: /
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
-    support: full
-    description: Linux nodes with the NVIDIA driver.
+extends_documentation_fragment:
+  - hpc.slurm_gres.nvidia
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.attributes.read_only
+  - hpc.slurm_gres.attributes.facts
 notes:
   - Slurm core indices follow hwloc's logical order (packages, then cores within a package, in the order of their
     lowest OS cpu; one index per core whatever its thread count). A GPU whose CPU affinity is C(0-31,64-95) on a
@@ -112,7 +93,7 @@ ansible_facts:
               elements: int
             numa_affinity: {description: NUMA nodes of the GPU (C(topo -m)); null when not reported., type: list,
                             elements: int}
-            numa_node: {description: The GPU's NUMA node, or null when unknown or ambiguous., type: int}
+            numa_node: {description: "The GPU's NUMA node, or null when unknown or ambiguous.", type: int}
             slurm_cores:
               description: Slurm core indices local to the GPU as a range string (C(Cores=) syntax); null when the
                 affinity or the CPU topology is unknown.
@@ -147,15 +128,13 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import (
+    NVIDIA_ARGUMENT_SPEC, CollectError, collect)
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
-        ),
+        argument_spec=dict(NVIDIA_ARGUMENT_SPEC),
         supports_check_mode=True,
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_verify
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Check staged slurm.conf and gres.conf against a node's GPUs before slurmd restarts
 description:
@@ -36,15 +36,6 @@ options:
     description: The Slurm node name of this host (its C(NodeName) in slurm.conf).
     type: str
     required: true
-  nvidia_smi:
-    description: The nvidia-smi command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
-    description: Root under which C(sys/devices/system/cpu) and C(proc/driver/nvidia*) are read. Tests point it at a
-      fake tree.
-    type: path
-    default: /
   dev_root:
     description:
       - Root under which the device files gres.conf names are checked, C(<dev_root>/dev/nvidia0) for
@@ -85,16 +76,10 @@ options:
         with spaces as underscores (C(nvidia_a100-sxm4-80gb)); failing that, a warning asks for a pattern.
     type: dict
     default: {}
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    support: full
-    description: Linux nodes with the NVIDIA driver.
+extends_documentation_fragment:
+  - hpc.slurm_gres.nvidia
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.attributes.read_only
 notes:
   - Runs the same nvidia-smi calls as M(hpc.slurm_gres.gpu_facts), each with an argument list, never through a shell.
   - The role C(hpc.slurm_gres.slurm_gres_verify) stages rendered files in a temporary directory, runs this module
@@ -143,7 +128,7 @@ findings:
     gpu: {description: "nvidia-smi index, a range string for several GPUs, or null.", type: raw}
     expected: {description: What the check wanted., type: str}
     found: {description: What it found., type: str}
-    hint: {description: Consequence and remedy, or null., type: str}
+    hint: {description: "Consequence and remedy, or null.", type: str}
   sample: [{"severity": "error", "check": "present", "gpu": null,
             "expected": "8 GPUs of type a100 visible to nvidia-smi",
             "found": "declares 8 a100, nvidia-smi sees 7", "hint": "a GPU fell off the bus, ..."}]
@@ -192,7 +177,8 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import (
+    NVIDIA_ARGUMENT_SPEC, CollectError, collect)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_gres_conf, parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
@@ -259,11 +245,10 @@ def _gpu_plugins(plugin_dir, slurm_text):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            NVIDIA_ARGUMENT_SPEC,
             gres_conf=dict(type="path", required=True),
             slurm_conf=dict(type="path", required=True),
             node_name=dict(type="str", required=True),
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
             dev_root=dict(type="path", default="/"),
             slurmd=dict(type="path"),
             slurmd_version=dict(type="str"),

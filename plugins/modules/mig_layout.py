@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: mig_layout
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Apply MIG layouts (GPU instances per GPU) with nvidia-smi, idempotently, and check the result
 description:
@@ -46,36 +46,28 @@ options:
       - A GPU not named here is looked up by the name nvidia-smi reports.
     type: dict
     default: {}
-  nvidia_smi:
-    description: The nvidia-smi command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
-    description:
-      - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia*) and C(proc/<pid>) are read. Tests point
-        it at a fake tree.
-    type: path
-    default: /
   host:
     description: The name used in messages. Defaults to the node's host name.
     type: str
+extends_documentation_fragment:
+  - hpc.slurm_gres.nvidia
+  - hpc.slurm_gres.attributes
 attributes:
   check_mode:
     support: full
-    details: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
+    description: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
+    description: The plan (RV(plan)) says what would change; there is no file to diff.
 notes:
   - Needs root, as nvidia-smi does to change MIG mode and instances.
-  - Drain the node and stop slurmd first; the runbook C(playbooks/mig-reconfigure.yml) does all of it, including
-    gres.conf, slurm.conf and the daemon restarts that GRES count changes need.
+  - Drain the node and stop slurmd first; the runbook playbook C(hpc.slurm_gres.mig_reconfigure) does all of it,
+    including gres.conf, slurm.conf and the daemon restarts that GRES count changes need.
 seealso:
   - module: hpc.slurm_gres.gpu_facts
   - name: MIG layouts, placements and the reconfiguration runbook
     description: docs/mig.md and docs/runbooks/mig-reconfiguration.md in the collection.
-    link: https://github.com/hpc-slurm-gres/hpc.slurm_gres/blob/main/docs/mig.md
+    link: https://github.com/hpc-slurm-gres/slurm_gres/blob/main/docs/mig.md
 """
 
 EXAMPLES = r"""
@@ -186,15 +178,15 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.apply import ApplyError, apply_layouts
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import NVIDIA_ARGUMENT_SPEC
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            NVIDIA_ARGUMENT_SPEC,
             layouts=dict(type="dict", required=True),
             models=dict(type="dict", default={}),
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
             host=dict(type="str"),
         ),
         supports_check_mode=True,

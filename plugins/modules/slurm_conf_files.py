@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_conf_files
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Read Slurm configuration files (installed ones, the ones a daemon last started with) at once
 description:
@@ -28,15 +28,9 @@ options:
     description: Refuse files larger than this many bytes (Slurm configuration files are small).
     type: int
     default: 4194304
-attributes:
-  check_mode:
-    support: full
-    description: Read-only.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    support: full
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.attributes.read_only
 """
 
 EXAMPLES = r"""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_confirm
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Wait for a Slurm node to register with its declared Gres, and resume a GRES-mismatch drain
 description:
@@ -51,24 +51,17 @@ options:
     description: Seconds between polls.
     type: float
     default: 2
-  scontrol:
-    description: The scontrol command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: scontrol
-  slurm_conf:
-    description: Path of the slurm.conf scontrol reads (E(SLURM_CONF)); the system default when unset.
-    type: path
+extends_documentation_fragment:
+  - hpc.slurm_gres.scontrol
+  - hpc.slurm_gres.attributes
 attributes:
   check_mode:
     support: full
     description: Waits and judges as usual; a resume is reported as a change but not made.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
-    support: full
+    description: A resume changes a node state, not a file; there is nothing to diff.
 notes:
-  - Run it where scontrol reaches slurmctld, typically with C(delegate_to) a controller.
   - Slurm 22.05 pins a node's GRES count at its first registration after slurmctld starts; see the deploy guide
     (docs/deploy.md) for the restart order that avoids drains.
 seealso:
@@ -119,7 +112,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
-    describe, parse_show_node, registration_verdict)
+    SCONTROL_ARGUMENT_SPEC, describe, parse_show_node, registration_verdict)
 
 
 class Scontrol(object):
@@ -146,6 +139,7 @@ class Scontrol(object):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            SCONTROL_ARGUMENT_SPEC,
             node=dict(type="str", required=True),
             expected_gres=dict(type="dict", default={}),
             check_gres=dict(type="bool", default=True),
@@ -153,8 +147,6 @@ def main():
             resume=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
             interval=dict(type="float", default=2),
-            scontrol=dict(type="str", default="scontrol"),
-            slurm_conf=dict(type="path"),
         ),
         supports_check_mode=True,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_info
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Read slurmctld's view of Slurm nodes (state, registered Gres, drain reason)
 description:
@@ -24,22 +24,10 @@ options:
   expected_gres:
     description: Node name to a dict of GRES key to count (for example C(gpu:a100) to 4). When set, RV(verdicts) is returned.
     type: dict
-  scontrol:
-    description: The scontrol command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: scontrol
-  slurm_conf:
-    description: Path of the slurm.conf scontrol reads (E(SLURM_CONF)); the system default when unset.
-    type: path
-attributes:
-  check_mode:
-    support: full
-    description: Read-only.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    support: full
+extends_documentation_fragment:
+  - hpc.slurm_gres.scontrol
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.attributes.read_only
 seealso:
   - module: hpc.slurm_gres.slurm_node_confirm
 """
@@ -87,7 +75,8 @@ verdicts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_show_node, registration_verdict
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
+    SCONTROL_ARGUMENT_SPEC, parse_show_node, registration_verdict)
 
 
 def read_nodes(module, scontrol, names):
@@ -117,10 +106,9 @@ def read_nodes(module, scontrol, names):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            SCONTROL_ARGUMENT_SPEC,
             nodes=dict(type="list", elements="str", default=[]),
             expected_gres=dict(type="dict"),
-            scontrol=dict(type="str", default="scontrol"),
-            slurm_conf=dict(type="path"),
         ),
         supports_check_mode=True,
     )

@@ -61,7 +61,7 @@ def node_groups(model):
         expr = hostlist.collect_hostlist(group["names"])
         result.append((natural_key(group["names"][0]), expr, _node_line(group["node"], group["gres"]), group["gres"]))
     result.sort(key=lambda item: item[0])
-    return [(expr, opts, gres) for _, expr, opts, gres in result]
+    return [(expr, opts, gres) for _key, expr, opts, gres in result]
 
 
 def _tres(model, user_value):
@@ -119,7 +119,7 @@ def render_slurm_conf(model):
 
     groups = node_groups(model)
     out.append("\n# Compute nodes (%d): identical nodes share one line\n" % len(model["nodes"]))
-    for expr, opts, _ in groups:
+    for expr, opts, _gres in groups:
         out.append(" ".join(["NodeName=%s" % expr] + opts) + "\n")
 
     out.append("\n# Partitions\n")

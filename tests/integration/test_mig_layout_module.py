@@ -29,7 +29,7 @@ def runner(node, log):
 
     def run(argv):
         log.append(list(argv))
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(argv, env=env, check=False, capture_output=True, text=True, timeout=60)
         return proc.returncode, proc.stdout, proc.stderr
     return run
 

@@ -5,8 +5,6 @@ slurm.conf ``Gres=`` counts from ``mig.mig_gres_types``: slurmd must accept ever
 type, and report one device per MIG instance with its three device files.
 """
 
-import os
-
 from slurmd_oracle import require_oracle, run_slurmd_g
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import profiles as mig
@@ -15,7 +13,6 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import render a
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_minors
 
 import fake_sysfs  # noqa: E402
-import testpaths
 
 SLURM_CONF = """\
 ClusterName=migtest

@@ -68,7 +68,7 @@ def test_gres_conf_has_one_multiplefiles_line_per_instance_with_existing_caps(gp
 def test_nvidia_smi_shows_the_layout(gpu):
     out = gpu.check_output("nvidia-smi -L")
     profiles = sorted(re.findall(r"^\s+MIG (\S+)\s+Device", out, re.M))
-    assert profiles == sorted(p for p, n in LAYOUT.items() for _ in range(n)), out
+    assert profiles == sorted(p for p, n in LAYOUT.items() for _copy in range(n)), out
 
 
 def test_one_1g_10gb_instance_can_be_allocated(ctl):

@@ -100,7 +100,8 @@ def _cores(cpus):
         members.setdefault((package, core), []).append(cpu)
     package_first = {}
     for (package, _core), cpu_list in members.items():
-        package_first[package] = min(package_first.get(package, min(cpu_list)), min(cpu_list))
+        first = min(cpu_list)
+        package_first[package] = min(package_first.get(package, first), first)
     ordered = sorted(members.items(), key=lambda item: (package_first[item[0][0]], min(item[1])))
     return [(package, core, sorted(cpu_list)) for (package, core), cpu_list in ordered]
 

@@ -17,6 +17,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import smi a
 RC_NO_DEVICES = 6
 RC_GPU_LOST = 15
 
+# The options of every module that gathers through here (documented by the doc fragment hpc.slurm_gres.nvidia).
+NVIDIA_ARGUMENT_SPEC = {
+    "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+    "sysfs_root": {"type": "path", "default": "/"},
+}
+
 
 class CollectError(Exception):
     """nvidia-smi missing or failing: ``str()`` is the message, ``details`` goes into fail_json."""

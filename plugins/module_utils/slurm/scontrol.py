@@ -15,6 +15,12 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import fold_untyped
 
+# The options of every module that runs scontrol (documented by the doc fragment hpc.slurm_gres.scontrol).
+SCONTROL_ARGUMENT_SPEC = {
+    "scontrol": {"type": "str", "default": "scontrol"},
+    "slurm_conf": {"type": "path"},
+}
+
 # Drains slurmctld sets when a node's GRES registration disagrees with slurm.conf. Only these are ever
 # resumed by the deploy, and only once the node's Gres matches again.
 GRES_DRAIN_PATTERNS = (

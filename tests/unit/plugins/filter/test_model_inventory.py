@@ -31,7 +31,7 @@ def test_templated_values_are_templated_per_host(tmp_path):
     assert sorted(nodes) == ["cpu1", "gpu-a01", "gpu-a02x", "gpu-a03"]
     assert nodes["gpu-a01"]["gpus"][1]["cores"] == "16-31"
     assert nodes["gpu-a02x"]["gpus"][1]["cores"] == "16-23"
-    assert type(nodes["gpu-a01"]["gpus"][0]["type"]) is str
+    assert type(nodes["gpu-a01"]["gpus"][0]["type"]) is str  # pylint: disable=unidiomatic-typecheck
 
 
 def test_duplicate_index_from_group_vars_fails_with_host_and_index(tmp_path):

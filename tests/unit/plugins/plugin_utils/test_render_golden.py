@@ -15,7 +15,7 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "exa
 
 def golden_files():
     found = {}
-    for folder, _, names in os.walk(GOLDEN):
+    for folder, _subdirs, names in os.walk(GOLDEN):
         for name in names:
             path = os.path.join(folder, name)
             with open(path, encoding="utf-8") as handle:

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `make sanity`: ansible-test sanity on this collection, offline-capable, with the ansible-core of a venv.
+#
+# ansible-test wants the collection at .../ansible_collections/hpc/slurm_gres in a git work tree; this copies
+# the files git knows (tracked, plus untracked ones not ignored) to .cache/sanity/ansible_collections/hpc/
+# slurm_gres and runs there. ansible-test's own tool venvs (pylint, validate-modules, ...) and its pip bootstrap
+# live under a private HOME, .cache/ansible-test-home, so a rerun reuses them; the pip bootstrap script it would
+# download from ci-files.testing.ansible.com (unreachable here) is replaced by scripts/sanity-get-pip.py.
+#
+#   scripts/sanity.sh                      every sanity test (those that need docker or the network are skipped)
+#   scripts/sanity.sh --test pep8          ansible-test's own options pass through
+#   VENV=.cache/compat/2.16 scripts/sanity.sh   with another ansible-core (the venv's python and ansible-test)
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${VENV:-$root/.venv}
+[[ $venv = /* ]] || venv=$root/$venv
+python=$venv/bin/python
+[[ -x $venv/bin/ansible-test ]] || { echo "sanity: no ansible-test in $venv (make setup)" >&2; exit 1; }
+pyver=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+core=$("$python" -c 'from ansible.release import __version__; print(".".join(__version__.split(".")[:2]))')
+
+work=$root/.cache/sanity/$core
+dest=$work/ansible_collections/hpc/slurm_gres
+home=$root/.cache/ansible-test-home
+
+# The pip version ansible-test bootstraps its venvs with, and the stand-in for its download.
+pip_version=$("$python" - <<'PY'
+import os, re, ansible_test
+path = os.path.join(os.path.dirname(ansible_test.__file__), "_internal", "python_requirements.py")
+found = re.search(r"pip='([0-9.]+)'", open(path).read())
+print(found.group(1) if found else "")
+PY
+)
+[[ -n $pip_version ]] || { echo "sanity: cannot tell which pip this ansible-test bootstraps" >&2; exit 1; }
+mkdir -p "$home/.ansible/test/cache"
+cp "$root/scripts/sanity-get-pip.py" "$home/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+
+rm -rf "$dest"
+mkdir -p "$dest"
+# shellcheck disable=SC2016  # the inner sh expands its own arguments
+(cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 -r sh -c '
+  for f; do [ -e "$f" ] || [ -L "$f" ] && printf "%s\0" "$f"; done' sh) \
+  | tar -C "$root" --null -T - -cf - | tar -C "$dest" -xf -
+git -C "$dest" init -q
+git -C "$dest" add -A
+
+start=$SECONDS
+cd "$dest"
+rc=0
+HOME=$home ANSIBLE_COLLECTIONS_PATH=$work "$venv/bin/ansible-test" sanity --color no \
+  --python "$pyver" --python-interpreter "$python" "$@" || rc=$?
+echo "sanity: ansible-core $core, Python $pyver: exit $rc in $((SECONDS - start)) s"
+exit "$rc"
