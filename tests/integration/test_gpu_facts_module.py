@@ -16,8 +16,8 @@ EMULATOR_DIR = os.path.join(ROOT, "tests", "emulator")
 import fake_sysfs  # noqa: E402
 import machines  # noqa: E402
 
-ANSIBLE = os.path.join(ROOT, ".venv", "bin", "ansible")
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+ANSIBLE = testpaths.ANSIBLE
+PYTHON = testpaths.PYTHON
 SMI = os.path.join(EMULATOR_DIR, "nvidia-smi")
 
 
@@ -35,12 +35,12 @@ def run_module(args, profile_file=None, log=None, check=False):
             "-m", "hpc.slurm_gres.gpu_facts", "-a", args]
     if check:
         argv.append("--check")
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=120)
     try:
         data = json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError("ansible output is not JSON (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout,
-                                                                             proc.stderr))
+        raise AssertionError("ansible output is not JSON (rc %d):\n%s\n%s" % (
+            proc.returncode, proc.stdout, proc.stderr))
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
@@ -58,7 +58,7 @@ def expected_cores(lay, profile):
     for gpu in sorted(profile["gpus"], key=lambda g: g["pci_bus_id"]):
         cpus = []
         for part in gpu["cpu_affinity"].split(","):
-            lo, _, hi = part.partition("-")
+            lo, _sep, hi = part.partition("-")
             cpus.extend(range(int(lo), int(hi or lo) + 1))
         out.append(fake_sysfs._ranges(fake_sysfs.expected_slurm_cores(lay, cpus)))
     return out
@@ -98,8 +98,8 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
     assert not result.get("failed"), result.get("msg")
     hw = result["ansible_facts"]["slurm_gres_hw"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
-    assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in sorted(profile["gpus"],
-                                                                            key=lambda g: g["pci_bus_id"])]
+    by_bus_id = sorted(profile["gpus"], key=lambda g: g["pci_bus_id"])
+    assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in by_bus_id]
     # Only the three calls of the contract, as argument lists (no MIG here).
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls == [

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# `make compat` / `make compat-min`: the collection on every ansible-core minor it admits.
+#
+# For each ansible-core minor: a venv in .cache/compat/<minor> (ansible-core==<minor>.*, pytest, python-hostlist,
+# on a Python that release supports as a controller), then with it
+#   - the unit tests, the module tests and the render-only playbook tests (pytest, run by that venv's Python:
+#     tests/helpers/testpaths.py takes ansible and ansible-playbook from beside it);
+# and once at the end, tests/compat/test_same_render.py: every version renders the same inventories
+# (inventories/example, the molecule deploy inventory, an all-defaults one, ...) through
+# `ansible-playbook hpc.slurm_gres.deploy_gres`, and every tree must be byte-identical to the newest version's.
+# The checkout's .venv takes part in that comparison too.
+#
+#   scripts/compat.sh                  every minor in VERSIONS below
+#   scripts/compat.sh 2.16 2.21        those minors
+#   scripts/compat.sh --min            the lowest minor meta/runtime.yml admits, compared with .venv
+#   COMPAT_SANITY=1 scripts/compat.sh  also `ansible-test sanity` of each version (tests/sanity/ignore-X.Y.txt)
+#   COMPAT_PYTHON_2_17=/usr/bin/python3.10 ...   the interpreter for one minor (default: PYTHON_FOR below,
+#                                                found on PATH or under pyenv's versions)
+# Exit status 0 only when every version passed; the closing table has each version's result and times.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+cache=$root/.cache/compat
+
+# ansible-core minor -> the Python it runs on here. Controller Pythons: 2.16/2.17 3.10-3.12, 2.18/2.19
+# 3.11-3.13, 2.20/2.21 3.12-3.14. 2.16 runs on Debian 12's own 3.11 (so a fresh machine can run `--min`),
+# 2.17 on the oldest controller Python any of them supports, the rest spread over 3.12 and 3.13.
+VERSIONS=(2.16 2.17 2.18 2.19 2.20 2.21)
+declare -A PYTHON_FOR=([2.16]=3.11 [2.17]=3.10 [2.18]=3.12 [2.19]=3.13 [2.20]=3.12 [2.21]=3.13)
+# What each version runs: unit tests, the modules through ansible, the render-only playbook.
+PYTEST_TARGETS=(
+  tests/unit
+  tests/integration/test_render_playbook.py
+  tests/integration/test_gpu_facts_module.py
+  tests/integration/test_gres_verify_module.py
+  tests/integration/test_mig_layout_module.py
+  tests/integration/test_slurm_node_confirm.py
+)
+PACKAGES=(pytest "python-hostlist>=2.0")
+
+lowest_admitted() {
+  sed -nE 's/^requires_ansible: *"?>= *([0-9]+\.[0-9]+).*/\1/p' "$root/meta/runtime.yml"
+}
+
+find_python() {  # find_python 3.11 -> path of a working python3.11, or nothing
+  local want=$1 candidate
+  local -a candidates=("python$want" "/usr/bin/python$want" "/usr/local/bin/python$want")
+  for candidate in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$want".*/bin/python"$want"; do
+    candidates+=("$candidate")
+  done
+  for candidate in "${candidates[@]}"; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+      "$candidate" -c "import sys, venv; sys.exit(sys.version_info[:2] != tuple(map(int, '$want'.split('.'))))" \
+        >/dev/null 2>&1; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  return 0
+}
+
+versions=()
+minimal=0
+for arg in "$@"; do
+  case $arg in
+    --min) minimal=1; versions+=("$(lowest_admitted)") ;;
+    [0-9]*.[0-9]*) versions+=("$arg") ;;
+    *) echo "compat: unknown argument $arg (versions like 2.16, or --min)" >&2; exit 2 ;;
+  esac
+done
+[[ ${#versions[@]} -gt 0 ]] || versions=("${VERSIONS[@]}")
+
+# The tests read ansible's output through the json callback of ansible.posix, which only the full `ansible`
+# package in .venv bundles: the version venvs (ansible-core alone) find it there, after the checkout's link.
+site=$("$root/.venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [[ ! -d $site/ansible_collections/ansible/posix ]]; then
+  echo "compat: no ansible.posix in $site (make setup installs it with the ansible package)" >&2
+  exit 1
+fi
+export ANSIBLE_COLLECTIONS_PATH="$root/.cache/collections:$site"
+
+declare -A result detail
+bins=()
+failed=0
+mkdir -p "$cache"
+for v in "${versions[@]}"; do
+  override=COMPAT_PYTHON_${v//./_}
+  pyver=${PYTHON_FOR[$v]:-}
+  python=${!override:-}
+  if [[ -z $python ]]; then
+    if [[ -z $pyver ]]; then
+      result[$v]=FAILED; detail[$v]="no Python known for ansible-core $v: add it to PYTHON_FOR in $0"
+      failed=1; continue
+    fi
+    python=$(find_python "$pyver")
+  fi
+  if [[ -z $python ]]; then
+    result[$v]=FAILED
+    detail[$v]="no python$pyver here (pyenv install $pyver, or COMPAT_PYTHON_${v//./_}=/path/to/python)"
+    failed=1; continue
+  fi
+
+  venv=$cache/$v
+  t0=$SECONDS
+  stamp="$("$python" -VV 2>&1 | head -1) | ansible-core==$v.* ${PACKAGES[*]}"
+  if [[ ! -x $venv/bin/ansible-playbook || $(cat "$venv/.stamp" 2>/dev/null) != "$stamp" ]]; then
+    echo "compat: building $venv with $python"
+    rm -rf "$venv"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "ansible-core==$v.*" "${PACKAGES[@]}"
+    echo "$stamp" >"$venv/.stamp"
+  fi
+  build=$((SECONDS - t0))
+  core=$("$venv/bin/python" -c 'from ansible.release import __version__; print(__version__)')
+  pyfull=$("$venv/bin/python" -c 'import platform; print(platform.python_version())')
+
+  echo "compat: ansible-core $core on Python $pyfull: ${PYTEST_TARGETS[*]}"
+  t0=$SECONDS
+  log=$cache/$v.pytest.log
+  if "$venv/bin/python" -m pytest -q -p no:cacheprovider "${PYTEST_TARGETS[@]}" >"$log" 2>&1; then
+    result[$v]=passed
+  else
+    result[$v]=FAILED
+    failed=1
+    tail -n 30 "$log"
+  fi
+  detail[$v]="ansible-core $core, Python $pyfull: $(tail -n 1 "$log" | tr -d '=' | sed 's/^ *//'); venv ${build} s, tests $((SECONDS - t0)) s (log: ${log#"$root"/})"
+
+  if [[ ${COMPAT_SANITY:-0} == 1 ]]; then
+    t0=$SECONDS
+    if VENV=$venv "$root/scripts/sanity.sh" >"$cache/$v.sanity.log" 2>&1; then
+      detail[$v]+="; sanity passed in $((SECONDS - t0)) s"
+    else
+      result[$v]=FAILED; failed=1
+      detail[$v]+="; sanity FAILED in $((SECONDS - t0)) s (log: .cache/compat/$v.sanity.log)"
+      grep -E '^(ERROR|FATAL)' "$cache/$v.sanity.log" | head -n 20 || true
+    fi
+  fi
+  bins+=("$v=$venv/bin")
+done
+
+# Same files from every version, the checkout's .venv included.
+if [[ ${#bins[@]} -gt 0 ]]; then
+  [[ -x $root/.venv/bin/ansible-playbook ]] && bins+=("venv=$root/.venv/bin")
+  echo "compat: same render from ${bins[*]%%=*}"
+  t0=$SECONDS
+  log=$cache/same-render.log
+  if SLURM_GRES_COMPAT_BINS="${bins[*]}" "$root/.venv/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/compat/test_same_render.py >"$log" 2>&1; then
+    same="passed"
+  else
+    same="FAILED"; failed=1
+    tail -n 40 "$log"
+  fi
+  same+=" in $((SECONDS - t0)) s: $(tail -n 1 "$log" | tr -d '=' | sed 's/^ *//') (log: ${log#"$root"/})"
+fi
+
+echo
+echo "compat summary"
+for v in "${versions[@]}"; do
+  printf '  %-5s %-7s %s\n' "$v" "${result[$v]}" "${detail[$v]}"
+done
+[[ -z ${same:-} ]] || printf '  same render: %s\n' "$same"
+if [[ $minimal == 1 ]]; then
+  echo "  (--min: the lowest admitted version only; scripts/compat.sh runs every minor)"
+fi
+exit "$failed"
