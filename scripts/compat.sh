@@ -108,7 +108,12 @@ for v in "${versions[@]}"; do
     echo "compat: building $venv with $python"
     rm -rf "$venv"
     "$python" -m venv "$venv"
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "ansible-core==$v.*" "${PACKAGES[@]}"
+    if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "ansible-core==$v.*" "${PACKAGES[@]}" \
+      >"$cache/$v.pip.log" 2>&1; then
+      cat "$cache/$v.pip.log" >&2
+      result[$v]=FAILED; detail[$v]="pip could not install ansible-core==$v.* (log: .cache/compat/$v.pip.log)"
+      failed=1; continue
+    fi
     echo "$stamp" >"$venv/.stamp"
   fi
   build=$((SECONDS - t0))
