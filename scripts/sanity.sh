@@ -51,4 +51,28 @@ rc=0
 HOME=$home ANSIBLE_COLLECTIONS_PATH=$work "$venv/bin/ansible-test" sanity --color no \
   --python "$pyver" --python-interpreter "$python" "$@" || rc=$?
 echo "sanity: ansible-core $core, Python $pyver: exit $rc in $((SECONDS - start)) s"
+
+# The code that runs on the nodes (modules, module_utils) on the other Pythons a node may have, 3.9 (RHEL 9)
+# and up (tests/config.yml): compile and import, with every interpreter of those found here.
+if [[ $# -eq 0 ]]; then
+  # shellcheck source=scripts/find-python.sh
+  source "$root/scripts/find-python.sh"
+  supported=$("$python" -c 'from ansible_test._internal.constants import SUPPORTED_PYTHON_VERSIONS as s; print(*s)')
+  pythons=$home/pythons
+  mkdir -p "$pythons"
+  for v in ${SANITY_NODE_PYTHONS:-3.9 3.10 3.11 3.12 3.13}; do
+    [[ $v != "$pyver" && " $supported " == *" $v "* ]] || continue
+    interpreter=$(find_python "$v")
+    if [[ -z $interpreter ]]; then
+      echo "sanity: no python$v here: compile and import on it not run"
+      continue
+    fi
+    ln -sfn "$interpreter" "$pythons/python$v"
+    t0=$SECONDS
+    PATH=$pythons:$PATH HOME=$home ANSIBLE_COLLECTIONS_PATH=$work "$venv/bin/ansible-test" sanity --color no \
+      --test compile --test import --python "$v" || rc=$?
+    echo "sanity: compile and import on Python $v: $((SECONDS - t0)) s"
+  done
+fi
+echo "sanity: exit $rc after $((SECONDS - start)) s"
 exit "$rc"

@@ -25,8 +25,9 @@ PLAYBOOKS = sorted(name[:-4] for name in os.listdir(os.path.join(ROOT, "playbook
 MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "plugins", "modules")) if name.endswith(".py"))
 GOLDEN = os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "golden", "example")
 
-# What the tarball may hold: what an admin runs and reads, and the sanity ignores ansible-test reads where the
-# collection is installed. Anything else is development material and belongs in galaxy.yml's build_ignore.
+# What the tarball may hold: what an admin runs and reads, the sanity ignores ansible-test reads where the collection
+# is installed, and the ansible-lint exception for those (Galaxy's import runs ansible-lint on the tarball).
+# Anything else is development material and belongs in galaxy.yml's build_ignore.
 SHIPPED = re.compile(r"""^(
     MANIFEST\.json | FILES\.json | README\.md | LICENSE | CHANGELOG\.rst
   | meta/runtime\.yml
@@ -36,7 +37,7 @@ SHIPPED = re.compile(r"""^(
   | playbooks/[\w./-]+\.(yml|j2)
   | plugins/(modules|filter|doc_fragments|module_utils|plugin_utils)/[\w/]+\.py
   | roles/\w+/(README\.md|(defaults|handlers|meta|tasks|vars)/\w+\.yml)
-  | tests/config\.yml | tests/sanity/ignore-[\d.]+\.txt
+  | tests/config\.yml | tests/sanity/ignore-[\d.]+\.txt | \.ansible-lint-ignore
 )$""", re.X)
 
 
