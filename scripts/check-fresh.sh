@@ -132,7 +132,7 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   fi
   git clone --quiet --no-hardlinks "$src" "$merged/root/slurm_gres"
   cp "$run/inside.sh" "$merged/root/inside.sh"
-  exec env -i chroot "$merged" /bin/bash /root/inside.sh
+  exec env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin chroot "$merged" /bin/bash /root/inside.sh
 ' check-fresh "$base" "$run" "$root" 2>&1 | tee "$run.log" || rc=$?
 mv "$run.log" "$CACHE/last.log"
 
