@@ -14,3 +14,10 @@ for path in (COLLECTIONS, os.path.join(TESTS, "helpers"), os.path.join(TESTS, "e
              os.path.join(TESTS, "integration")):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "ansible_core: where ansible-core itself takes part (argument specs, AnsiballZ, check mode, "
+        "failures, inventories, templating, playbooks); `make test` reruns these on the lowest ansible-core "
+        "meta/runtime.yml admits (scripts/compat.sh --min), `make compat` runs everything on every version")

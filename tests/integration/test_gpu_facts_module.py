@@ -110,6 +110,7 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
     assert result["commands"][0][0] == SMI
 
 
+@pytest.mark.ansible_core
 def test_mig_profile_runs_the_mig_listings(tmp_path):
     path, root, _lay = machine(tmp_path, machines.load("a100-40gb-mig-ssup2"))
     log = tmp_path / "calls.log"
@@ -146,6 +147,7 @@ def test_lost_gpus(tmp_path):
     assert any("cannot reach a GPU" in w for w in result.get("warnings", []))
 
 
+@pytest.mark.ansible_core
 def test_check_mode(tmp_path):
     path, root, _lay = machine(tmp_path, machines.shape_profile(2, 8, 2, "linear", 1))
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path, check=True)
@@ -153,6 +155,7 @@ def test_check_mode(tmp_path):
     assert [g["slurm_cores"] for g in result["ansible_facts"]["slurm_gres_hw"]["gpus"]] == ["0-7", "8-15"]
 
 
+@pytest.mark.ansible_core
 def test_missing_nvidia_smi_fails_clearly(tmp_path):
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (tmp_path / "no-such-nvidia-smi", tmp_path))
     assert result["failed"]

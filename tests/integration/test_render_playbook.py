@@ -2,8 +2,11 @@
 import os
 import subprocess
 
+import pytest
 import testpaths
 from render_helpers import ROOT, write_inventory
+
+pytestmark = pytest.mark.ansible_core
 
 HOSTS = {"all": {"children": {
     "slurmctld": {"hosts": {"head.lab": None}},

@@ -72,6 +72,7 @@ def healthy(cluster):
     return cluster
 
 
+@pytest.mark.ansible_core
 def test_info_parses_the_live_node(healthy):
     result = run_module("slurm_node_info", {"nodes": [NODE, "nosuchnode"], "expected_gres": {NODE: GOOD}}, healthy)
     assert not result.get("failed"), result
@@ -84,12 +85,14 @@ def test_info_parses_the_live_node(healthy):
     assert result["verdicts"][NODE]["status"] == "ok"
 
 
+@pytest.mark.ansible_core
 def test_registered_node_is_ok_and_unchanged(healthy):
     result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 5}, healthy)
     assert not result.get("failed"), result
     assert result["status"] == "ok" and result["changed"] is False
 
 
+@pytest.mark.ansible_core
 def test_refused_registration_fails_fast_with_scontrol_reason(healthy):
     healthy.write_slurm_conf("gpu:a100:3,gpu:h100:2")
     healthy.restart_slurmctld()

@@ -9,6 +9,8 @@ from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import
 )
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_render_inventory import gres_render_inventory
 
+pytestmark = pytest.mark.ansible_core
+
 HOSTS = {"all": {"children": {
     "slurmctld": {"hosts": {"ctl01": None}},
     "slurmd": {"children": {"gpu": {"hosts": {"gpu-a[01:03].lab": None}}, "cpu": {"hosts": {"cpu1": None}}}},

@@ -10,6 +10,8 @@ from render_helpers import ROOT
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, check_relpath, plan, write
 
+pytestmark = pytest.mark.ansible_core
+
 FILES = {"slurm.conf": "ClusterName=x\n", "cgroup.conf": "ConstrainDevices=yes\n",
          "gpu-a01/gres.conf": "Name=gpu Type=a100 File=/dev/nvidia0\n", "gpu-a02/gres.conf": "Name=gpu\n"}
 
