@@ -30,9 +30,10 @@ lint: setup
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --profile production
 
-# ansible-test sanity with tests/sanity/ignore-X.Y.txt (offline-capable; its tool venvs are cached in .cache)
+# ansible-test sanity with tests/sanity/ignore-X.Y.txt (offline-capable; its tool venvs are cached in .cache);
+# one test: make sanity TEST=pep8
 sanity: setup
-	bash scripts/sanity.sh
+	bash scripts/sanity.sh $(if $(TEST),--test $(TEST))
 
 unit: setup
 	$(BIN)/pytest -q tests/unit
