@@ -35,8 +35,8 @@ SHIPPED = re.compile(r"""^(
   | docs/[\w./-]+\.md
   | inventories/example/[\w./-]+\.yml
   | playbooks/[\w./-]+\.(yml|j2)
-  | plugins/(modules|filter|doc_fragments|module_utils|plugin_utils)/[\w/]+\.py
-  | roles/\w+/(README\.md|(defaults|handlers|meta|tasks|vars)/\w+\.yml)
+  | plugins/\w+/[\w/]+\.py
+  | roles/\w+/(README\.md|(defaults|handlers|meta|tasks|vars)/\w+\.yml|templates/[\w./-]+\.j2)
   | tests/config\.yml | tests/sanity/ignore-[\d.]+\.txt | \.ansible-lint-ignore
 )$""", re.X)
 
