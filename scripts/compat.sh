@@ -5,16 +5,18 @@
 # on a Python that release supports as a controller), then with it
 #   - the unit tests, the module tests and the render-only playbook tests (pytest, run by that venv's Python:
 #     tests/helpers/testpaths.py takes ansible and ansible-playbook from beside it);
-# and once at the end, tests/compat/test_same_render.py: every version renders the same inventories
-# (inventories/example, the molecule deploy inventory, an all-defaults one, ...) through
+#   - `ansible-test sanity` of that version (scripts/sanity.sh, tests/sanity/ignore-X.Y.txt);
+# and once at the end, tests/compat/test_same_render.py: every version renders the same inventories (the
+# example, one without any cluster-wide variable, one with every option, one to refuse) through
 # `ansible-playbook hpc.slurm_gres.deploy_gres`, and every tree must be byte-identical to the newest version's.
 # The checkout's .venv takes part in that comparison too.
 #
 #   scripts/compat.sh                  every minor in VERSIONS below
-#   scripts/compat.sh 2.16 2.21        those minors
+#   scripts/compat.sh 2.14 2.21        those minors
 #   scripts/compat.sh --min            the lowest minor meta/runtime.yml admits: tests marked ansible_core,
 #                                      and the same render as .venv
-#   COMPAT_SANITY=1 scripts/compat.sh  also `ansible-test sanity` of each version (tests/sanity/ignore-X.Y.txt)
+#   COMPAT_SANITY=0 scripts/compat.sh  without `ansible-test sanity` of each version (on by default, but not with
+#                                      --min: `make test` runs `make sanity` with .venv's version)
 #   COMPAT_PYTHON_2_17=/usr/bin/python3.10 ...   the interpreter for one minor (default: PYTHON_FOR below,
 #                                                found on PATH or under pyenv's versions)
 # Exit status 0 only when every version passed; the closing table has each version's result and times.
@@ -24,11 +26,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 cache=$root/.cache/compat
 
-# ansible-core minor -> the Python it runs on here. Controller Pythons: 2.16/2.17 3.10-3.12, 2.18/2.19
-# 3.11-3.13, 2.20/2.21 3.12-3.14. 2.16 runs on Debian 12's own 3.11 (so a fresh machine can run `--min`),
-# 2.17 on the oldest controller Python any of them supports, the rest spread over 3.12 and 3.13.
-VERSIONS=(2.16 2.17 2.18 2.19 2.20 2.21)
-declare -A PYTHON_FOR=([2.16]=3.11 [2.17]=3.10 [2.18]=3.12 [2.19]=3.13 [2.20]=3.12 [2.21]=3.13)
+# ansible-core minor -> the Python it runs on here. Controller Pythons: 2.14/2.15 3.9-3.11, 2.16/2.17 3.10-3.12,
+# 2.18/2.19 3.11-3.13, 2.20/2.21 3.12-3.14. 2.14 runs on Debian 12's own 3.11 (so a fresh machine can run
+# `--min`; RHEL 9's ansible-core 2.14 package runs on 3.11 too), 2.15 on 3.9 (RHEL 9's python3: what
+# `pip install ansible-core` gives there), 2.17 on the oldest controller Python it supports, the rest spread
+# over 3.12 and 3.13.
+VERSIONS=(2.14 2.15 2.16 2.17 2.18 2.19 2.20 2.21)
+declare -A PYTHON_FOR=([2.14]=3.11 [2.15]=3.9 [2.16]=3.11 [2.17]=3.10 [2.18]=3.12 [2.19]=3.13 [2.20]=3.12 [2.21]=3.13)
 # What each version runs: unit tests, the modules through ansible, the render-only playbook.
 PYTEST_TARGETS=(
   tests/unit
@@ -126,7 +130,7 @@ for v in "${versions[@]}"; do
   fi
   detail[$v]="ansible-core $core, Python $pyfull: $(tail -n 1 "$log" | tr -d '=' | sed 's/^ *//'); venv ${build} s, tests $((SECONDS - t0)) s (log: ${log#"$root"/})"
 
-  if [[ ${COMPAT_SANITY:-0} == 1 ]]; then
+  if [[ ${COMPAT_SANITY:-$((1 - minimal))} == 1 ]]; then
     t0=$SECONDS
     if VENV=$venv "$root/scripts/sanity.sh" >"$cache/$v.sanity.log" 2>&1; then
       detail[$v]+="; sanity passed in $((SECONDS - t0)) s"

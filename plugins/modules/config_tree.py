@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: write {relative path: content} under a directory in one task, all or nothing."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: config_tree

@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: gather a node's NVIDIA GPUs, CPU layout and GPU-to-core locality as ansible_facts.slurm_gres_hw."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_facts

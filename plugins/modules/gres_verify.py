@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: prove staged slurm.conf + gres.conf fit this node before they are installed."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_verify

@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: bring each GPU of a node to its declared MIG layout, idempotently, and prove it took."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: mig_layout

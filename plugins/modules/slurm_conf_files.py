@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: read Slurm configuration files from several directories in one call."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_conf_files

@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: wait until slurmctld shows a node registered with the Gres it should have; resume a GRES drain."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_confirm

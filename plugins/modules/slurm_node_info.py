@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: what slurmctld says about nodes (scontrol show node), parsed."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_info
