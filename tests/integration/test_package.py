@@ -23,7 +23,7 @@ ROLES = sorted(os.listdir(os.path.join(ROOT, "roles")))
 PLAYBOOKS = sorted(name[:-4] for name in os.listdir(os.path.join(ROOT, "playbooks"))
                    if name.endswith(".yml") and "_" in name)
 MODULES = sorted(name[:-3] for name in os.listdir(os.path.join(ROOT, "plugins", "modules")) if name.endswith(".py"))
-GOLDEN = os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "golden", "example")
+GOLDEN = os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "golden")
 
 # What the tarball may hold: what an admin runs and reads, the sanity ignores ansible-test reads where the collection
 # is installed, and the ansible-lint exception for those (Galaxy's import runs ansible-lint on the tarball).
@@ -36,7 +36,7 @@ SHIPPED = re.compile(r"""^(
   | inventories/example/[\w./-]+\.yml
   | playbooks/[\w./-]+\.(yml|j2)
   | plugins/\w+/[\w/]+\.py
-  | roles/\w+/(README\.md|(defaults|handlers|meta|tasks|vars)/\w+\.yml|templates/[\w./-]+\.j2)
+  | roles/\w+/(README\.md|(defaults|handlers|meta|tasks|vars)/\w+\.yml|templates/[\w./-]+\.j2|files/[\w./-]+)
   | tests/config\.yml | tests/sanity/ignore-[\d.]+\.txt | \.ansible-lint-ignore
 )$""", re.X)
 
@@ -87,6 +87,15 @@ def tree(dest):
     return files
 
 
+def golden_example():
+    """What rendering inventories/example writes: the golden configuration and the golden users' guide."""
+    files = tree(os.path.join(GOLDEN, "example"))
+    for name, golden in (("USERS.md", "example.md"), ("USERS.motd", "example.motd")):
+        with open(os.path.join(GOLDEN, "users_guide", golden), "rb") as handle:
+            files[name] = handle.read()
+    return files
+
+
 def test_tarball_holds_what_admins_need_and_no_development_material(package):
     files = sorted(name for name, m in package["members"].items() if m.isfile())
     stray = [name for name in files if not SHIPPED.match(name)]
@@ -119,7 +128,7 @@ def test_installed_collection_renders_the_example_by_fqcn_byte_for_byte(package,
     rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", str(inventory),
                        "-e", "slurm_gres_render_dir=%s" % (tmp_path / "out"))
     assert "cluster demo:" in out and "failed=0" in out
-    assert tree(tmp_path / "out") == tree(GOLDEN)
+    assert tree(tmp_path / "out") == golden_example()
 
 
 def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(package, tmp_path):
@@ -131,7 +140,8 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
     rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", inventory,
                        "-e", "slurm_gres_render_dir=%s" % (tmp_path / "out"))
     files = tree(tmp_path / "out")
-    assert sorted(files) == ["cgroup.conf", "n1/gres.conf", "n2/gres.conf", "n3/gres.conf", "slurm.conf"]
+    assert sorted(files) == ["USERS.md", "USERS.motd", "cgroup.conf", "n1/gres.conf", "n2/gres.conf", "n3/gres.conf",
+                             "slurm.conf"]
     assert b"NodeName=n[1-3] Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 Gres=gpu:l4:2\n" in files["slurm.conf"]
 
     bad = dict(node, slurm_gres_gpus=[{"index": 0, "type": "l4", "cores": "0-15"}])
@@ -147,7 +157,7 @@ def test_hyphenated_playbook_names_still_run_from_the_installed_copy(package, tm
     inventory = package["installed"] / "inventories" / "example" / "hosts.yml"
     playbook(package, str(package["installed"] / "playbooks" / "deploy-gres.yml"), "-i", str(inventory),
              "-e", "slurm_gres_render_dir=%s" % (tmp_path / "out"))
-    assert tree(tmp_path / "out") == tree(GOLDEN)
+    assert tree(tmp_path / "out") == golden_example()
 
 
 @pytest.mark.parametrize("name", PLAYBOOKS)
