@@ -1,13 +1,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options of the modules that ask slurmctld through scontrol."""
+"""Options of the modules that talk to slurmctld (module_utils/slurm/scontrol.py SCONTROL_ARGS)."""
 from __future__ import annotations
 
 
-class ModuleDocFragment:
-    """``extends_documentation_fragment: hpc.slurm_gres.scontrol``; the matching argument spec is
-    ``module_utils.slurm.scontrol.SCONTROL_ARGUMENT_SPEC``."""
-
+class ModuleDocFragment(object):
     DOCUMENTATION = r"""
 options:
   scontrol:

@@ -23,11 +23,21 @@ description:
     task; it is listed in RV(ansible_facts.slurm_gres_hw.lost_gpus) and the GPUs that answered are returned.
     C(No devices were found) returns an empty GPU list.
   - Changes nothing on the node.
+options: {}
 extends_documentation_fragment:
-  - hpc.slurm_gres.nvidia
-  - hpc.slurm_gres.attributes
-  - hpc.slurm_gres.attributes.read_only
-  - hpc.slurm_gres.attributes.facts
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.nvidia_smi
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  facts:
+    support: full
+    description: Sets facts.
+  platform:
+    platforms: posix
+    support: full
+    description: Linux nodes with the NVIDIA driver.
 notes:
   - Slurm core indices follow hwloc's logical order (packages, then cores within a package, in the order of their
     lowest OS cpu; one index per core whatever its thread count). A GPU whose CPU affinity is C(0-31,64-95) on a
@@ -127,13 +137,12 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import (
-    NVIDIA_ARGUMENT_SPEC, CollectError, collect)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(NVIDIA_ARGUMENT_SPEC),
+        argument_spec=dict(**COLLECT_ARGS),
         supports_check_mode=True,
     )
 

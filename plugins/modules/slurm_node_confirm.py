@@ -51,15 +51,13 @@ options:
     type: float
     default: 2
 extends_documentation_fragment:
-  - hpc.slurm_gres.scontrol
+  - hpc.slurm_gres.attributes.no_diff
   - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.scontrol
 attributes:
   check_mode:
     support: full
     description: Waits and judges as usual; a resume is reported as a change but not made.
-  diff_mode:
-    support: none
-    description: A resume changes a node state, not a file; there is nothing to diff.
 notes:
   - Slurm 22.05 pins a node's GRES count at its first registration after slurmctld starts; see the deploy guide
     (docs/deploy.md) for the restart order that avoids drains.
@@ -111,34 +109,12 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
-    SCONTROL_ARGUMENT_SPEC, describe, parse_show_node, registration_verdict)
-
-
-class Scontrol(object):
-    def __init__(self, module):
-        self.module = module
-        self.path = module.get_bin_path(module.params["scontrol"], required=True)
-        self.environ = {"LC_ALL": "C"}
-        if module.params.get("slurm_conf"):
-            self.environ["SLURM_CONF"] = module.params["slurm_conf"]
-
-    def run(self, *args):
-        return self.module.run_command([self.path] + list(args), environ_update=self.environ)
-
-    def node(self, name):
-        rc, out, err = self.run("show", "node", name)
-        if rc != 0 and "not found" in (err + out).lower():
-            return None, None
-        if rc != 0:
-            # slurmctld unreachable (restarting): worth waiting for
-            return None, "scontrol show node %s failed (rc %d): %s" % (name, rc, (err or out).strip())
-        return parse_show_node(out).get(name), None
+    SCONTROL_ARGS, Scontrol, describe, registration_verdict)
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            SCONTROL_ARGUMENT_SPEC,
             node=dict(type="str", required=True),
             expected_gres=dict(type="dict", default={}),
             check_gres=dict(type="bool", default=True),
@@ -146,13 +122,14 @@ def main():
             resume=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
             interval=dict(type="float", default=2),
+            **SCONTROL_ARGS
         ),
         supports_check_mode=True,
     )
     p = module.params
     name = p["node"]
     expected = {str(k): int(v) for k, v in p["expected_gres"].items()}
-    scontrol = Scontrol(module)
+    scontrol = Scontrol(module.run_command, module.get_bin_path(p["scontrol"], required=True), p["slurm_conf"])
     start = time.monotonic()
     deadline = start + max(p["timeout"], 0)
     resumed = False

@@ -24,9 +24,13 @@ options:
     description: Node name to a dict of GRES key to count (for example C(gpu:a100) to 4). When set, RV(verdicts) is returned.
     type: dict
 extends_documentation_fragment:
-  - hpc.slurm_gres.scontrol
+  - hpc.slurm_gres.attributes.no_diff
   - hpc.slurm_gres.attributes
-  - hpc.slurm_gres.attributes.read_only
+  - hpc.slurm_gres.scontrol
+attributes:
+  check_mode:
+    support: full
+    description: Read-only.
 seealso:
   - module: hpc.slurm_gres.slurm_node_confirm
 """
@@ -75,43 +79,38 @@ verdicts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
-    SCONTROL_ARGUMENT_SPEC, parse_show_node, registration_verdict)
+    SCONTROL_ARGS,
+    Scontrol,
+    parse_show_node,
+    registration_verdict,
+)
 
 
 def read_nodes(module, scontrol, names):
     """{name: record or None} from ``scontrol show node``; fails the module on any other scontrol error."""
-    environ = {"LC_ALL": "C"}
-    if module.params.get("slurm_conf"):
-        environ["SLURM_CONF"] = module.params["slurm_conf"]
     if not names:
-        rc, out, err = module.run_command([scontrol, "show", "node"], environ_update=environ)
+        rc, out, err = scontrol.run("show", "node")
         if rc != 0:
             module.fail_json(msg="scontrol show node failed (rc %d): %s" % (rc, err.strip() or out.strip()),
                              rc=rc, stdout=out, stderr=err)
         return parse_show_node(out)
-    result = {}
-    for name in names:
-        rc, out, err = module.run_command([scontrol, "show", "node", name], environ_update=environ)
-        if rc != 0 and "not found" in (err + out).lower():
-            result[name] = None
-            continue
-        if rc != 0:
-            module.fail_json(msg="scontrol show node %s failed (rc %d): %s" % (name, rc, err.strip() or out.strip()),
-                             rc=rc, stdout=out, stderr=err)
-        result[name] = parse_show_node(out).get(name)
+    result, error = scontrol.nodes(names)
+    if error:
+        module.fail_json(msg=error)
     return result
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            SCONTROL_ARGUMENT_SPEC,
             nodes=dict(type="list", elements="str", default=[]),
             expected_gres=dict(type="dict"),
+            **SCONTROL_ARGS
         ),
         supports_check_mode=True,
     )
-    scontrol = module.get_bin_path(module.params["scontrol"], required=True)
+    scontrol = Scontrol(module.run_command, module.get_bin_path(module.params["scontrol"], required=True),
+                        module.params["slurm_conf"])
     nodes = read_nodes(module, scontrol, module.params["nodes"])
     result = {"changed": False, "nodes": nodes}
     expected = module.params.get("expected_gres")

@@ -1,13 +1,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options of the modules that read a node's GPUs (nvidia-smi) and CPU topology (sysfs)."""
+"""Options of the modules that read a node's GPUs (module_utils/nvidia/collect.py COLLECT_ARGS)."""
 from __future__ import annotations
 
 
-class ModuleDocFragment:
-    """``extends_documentation_fragment: hpc.slurm_gres.nvidia``; the matching argument spec is
-    ``module_utils.nvidia.collect.NVIDIA_ARGUMENT_SPEC``."""
-
+class ModuleDocFragment(object):
     DOCUMENTATION = r"""
 options:
   nvidia_smi:
