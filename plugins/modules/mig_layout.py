@@ -67,8 +67,8 @@ attributes:
     description: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
 notes:
   - Needs root, as nvidia-smi does to change MIG mode and instances.
-  - Drain the node and stop slurmd first; the runbook C(playbooks/mig-reconfigure.yml) does all of it, including
-    gres.conf, slurm.conf and the daemon restarts that GRES count changes need.
+  - Drain the node and stop slurmd first; the runbook playbook C(hpc.slurm_gres.mig_reconfigure) does all of it,
+    including gres.conf, slurm.conf and the daemon restarts that GRES count changes need.
 seealso:
   - module: hpc.slurm_gres.gpu_facts
   - name: MIG layouts, placements and the reconfiguration runbook

@@ -548,14 +548,15 @@ def _check_mig(node):
             out.append(finding(
                 "error", "mig", gpu.get("index"), "MIG mode Enabled on %s (MultipleFiles line)" % slot["file"],
                 "MIG mode %s" % (gpu.get("mig_mode") or "unknown"),
-                "the GPU does not have the MIG layout the inventory declares; " + RECONFIGURE_HINT % node.name))
+                "the GPU does not have the MIG layout the inventory declares; "
+                + RECONFIGURE_HINT % (node.name, node.name)))
         elif not slot["multiple"] and mode == "enabled":
             out.append(finding(
                 "error", "mig", gpu.get("index"), "%s as a whole GPU (MIG mode off)" % slot["file"],
                 "MIG mode Enabled",
                 "jobs would get no usable CUDA device: the GPU has a MIG layout the inventory does not declare "
                 "(to turn MIG off, the runbook needs the GPU's `model` in the inventory); "
-                + RECONFIGURE_HINT % node.name))
+                + RECONFIGURE_HINT % (node.name, node.name)))
     return out
 
 
