@@ -50,7 +50,7 @@ PYTEST_TARGETS=(
 # argument spec, check mode, changed/failed results through AnsiballZ. The rest is the collection's own logic in
 # pure Python, on the same interpreter as .venv's; `make pytest` proves it once, `make compat` on every version.
 MIN_MARK=ansible_core
-PACKAGES=(pytest "python-hostlist>=2.0")
+PACKAGES=(pytest "python-hostlist>=2.0" "hypothesis>=6.100")
 
 lowest_admitted() {
   sed -nE 's/^requires_ansible: *"?>= *([0-9]+\.[0-9]+).*/\1/p' "$root/meta/runtime.yml"
