@@ -239,7 +239,8 @@ def slurmd_release():
     if slurmd is None:
         return None
     try:
-        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30).stdout
+        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                             check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     match = re.search(r"(\d+)\.(\d+)\.\d+", out.decode(errors="replace"))

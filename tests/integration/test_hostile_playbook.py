@@ -53,7 +53,7 @@ def test_every_hostile_value_is_refused_naming_host_and_field_and_nothing_is_wri
     rc, out = render(inventory, dest)
     assert rc != 0, out
     assert "Traceback" not in out and "Exception" not in out, out
-    expected = ["host %s: %s: expected" % (h, f) for h, (_, f) in NODES.items()]
+    expected = ["host %s: %s: expected" % (h, f) for h, (_value, f) in NODES.items()]
     expected.append("host head.lab: slurm_ctld_addr: expected")
     expected.extend("host localhost: %s: expected" % f for f in CLUSTER_FIELDS)
     missing = [e for e in expected if e not in out]
