@@ -93,7 +93,7 @@ print("%%.3f %%.1f %%s" %% (cpu, peak, outcome))
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--json", help="also write the results as JSON here")
     opts = parser.parse_args()
     collections = os.path.join(ROOT, ".cache", "collections")

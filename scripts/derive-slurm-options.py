@@ -155,7 +155,7 @@ def extract(repo, fixtures):
                         handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s (lines %s)\n"
                                      % (tag, path, ",".join(str(n) for n, _text in found) or "none"))
                         handle.write("# machine: n/a (Slurm %s source, tag %s: %s)\n# ---\n" % (series, tag, what))
-                        handle.write("".join(line + "\n" for _, line in found))
+                        handle.write("".join(line + "\n" for _number, line in found))
                 break
         for option, paths, opening, _token_re in TOKEN_FUNCTIONS:
             for path in paths:
@@ -372,7 +372,7 @@ def render_module(history, sources, tokens):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ext = sub.add_parser("extract", help="copy the option tables of every release from a Slurm git repository")
     ext.add_argument("--repo", required=True, help="a SchedMD/slurm git directory (bare or not)")

@@ -81,7 +81,7 @@ def judge_playbook(inventory, workdir):
         if rc != 0:
             return "the playbook refused what the pure functions render:\n%s" % out[-4000:]
         written = {}
-        for folder, _, names in os.walk(dest):
+        for folder, _subdirs, names in os.walk(dest):
             for name in names:
                 with open(os.path.join(folder, name)) as handle:
                     written[os.path.relpath(os.path.join(folder, name), dest)] = handle.read()
@@ -99,7 +99,7 @@ def judge_playbook(inventory, workdir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--examples", type=int, default=40)
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: a new one each run)")
     parser.add_argument("--keep", help="directory to keep the inventories that broke a rule")

@@ -46,7 +46,7 @@ CLUSTER_FIELDS = ("slurm_conf_options.MaxJobCount", "slurm_conf_options.Schedule
 def test_every_hostile_value_is_refused_naming_host_and_field_and_nothing_is_written(tmp_path):
     hosts = {"all": {"children": {"slurmctld": {"hosts": {"head.lab": None}},
                                   "slurmd": {"hosts": {h: None for h in NODES}}}}}
-    host_vars = {h: v for h, (v, _) in NODES.items()}
+    host_vars = {h: v for h, (v, _field) in NODES.items()}
     host_vars["head.lab"] = {"slurm_ctld_addr": "10.0.0.1\nFoo=bar"}
     inventory = write_inventory(tmp_path / "inv", hosts, host_vars=host_vars, group_vars={"all": CLUSTER})
     dest = tmp_path / "out"
