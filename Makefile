@@ -7,7 +7,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 DEMO_DIR ?= out/demo
 
-.PHONY: setup system-deps demo test lint unit integration molecule bench clean
+.PHONY: setup system-deps demo test lint sanity unit integration pytest package compat compat-min molecule \
+	galaxy-importer fresh bench clean
 
 setup: $(VENV)/.stamp .cache/collections/ansible_collections/hpc/slurm_gres
 
@@ -29,17 +30,46 @@ lint: setup
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --profile production
 
+# ansible-test sanity with tests/sanity/ignore-X.Y.txt (offline-capable; its tool venvs are cached in .cache);
+# one test: make sanity TEST=pep8
+sanity: setup
+	bash scripts/sanity.sh $(if $(TEST),--test $(TEST))
+
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
 integration: system-deps setup
 	$(BIN)/pytest -q tests/integration
 
+pytest: system-deps setup
+	$(BIN)/pytest -q tests/unit tests/integration
+
+# Build the Galaxy tarball, check its file list, install it and run it from the installed copy
+package: setup
+	$(BIN)/pytest -q tests/integration/test_package.py
+
+# Every ansible-core minor requires_ansible admits (one venv each under .cache/compat; Pythons from pyenv)
+compat: system-deps setup
+	bash scripts/compat.sh
+
+# The lowest admitted ansible-core only, on Debian's own Python, compared with .venv (part of `make test`)
+compat-min: system-deps setup
+	bash scripts/compat.sh --min
+
+# Galaxy's own import check on the built tarball (installs galaxy-importer in a throwaway venv)
+galaxy-importer: setup
+	bash scripts/galaxy-importer.sh
+
+# make system-deps setup lint sanity pytest package in a pristine Debian 12 chroot (root; see the script)
+fresh:
+	bash scripts/check-fresh.sh
+
 molecule: system-deps setup
 	bash scripts/run-molecule.sh
 
-test: system-deps setup lint
+test: system-deps setup lint sanity
 	$(BIN)/pytest -q tests/unit tests/integration
+	bash scripts/compat.sh --min
 	bash scripts/run-molecule.sh
 
 # Every benchmark runs; the target fails when any does (the render one when it misses its 1.25x target, the
@@ -51,4 +81,4 @@ bench: setup
 	$(PY) bench/hostile_bench.py --json bench/out/hostile.json || rc=$$?; exit $$rc
 
 clean:
-	rm -rf out bench/out .pytest_cache
+	rm -rf out bench/out .pytest_cache .cache/sanity .cache/compat

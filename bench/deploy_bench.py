@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark the deploy path: verify, and a no-change deploy, over emulated nodes on the local connection.
 
 Builds N emulated GPU nodes (default 256; each an HGX A100 8-GPU board: the emulated nvidia-smi replaying a real

@@ -7,7 +7,7 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 export PATH="$root/.venv/bin:$PATH"
 export CONTAINERS_CONF="$root/molecule/containers.conf"
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-0}

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: gather a node's NVIDIA GPUs, CPU layout and GPU-to-core locality as ansible_facts.slurm_gres_hw."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gpu_facts
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Gather NVIDIA GPUs, CPU layout and GPU core locality as Slurm sees them
 description:

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation of the gres_render_cluster action (plugins/action/gres_render_cluster.py), run on the controller."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_render_cluster
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Render and prove the whole cluster's Slurm GPU configuration once, on the controller
 description:

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: prove staged slurm.conf + gres.conf fit this node before they are installed."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_verify
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Check staged slurm.conf and gres.conf against a node's GPUs before slurmd restarts
 description:
@@ -26,7 +25,7 @@ description:
     live GPU and compute instance ids and C(/proc/driver/nvidia-caps/mig-minors), with the same renderer the
     controller used for the rest of the file, and verifies the completed file (returned as RV(gres_conf_text), the
     file to install). A GPU whose live MIG layout differs from the inventory is an error naming the GPU, what is
-    declared and what is live, and the way out (C(playbooks/mig-reconfigure.yml --limit HOST))."
+    declared and what is live, and the way out (C(ansible-playbook hpc.slurm_gres.mig_reconfigure --limit HOST))."
   - Errors fail the task with a table of findings; warnings are returned and shown. Changes nothing on the node.
   - The files are given as paths of staged files or as their content (one module run, nothing written on the node;
     the C(slurmd) cross-check copies them into a private temporary directory).

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: drain a Slurm node for maintenance and wait for its jobs, or resume it; only ever its own drain."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_drain
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Drain a Slurm node and wait for its jobs, or resume it, touching only the drain it set
 description:

@@ -129,7 +129,7 @@ def _scalar(value):
 def render_host_vars(host, proposal, source=None):
     """YAML text of a proposal, with a header saying where it came from and the notes as comments."""
     lines = ["---",
-             "# Proposed by hpc.slurm_gres playbooks/discover-gpus.yml for %s%s." % (
+             "# Proposed by hpc.slurm_gres.discover_gpus for %s%s." % (
                  host, " (%s)" % source if source else ""),
              "# Review before committing: these are the facts the node reported, not a checked configuration."]
     for note in proposal.get("notes") or []:

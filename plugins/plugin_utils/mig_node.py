@@ -22,7 +22,7 @@ def live_layouts(plan):
         mode = str(gpu.get("mig_mode") or "")
         counts = gpu.get("current") or {}
         if mode == "Enabled" and counts:
-            out[int(gpu["index"])] = [p for p in sorted(counts) for _ in range(int(counts[p]))]
+            out[int(gpu["index"])] = [p for p in sorted(counts) for _copy in range(int(counts[p]))]
         else:
             out[int(gpu["index"])] = None
     return out

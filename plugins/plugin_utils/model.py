@@ -699,7 +699,7 @@ def _options(col, host, var, defaults, overrides, owned, table, version):
     default). Every key must be one the target Slurm release reads in `table`, every value fit its type."""
     merged = {}
     for key, value in defaults:
-        name, _ = options.lookup(table, key, version)
+        name, _kind = options.lookup(table, key, version)
         merged[name] = str(value)
     if overrides is None:
         return merged

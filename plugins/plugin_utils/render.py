@@ -69,12 +69,12 @@ def _grouped(model):
     result = [(natural_key(groups[k]["names"][0]), hostlist_expr(groups[k]["names"], version),
                groups[k]["node"], groups[k]["gres"]) for k in order]
     result.sort(key=lambda item: item[0])
-    return [(expr, node, gres) for _, expr, node, gres in result]
+    return [(expr, node, gres) for _key, expr, node, gres in result]
 
 
 def node_groups(model):
     """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
-    return [(expr, ["%s=%s" % (k, v) for k, v, _ in _node_pairs(node, gres)], gres)
+    return [(expr, ["%s=%s" % (k, v) for k, v, _source in _node_pairs(node, gres)], gres)
             for expr, node, gres in _grouped(model)]
 
 

@@ -289,7 +289,7 @@ if __name__ == "__main__":
     main()
 
 
-EMULATOR = os.path.join(HERE, "nvidia-smi")
+EMULATOR = os.path.join(HERE, "nvidia_smi.py")
 
 
 def run_emulator(profile_file, argv, log=None):
@@ -299,5 +299,5 @@ def run_emulator(profile_file, argv, log=None):
     env = dict(os.environ, NVSMI_EMU_PROFILE=str(profile_file))
     if log:
         env["NVSMI_EMU_LOG"] = str(log)
-    proc = subprocess.run([sys.executable, EMULATOR] + list(argv), env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, EMULATOR] + list(argv), env=env, check=False, capture_output=True, text=True)
     return proc.returncode, proc.stdout, proc.stderr

@@ -133,8 +133,8 @@ class OracleResult(object):
 
     def describe(self):
         """Multi-line text for assertion messages."""
-        return "slurmd -N %s -G (shape %s, exit %s):\n%s" % (self.node, self.shape, self.returncode,
-                                                              self.output.rstrip() or "(no output)")
+        return "slurmd -N %s -G (shape %s, exit %s):\n%s" % (
+            self.node, self.shape, self.returncode, self.output.rstrip() or "(no output)")
 
     def __repr__(self):
         return "OracleResult(node=%r, rc=%r, records=%d, errors=%r, fatals=%r)" % (
@@ -239,7 +239,8 @@ def slurmd_release():
     if slurmd is None:
         return None
     try:
-        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30).stdout
+        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                             check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     match = re.search(r"(\d+)\.(\d+)\.\d+", out.decode(errors="replace"))
@@ -334,7 +335,7 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
         if not path.startswith("/dev/") or ".." in path.split("/"):
             raise ValueError("device path must be under /dev: %r" % path)
         made.append((path, number[0], number[1]))
-    made_paths = {p for p, _, _ in made}
+    made_paths = {p for p, _kind, _minor in made}
     absent = [p for p in named if p not in made_paths]
 
     workdir = tempfile.mkdtemp(prefix="slurmd-oracle-")
@@ -361,7 +362,7 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
             "HWLOC_SYNTHETIC": shape,
         }
         try:
-            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            proc = subprocess.run(argv, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   timeout=timeout, cwd=workdir)
         except subprocess.TimeoutExpired as exc:
             raise OracleSetupError("slurmd -N %s -G did not finish in %ss: %s"

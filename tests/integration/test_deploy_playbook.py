@@ -57,6 +57,7 @@ def written(tmp_path):
     return [str(d) for d in dirs if os.path.exists(d)]
 
 
+@pytest.mark.ansible_core
 def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_nothing(tmp_path, cluster):
     rc, tasks, out = deploy(tmp_path, cluster, MIG_LAYOUT)
     assert rc == 0, out

@@ -21,8 +21,8 @@ import hwloc_sysfs  # noqa: E402
 import machines  # noqa: E402
 import topology_corpus  # noqa: E402
 
-ANSIBLE = os.path.join(ROOT, ".venv", "bin", "ansible")
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+ANSIBLE = testpaths.ANSIBLE
+PYTHON = testpaths.PYTHON
 SMI = os.path.join(EMULATOR_DIR, "nvidia-smi")
 
 
@@ -40,12 +40,12 @@ def run_module(args, profile_file=None, log=None, check=False):
             "-m", "hpc.slurm_gres.gpu_facts", "-a", args]
     if check:
         argv.append("--check")
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=120)
     try:
         data = json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError("ansible output is not JSON (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout,
-                                                                             proc.stderr))
+        raise AssertionError("ansible output is not JSON (rc %d):\n%s\n%s" % (
+            proc.returncode, proc.stdout, proc.stderr))
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
@@ -63,7 +63,7 @@ def expected_cores(lay, profile):
     for gpu in sorted(profile["gpus"], key=lambda g: g["pci_bus_id"]):
         cpus = []
         for part in gpu["cpu_affinity"].split(","):
-            lo, _, hi = part.partition("-")
+            lo, _sep, hi = part.partition("-")
             cpus.extend(range(int(lo), int(hi or lo) + 1))
         out.append(fake_sysfs._ranges(fake_sysfs.expected_slurm_cores(lay, cpus)))
     return out
@@ -106,8 +106,8 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
     assert not result.get("failed"), result.get("msg")
     hw = result["ansible_facts"]["slurm_gres_hw"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
-    assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in sorted(profile["gpus"],
-                                                                            key=lambda g: g["pci_bus_id"])]
+    by_bus_id = sorted(profile["gpus"], key=lambda g: g["pci_bus_id"])
+    assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in by_bus_id]
     # Only the three calls of the contract, as argument lists (no MIG here).
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls == [
@@ -150,6 +150,7 @@ def test_real_machines_from_hwlocs_corpus(tmp_path, name, source):
         assert any("slurmd -C would print: " + hw["cpu"]["slurmd_c"] in w for w in result.get("warnings", []))
 
 
+@pytest.mark.ansible_core
 def test_mig_profile_runs_the_mig_listings(tmp_path):
     path, root, _lay = machine(tmp_path, machines.load("a100-40gb-mig-ssup2"))
     log = tmp_path / "calls.log"
@@ -186,6 +187,7 @@ def test_lost_gpus(tmp_path):
     assert any("cannot reach a GPU" in w for w in result.get("warnings", []))
 
 
+@pytest.mark.ansible_core
 def test_check_mode(tmp_path):
     path, root, _lay = machine(tmp_path, machines.shape_profile(2, 8, 2, "linear", 1))
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path, check=True)
@@ -193,6 +195,7 @@ def test_check_mode(tmp_path):
     assert [g["slurm_cores"] for g in result["ansible_facts"]["slurm_gres_hw"]["gpus"]] == ["0-7", "8-15"]
 
 
+@pytest.mark.ansible_core
 def test_missing_nvidia_smi_fails_clearly(tmp_path):
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (tmp_path / "no-such-nvidia-smi", tmp_path))
     assert result["failed"]

@@ -2,7 +2,11 @@
 import os
 import subprocess
 
+import pytest
+import testpaths
 from render_helpers import ROOT, write_inventory
+
+pytestmark = pytest.mark.ansible_core
 
 HOSTS = {"all": {"children": {
     "slurmctld": {"hosts": {"head.lab": None}},
@@ -17,9 +21,10 @@ A100 = {
 
 def render(inventory, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/deploy-gres.yml", "-i", inventory,
+    cmd = [testpaths.ANSIBLE_PLAYBOOK, "playbooks/deploy-gres.yml", "-i", inventory,
            "-e", "slurm_gres_render_dir=%s" % dest]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
     return proc.returncode, " ".join(proc.stdout.split())  # YAML output wraps long lines
 
 
@@ -29,7 +34,7 @@ def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path)
     dest = tmp_path / "out"
     rc, out = render(inventory, dest)
     assert rc == 0, out
-    written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs)
+    written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _subdirs, fs in os.walk(dest) for f in fs)
     assert written == ["USERS.md", "USERS.motd", "cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf",
                        "gpu03/gres.conf", "slurm.conf"]
     assert "sbatch -p main --gres=gpu:a100:4 job.sh" in (dest / "USERS.md").read_text()

@@ -57,7 +57,7 @@ def render(extra_inventories=()):
         rc, out = run_playbook("-e", "slurm_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories)
         assert rc == 0, "render-only run failed:\n%s" % out
         files = {}
-        for base, _, names in os.walk(out_dir):
+        for base, _subdirs, names in os.walk(out_dir):
             for name in names:
                 path = os.path.join(base, name)
                 with open(path) as handle:

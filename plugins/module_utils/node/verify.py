@@ -110,7 +110,7 @@ def _type_key(name, gtype):
 
 
 def _split_key(key):
-    name, _, gtype = key.partition(":")
+    name, _sep, gtype = key.partition(":")
     return name, (gtype or None)
 
 
@@ -362,7 +362,7 @@ def _mig_types(node):
 def _seen_count(node, key, mig_types):
     """How many devices of ``key`` nvidia-smi shows: whole GPUs (MIG mode off) whose name fits the type, or MIG
     devices of that type (``gres_type.mig_type_fits``). None when the type cannot be judged."""
-    _, gtype = _split_key(key)
+    _name, gtype = _split_key(key)
     if key in mig_types:
         if gtype is None:
             return None
@@ -415,7 +415,7 @@ def _check_present(node):
     gpus = node.gpus
     per_type_shortfall = False
     for key, want in declared:
-        _, gtype = _split_key(key)
+        _name, gtype = _split_key(key)
         if gtype is None:
             continue
         seen = _seen_count(node, key, mig_types)
@@ -435,7 +435,7 @@ def _check_present(node):
             "a GPU fell off the bus, is held by a failed driver or is of another model (nvidia-smi names: %s); "
             "slurmctld would drain the node (count reported lower)%s" % ("; ".join(names) or "none", _lost_text(node))))
     whole = [(k, v) for k, v in declared if k not in mig_types]
-    total_want = sum(v for _, v in whole)
+    total_want = sum(v for _key, v in whole)
     if not per_type_shortfall and total_want > len(gpus):
         out.append(finding(
             "error", "present", None, "%d GPUs visible to nvidia-smi" % total_want,
@@ -548,14 +548,15 @@ def _check_mig(node):
             out.append(finding(
                 "error", "mig", gpu.get("index"), "MIG mode Enabled on %s (MultipleFiles line)" % slot["file"],
                 "MIG mode %s" % (gpu.get("mig_mode") or "unknown"),
-                "the GPU does not have the MIG layout the inventory declares; " + RECONFIGURE_HINT % node.name))
+                "the GPU does not have the MIG layout the inventory declares; "
+                + RECONFIGURE_HINT % (node.name, node.name)))
         elif not slot["multiple"] and mode == "enabled":
             out.append(finding(
                 "error", "mig", gpu.get("index"), "%s as a whole GPU (MIG mode off)" % slot["file"],
                 "MIG mode Enabled",
                 "jobs would get no usable CUDA device: the GPU has a MIG layout the inventory does not declare "
                 "(to turn MIG off, the runbook needs the GPU's `model` in the inventory); "
-                + RECONFIGURE_HINT % node.name))
+                + RECONFIGURE_HINT % (node.name, node.name)))
     return out
 
 
@@ -799,7 +800,7 @@ def _check_slurmd_g(node, output):
     for key, want in node.declared().items():
         name, gtype = _split_key(key)
         if gtype is None:
-            have = sum(v for (n, _), v in counts.items() if n == name)
+            have = sum(v for (n, _type), v in counts.items() if n == name)
         else:
             have = counts.get((name, gtype.lower()), 0)
         if have < want:
@@ -880,12 +881,12 @@ def format_findings_table(findings, title=None):
     lines = []
     if title:
         lines.append(title)
-    lines.append("  ".join(h.ljust(w) for (_, h, _), w in zip(_COLUMNS, widths)).rstrip())
+    lines.append("  ".join(h.ljust(w) for (_key, h, _align), w in zip(_COLUMNS, widths)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     indent = " " * (sum(widths[:3]) + 6)
     for f in ordered:
         cells = [textwrap.wrap(_cell(f.get(key)), w, break_long_words=True, break_on_hyphens=False) or [""]
-                 for (key, _, _), w in zip(_COLUMNS, widths)]
+                 for (key, _header, _align), w in zip(_COLUMNS, widths)]
         for row in range(max(len(c) for c in cells)):
             lines.append("  ".join((c[row] if row < len(c) else "").ljust(w)
                                    for c, w in zip(cells, widths)).rstrip())

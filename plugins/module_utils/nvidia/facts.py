@@ -126,9 +126,10 @@ def _process_matches(info, process_name):
     if not process_name:
         return False
     base = os.path.basename(process_name.split()[0])
-    return (info.get("comm") is not None and base[:15] == info["comm"][:15]) or \
-        (info.get("argv0") is not None and (info["argv0"] == process_name.split()[0]
-                                           or os.path.basename(info["argv0"]) == base))
+    if info.get("comm") is not None and base[:15] == info["comm"][:15]:
+        return True
+    argv0 = info.get("argv0")
+    return argv0 is not None and (argv0 == process_name.split()[0] or os.path.basename(argv0) == base)
 
 
 def _join_mig_devices(gpu, listed, lci_rows, lgi_rows, minors, gpu_minor, warnings):
@@ -143,10 +144,10 @@ def _join_mig_devices(gpu, listed, lci_rows, lgi_rows, minors, gpu_minor, warnin
         for d, c in zip(devices, cis):
             d["gi_id"], d["ci_id"] = c["gi_id"], c["ci_id"]
     elif devices or cis:
+        listed_text = ", ".join(d["profile"] for d in devices) or "none"
+        cis_text = ", ".join("%s gi%d/ci%d" % (c["profile"], c["gi_id"], c["ci_id"]) for c in cis) or "none"
         warnings.append("GPU %d: cannot match nvidia-smi -L MIG devices (%s) to mig -lci compute instances (%s); "
-                        "gi_id/ci_id left unknown" % (gpu["index"], ", ".join(d["profile"] for d in devices) or "none",
-                                                       ", ".join("%s gi%d/ci%d" % (c["profile"], c["gi_id"], c["ci_id"])
-                                                                 for c in cis) or "none"))
+                        "gi_id/ci_id left unknown" % (gpu["index"], listed_text, cis_text))
     result = []
     for d in devices:
         gi = gis.get(d["gi_id"]) if d["gi_id"] is not None else None

@@ -6,6 +6,8 @@ from ansible_collections.hpc.slurm_gres.plugins.filter.gres_controller_plan impo
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_node_plan import gres_node_plan
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_smoke_plan import gres_smoke_plan
 
+pytestmark = pytest.mark.ansible_core
+
 SLURM = """ClusterName=demo
 SlurmctldHost=ctl
 GresTypes=gpu

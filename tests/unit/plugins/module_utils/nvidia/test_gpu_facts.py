@@ -393,7 +393,7 @@ def test_commands_are_argument_lists():
 def test_collect_parses_each_nvidia_smi_output_once(tmp_path, monkeypatch):
     """collect() runs the commands through the emulator and must parse --query-gpu and the apps list once each."""
     from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import collect as gpu_collect
-    profile_file, root, _ = ready(tmp_path, "h200-8gpu-busy")
+    profile_file, root, _env = ready(tmp_path, "h200-8gpu-busy")
     calls = {"query_gpu": 0, "query_apps": 0}
     real_gpu, real_apps = nvidia_smi.parse_query_gpu, nvidia_smi.parse_query_apps
 
