@@ -12,6 +12,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostl
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
 
 CTLD_GROUP = "slurmctld"
 SLURMD_GROUP = "slurmd"
@@ -37,6 +38,7 @@ GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "model")
 # Cluster-wide variables (group_vars/all) and their defaults.
 CLUSTER_VARS = {
     "slurm_cluster_name": "cluster",
+    "slurm_version": versions.DEFAULT_SLURM_VERSION,
     "slurm_gres_autodetect": "off",
     "slurm_partitions": None,
     "slurm_conf_options": {},
@@ -158,9 +160,14 @@ class _Collector(object):
         # Hosts of one group share their group_vars objects: validate each distinct GPU list once per layout.
         self.gpu_cache = {}
         self.cores_cache = {}
+        self.boundary_cache = {}
+        self.warnings = []
 
     def add(self, host, field, expected, found, hint=None):
         self.problems.append(Problem(host, field, expected, found, hint))
+
+    def warn(self, host, field, expected, found, hint=None):
+        self.warnings.append(Problem(host, field, expected, found, hint))
 
     def int_value(self, host, field, value, minimum):
         """Return an int >= minimum, or None after recording a problem. Digit strings (from -e) are accepted."""
@@ -212,10 +219,12 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
                     "%d GPU entries on a host outside %s" % (_len(hv["slurm_gres_gpus"]), SLURMD_GROUP),
                     "add the host to group %s or remove slurm_gres_gpus" % SLURMD_GROUP)
 
+    release = _slurm_version(col, cluster_host, cluster.get("slurm_version"))
+    boundary = _socket_boundary_setting(col, cluster_host, cluster.get("slurm_conf_options"), release)
     nodes = []
     by_name = {}
     for host in slurmd_hosts:
-        node = _build_node(col, host, hostvars.get(host) or {})
+        node = _build_node(col, host, hostvars.get(host) or {}, boundary)
         if node is None:
             continue
         if node["name"] in by_name:
@@ -244,8 +253,10 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     model = {
         "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
                                                                      CLUSTER_VARS["slurm_cluster_name"])),
+        "slurm_version": release or versions.DEFAULT_SLURM_VERSION,
+        "slurm_version_default": "slurm_version" not in cluster,
         "autodetect": _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
-                                                                 CLUSTER_VARS["slurm_gres_autodetect"])),
+                                                                 CLUSTER_VARS["slurm_gres_autodetect"]), release),
         "controllers": controllers,
         "settings": {
             "slurm_conf": _options(col, cluster_host, "slurm_conf_options", DEFAULT_SLURM_CONF,
@@ -256,6 +267,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
                                   slurmd_set, by_name),
         "nodes": nodes,
+        "warnings": [str(w) for w in col.warnings],
     }
     if col.problems:
         raise GresError(col.problems)
@@ -283,7 +295,7 @@ def _node_name(col, host, hv):
     return str(name)
 
 
-def _build_node(col, host, hv):
+def _build_node(col, host, hv, boundary=None):
     before = len(col.problems)
     name = _node_name(col, host, hv)
     gpus_raw = hv.get("slurm_gres_gpus")
@@ -334,6 +346,8 @@ def _build_node(col, host, hv):
         gpus.sort(key=lambda g: g["index"] if g["index"] is not None else -1)
         if len(col.problems) == mark and gpus:
             col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus])
+    if len(col.problems) == before and boundary:
+        _check_socket_boundaries(col, host, name, gpus, gpus_raw, layout, boundary)
     if len(col.problems) != before:
         return None
     return {
@@ -491,13 +505,99 @@ def _cluster_name(col, host, value):
     return str(value)
 
 
-def _autodetect(col, host, value):
+def _autodetect(col, host, value, release):
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
-    if isinstance(value, str) and value.lower() in AUTODETECT_CHOICES:
-        return value.lower()
-    col.add(host, "slurm_gres_autodetect", "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
-    return "off"
+    if not (isinstance(value, str) and value.lower() in AUTODETECT_CHOICES):
+        col.add(host, "slurm_gres_autodetect", "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
+        return "off"
+    mode = value.lower()
+    if release is not None and mode not in versions.autodetect_modes(release):
+        since = versions.autodetect_since(mode)
+        col.add(host, "slurm_gres_autodetect",
+                "one of %s (the AutoDetect modes of Slurm %s, slurm_version; %s needs Slurm %s or later)"
+                % (", ".join(m for m in versions.autodetect_modes(release) if m in AUTODETECT_CHOICES), release,
+                   mode, since), _describe(value),
+                "slurmd %s logs 'error: unknown autodetect flag '%s'' and detects nothing" % (release, mode))
+        return "off"
+    return mode
+
+
+def _slurm_version(col, host, value):
+    """The release the cluster runs, "24.11"; None after recording a problem. Unset: DEFAULT_SLURM_VERSION."""
+    if value is None:
+        return versions.DEFAULT_SLURM_VERSION
+    expected = "a Slurm release %s to %s, quoted (\"24.11\"): %s" % (
+        versions.SUPPORTED[0], versions.SUPPORTED[-1], ", ".join(versions.SUPPORTED))
+    try:
+        release = versions.release_of(value)
+    except ValueError:
+        col.add(host, "slurm_version", expected, _describe(value))
+        return None
+    if release not in versions.SUPPORTED:
+        hint = None
+        if versions.parse_version(release) > versions.parse_version(versions.RELEASES[-1]):
+            hint = ("a release newer than this collection knows: its rules go into "
+                    "plugins/module_utils/slurm/versions.py")
+        col.add(host, "slurm_version", expected, _describe(value), hint)
+        return None
+    return release
+
+
+# SlurmdParameters that make Slurm's "socket" a NUMA node or an L3 cache, which the inventory does not describe.
+SOCKET_REDEFINING = ("numa_node_as_socket", "l3cache_as_socket")
+
+
+def _socket_boundary_setting(col, host, options, release):
+    """The release the socket-boundary rule is judged for, or None when it cannot be judged."""
+    if release is None:
+        return None
+    if isinstance(options, dict):
+        for key, value in options.items():
+            if str(key).lower() == "slurmdparameters" and any(t in str(value).lower() for t in SOCKET_REDEFINING):
+                col.warn(host, "slurm_conf_options.%s" % key, "GPU Cores= checked against socket boundaries",
+                         "%s: Slurm's sockets are then NUMA nodes or L3 caches, which the inventory does not "
+                         "describe; not checked" % value)
+                return None
+    return release
+
+
+def _check_socket_boundaries(col, host, name, gpus, entries, layout, release):
+    """GPU Cores must line up with sockets the way slurmctld of the release (and later ones) demand."""
+    sockets, per_socket = layout["sockets"], layout["cores_per_socket"]
+    if not (sockets and per_socket):
+        return
+    position = {}
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            position.setdefault(entry.get("index"), i)
+    for gpu in gpus:
+        if not gpu["cores"]:
+            continue
+        key = (gpu["cores"], sockets, per_socket, release)
+        found = col.boundary_cache.get(key)
+        if found is None:
+            found = versions.socket_boundary_findings(parse_int_ranges(gpu["cores"]), sockets, per_socket, release)
+            col.boundary_cache[key] = found
+        for severity, since, expected, sock in found:
+            cores = parse_int_ranges(gpu["cores"])
+            if severity == "error":
+                expected = "%s (Slurm %s, slurm_version, drains the node otherwise)" % (expected, release)
+                record = col.add
+            else:
+                expected = "%s (Slurm %s and later drain the node; this cluster runs %s)" % (expected, since, release)
+                record = col.warn
+            record(host, "slurm_gres_gpus[%d].cores" % position.get(gpu["index"], 0), expected,
+                   "%s for GPU %d: %s" % (gpu["cores"], gpu["index"],
+                                          versions.socket_boundary_message(cores, name, sock, per_socket)),
+                   "Slurm schedules GPUs per socket: give the GPU the whole socket(s) it is local to (%s), or set "
+                   "SlurmdParameters=l3cache_as_socket or numa_node_as_socket with Sockets/CoresPerSocket to match"
+                   % _covering_sockets(cores, per_socket))
+
+
+def _covering_sockets(cores, per_socket):
+    touched = sorted(set(c // per_socket for c in cores))
+    return format_int_ranges(c for s in touched for c in range(s * per_socket, (s + 1) * per_socket))
 
 
 def _check_accounting(col, host, options):

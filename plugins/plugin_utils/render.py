@@ -3,9 +3,8 @@
 ``render_all`` proves its own output before returning it: the files are parsed back with slurmconf.py and,
 per node and GRES type, slurm.conf's count must equal gres.conf's; otherwise it raises GresError.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
-
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     mig_gres_type,
     natural_key,
@@ -43,8 +42,15 @@ def _node_line(node, gres):
     return parts
 
 
+def slurm_version(model):
+    """The release the files are rendered for (models built before slurm_version existed: the default)."""
+    return model.get("slurm_version") or versions.DEFAULT_SLURM_VERSION
+
+
 def node_groups(model):
-    """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
+    """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order.
+
+    The expression is in a form the cluster's release parses (``versions.format_hostlist``)."""
     groups = {}
     order = []
     for node in model["nodes"]:
@@ -56,9 +62,10 @@ def node_groups(model):
             order.append(key)
         groups[key]["names"].append(node["name"])
     result = []
+    release = slurm_version(model)
     for key in order:
         group = groups[key]
-        expr = hostlist.collect_hostlist(group["names"])
+        expr = versions.format_hostlist(group["names"], release)
         result.append((natural_key(group["names"][0]), expr, _node_line(group["node"], group["gres"]), group["gres"]))
     result.sort(key=lambda item: item[0])
     return [(expr, opts, gres) for _, expr, opts, gres in result]
@@ -92,7 +99,7 @@ def render_slurm_conf(model):
     for key in list(options):
         if key.lower() == "accountingstoragetres":
             user_tres = options.pop(key)
-    out = ["# slurm.conf for cluster %s\n" % model["cluster_name"], GENERATED]
+    out = ["# slurm.conf for cluster %s, Slurm %s\n" % (model["cluster_name"], slurm_version(model)), GENERATED]
     out.append("ClusterName=%s\n" % model["cluster_name"])
     for ctl in model["controllers"]:
         if ctl["addr"]:
@@ -124,7 +131,7 @@ def render_slurm_conf(model):
 
     out.append("\n# Partitions\n")
     for part in model["partitions"]:
-        nodes = part["nodes"] if part["nodes"] == "ALL" else hostlist.collect_hostlist(part["nodes"])
+        nodes = part["nodes"] if part["nodes"] == "ALL" else versions.format_hostlist(part["nodes"], slurm_version(model))
         line = ["PartitionName=%s" % part["name"], "Nodes=%s" % nodes,
                 "Default=%s" % ("YES" if part["default"] else "NO")]
         line.extend("%s=%s" % kv for kv in part["options"].items())
@@ -233,6 +240,9 @@ def summarize(model, files=None):
     lines = len(node_groups(model))
     summary = {
         "cluster": model["cluster_name"],
+        "slurm_version": slurm_version(model),
+        "slurm_version_default": bool(model.get("slurm_version_default")),
+        "warnings": list(model.get("warnings") or []),
         "controllers": [c["name"] for c in model["controllers"]],
         "nodes": len(model["nodes"]),
         "gpu_nodes": gpu_nodes,
@@ -248,6 +258,11 @@ def summarize(model, files=None):
     text = ["cluster %s: %d nodes (%d with GPUs, %d CPU-only), controller %s"
             % (summary["cluster"], summary["nodes"], gpu_nodes, summary["cpu_only_nodes"],
                ", ".join(summary["controllers"]))]
+    if summary["slurm_version_default"]:
+        text.append("Slurm %s: the default, the inventory does not set slurm_version (set it to the release the "
+                    "cluster runs; the deploy refuses a cluster that runs another)" % summary["slurm_version"])
+    else:
+        text.append("Slurm %s (slurm_version)" % summary["slurm_version"])
     text.append("GPUs: %d (%s)" % (summary["gpus"], ", ".join("%s %d" % kv for kv in summary["gpus_by_type"].items())
                                    or "none"))
     if mig:
@@ -257,5 +272,6 @@ def summarize(model, files=None):
     text.append("slurm.conf: %d NodeName lines" % lines)
     if files is not None:
         text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf)" % (len(files), summary["gres_conf_files"]))
+    text.extend("warning: %s" % w for w in summary["warnings"])
     summary["lines"] = text
     return summary

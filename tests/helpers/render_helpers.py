@@ -4,10 +4,10 @@ import os
 import yaml
 import testpaths
 
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import CLUSTER_VARS
+
 ROOT = testpaths.ROOT
 EXAMPLE = os.path.join(ROOT, "inventories", "example", "hosts.yml")
-CLUSTER_VARS = ("slurm_cluster_name", "slurm_gres_autodetect", "slurm_partitions", "slurm_conf_options",
-                "slurm_cgroup_conf_options")
 
 
 def load_inventory(source):
