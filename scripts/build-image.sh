@@ -83,6 +83,8 @@ if [[ ${FORCE:-0} == 1 ]] || ! have_rootfs; then
     rm -f "$tmp/etc/systemd/system/multi-user.target.wants/$unit"
   done
   : >"$tmp/etc/machine-id"
+  # podman mounts its own /etc/hosts in a container; the chroot tests bind theirs over this one
+  printf '127.0.0.1\tlocalhost\n' >"$tmp/etc/hosts"
   echo "$recipe" >"$tmp/.slurm-gres-recipe"
   rm -rf --one-file-system "$ROOTFS"
   mv "$tmp" "$ROOTFS"

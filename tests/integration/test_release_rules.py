@@ -1,0 +1,108 @@
+"""The Slurm release table (plugins/module_utils/slurm/versions.py) against the real Slurm of every tested release.
+
+Each rule the renderer and gres_verify apply is checked here with the release's own binaries (slurm_release:
+the tree of its molecule node image): the hostlist forms its parser reads, the AutoDetect modes its slurmd knows
+and the gpu plugin each needs, and the socket-boundary rule its slurmctld enforces at registration.
+"""
+import random
+
+import pytest
+
+import slurm_release
+import slurmd_oracle
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
+
+RELEASES = slurm_release.releases()
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def release(request):
+    return request.param, slurm_release.require_release(request.param)
+
+
+def test_the_tree_runs_its_release(release):
+    name, root = release
+    assert versions.release_of(slurm_release.slurm_version(root)) == name
+
+
+def _name_sets():
+    rng = random.Random(11)
+    sets = [["node01-ib", "node02-ib"], ["node01-ib0", "node02-ib0", "node03-ib0"], ["r1n01", "r1n02", "r2n01"],
+            ["gpu-a01", "gpu-a02", "gpu-b07-ib", "x"], ["dgx%02d-ib" % i for i in range(1, 33)],
+            ["rack1-node1-ib", "rack1-node2-ib", "rack2-node1-ib", "rack2-node2-ib"], ["h1.lab", "h2.lab"]]
+    shapes = ["gpu%02d", "node%03d-ib", "r%dn1-ib0", "a%db", "dgx-%d-ib", "n%d"]
+    for _ in range(10):
+        sets.append(sorted({rng.choice(shapes) % rng.randint(0, 40) for _ in range(rng.randint(2, 12))}))
+    return sets
+
+
+def test_rendered_hostlists_expand_to_the_names(release):
+    name, root = release
+    sets = _name_sets()
+    exprs = [versions.format_hostlist(names, name) for names in sets]
+    answers = slurm_release.show_hostnames(root, exprs)
+    for names, expr, answer in zip(sets, exprs, answers):
+        assert answer is not None, "Slurm %s refuses %r (for %s)" % (name, expr, names)
+        assert sorted(answer) == sorted(names), (name, expr)
+
+
+@pytest.mark.parametrize("expr", ["node[01-02]-ib", "r[1-2]n[1-2]-ib", "node[01-02]-ib[0]", "r[1-2]n[1-2]",
+                                  "gpu-a[01-03],x-ib", "a[1,3-4]b"])
+def test_suffix_rule_matches_the_parser(release, expr):
+    name, root = release
+    accepted = slurm_release.show_hostnames(root, [expr])[0] is not None
+    assert accepted == (versions.hostlist_form_problem(expr, name) is None), (name, expr)
+
+
+SLURM = """ClusterName=rules
+SlurmctldHost=ctl
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+ReturnToService=1
+GresTypes=gpu
+NodeName=half Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=100 Gres=gpu:a100:1
+NodeName=whole Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=100 Gres=gpu:a100:1
+NodeName=twoof4 Sockets=4 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=100 Gres=gpu:a100:1
+PartitionName=main Nodes=ALL Default=YES
+"""
+CASES = {  # node: (sockets, cores per socket, Cores=)
+    "half": (2, 4, "0-1"),
+    "whole": (2, 4, "4-7"),
+    "twoof4": (4, 2, "0-3"),
+}
+
+
+def test_autodetect_modes_and_plugins(release):
+    name, root = release
+    gres = "AutoDetect=nvidia\nNodeName=whole Name=gpu Type=a100 File=/dev/nvidia0 Cores=4-7\n"
+    result = slurmd_oracle.run_slurmd_g("whole", SLURM, gres, 2, 4, 1, root=root)
+    unknown = any("unknown autodetect flag 'nvidia'" in e for e in result.errors)
+    assert unknown == ("nvidia" not in versions.autodetect_modes(name)), result.describe()
+    plugins = slurm_release.gpu_plugins(root)
+    for mode in versions.autodetect_modes(name):
+        plugin = versions.autodetect_plugin(mode, name)
+        if mode == "nvidia":
+            assert plugin in plugins, (name, plugins)  # Debian's 24.11+ ship it; no library is needed
+        if mode == "nvml":
+            # Debian builds have no gpu_nvml.so in main (contrib's slurm-wlm-nvml-plugin): gres_verify's plugin
+            # check is what catches AutoDetect=nvml on such a node
+            assert plugin == "gpu_nvml.so" and plugin not in plugins, (name, plugins)
+
+
+def test_socket_boundary_rule_matches_slurmctld(release):
+    name, root = release
+    nodes = [dict(name=node, sockets=s, cores_per_socket=c, threads_per_core=1,
+                  gres_conf="NodeName=%s Name=gpu Type=a100 File=/dev/nvidia0 Cores=%s\n" % (node, cores))
+             for node, (s, c, cores) in CASES.items()]
+    seen = slurm_release.register_nodes(root, SLURM, nodes)
+    for node, (sockets, per_socket, cores) in CASES.items():
+        line = seen[node]["line"]
+        cores_list = [int(x) for x in range(int(cores.split("-")[0]), int(cores.split("-")[1]) + 1)]
+        found = versions.socket_boundary_findings(cores_list, sockets, per_socket, name)
+        drains = bool(found) and found[0][0] == "error"
+        if drains:
+            message = versions.socket_boundary_message(cores_list, node, found[0][3], per_socket)
+            assert "DRAIN" in line and "Reason=" + message in line, (name, node, line)
+        else:
+            assert " State=IDLE " in line, (name, node, line, seen[node]["slurmd_log"])
