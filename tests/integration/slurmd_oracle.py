@@ -37,8 +37,10 @@ DEFAULT_TIMEOUT = 90  # a missing device file costs slurmd ~20 s of retries befo
 _SLURMD_CANDIDATES = ("/usr/sbin/slurmd", "/usr/local/sbin/slurmd")
 _PRIVATE_KEYS = ("SlurmdSpoolDir", "SlurmdLogFile", "SlurmdPidFile", "SlurmdSyslogDebug")
 _SETUP_MARK = "slurmd-oracle: namespace ready"
-_LOG_LINE = re.compile(r"^(?:[\w.\-]+: )?(error|fatal|warning|WARNING): (.*)$")
-_GRES_LINE = re.compile(r"^(?:[\w.\-]+: )?Gres (Name=.*)$")
+# slurmd prefixes its stderr lines with "slurmd: " / "slurmd-NODE: " (22.05, 24.11) or "[timestamp] " (26.05)
+_PREFIX = r"^(?:[\w.\-]+: |\[[^\]]+\] )?"
+_LOG_LINE = re.compile(_PREFIX + r"(error|fatal|warning|WARNING): (.*)$")
+_GRES_LINE = re.compile(_PREFIX + r"Gres (Name=.*)$")
 _DEVICE_RULES = (
     (re.compile(r"^/dev/nvidia(\d+)$"), NVIDIA_MAJOR),
     (re.compile(r"^/dev/nvidia-caps/nvidia-cap(\d+)$"), NVIDIA_CAPS_MAJOR),

@@ -11,6 +11,8 @@ import pytest
 import slurm_release
 import slurmd_oracle
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 RELEASES = slurm_release.releases()
 
@@ -106,3 +108,28 @@ def test_socket_boundary_rule_matches_slurmctld(release):
             assert "DRAIN" in line and "Reason=" + message in line, (name, node, line)
         else:
             assert " State=IDLE " in line, (name, node, line, seen[node]["slurmd_log"])
+
+
+def test_identical_suffixed_nodes_render_and_register_idle(release):
+    """node01-ib, node02-ib (and nodes whose names end in digits after the suffix) rendered for the release: its
+    slurmctld reads the slurm.conf, and each node registers IDLE with its GPUs."""
+    name, root = release
+    shape = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 2, "slurm_node_threads_per_core": 1,
+             "slurm_node_real_memory": 100,
+             "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-1"}, {"index": 1, "type": "a100",
+                                                                               "cores": "2-3"}]}
+    hosts = ["node01-ib", "node02-ib", "gpu01-ib0", "gpu02-ib0"]
+    hostvars = dict((h, dict(shape)) for h in hosts)
+    hostvars["ctl"] = {}
+    model = build_cluster_model(hostvars, {"all": hosts + ["ctl"], "slurmctld": ["ctl"], "slurmd": hosts},
+                                {"slurm_version": name})
+    files = render_all(model)
+    node_lines = [line for line in files["slurm.conf"].splitlines() if line.startswith("NodeName=")]
+    assert len(node_lines) == 1  # one group of identical nodes, in a form of the release
+    nodes = [dict(name=n["name"], sockets=2, cores_per_socket=2, threads_per_core=1,
+                  gres_conf=files[n["name"] + "/gres.conf"]) for n in model["nodes"]]
+    seen = slurm_release.register_nodes(root, files["slurm.conf"], nodes)
+    for node in nodes:
+        line = seen[node["name"]]["line"]
+        assert " State=IDLE " in line and "Gres=gpu:a100:2" in line, (name, node_lines, line,
+                                                                      seen[node["name"]]["slurmctld_log"])
