@@ -9,11 +9,11 @@ author: hpc.slurm_gres contributors
 version_added: "0.1.0"
 short_description: Judge the Slurm versions a cluster's daemons report against the inventory and Slurm's rules
 description:
-  - Every daemon must run the Slurm release the inventory names in C(slurm_version): the files are rendered and
-    proven for it.
-  - The mix must be one Slurm supports (U(https://slurm.schedmd.com/upgrades.html#compatibility_window)): all
+  - Every daemon must run the Slurm release the inventory names in C(slurm_version), the release the files are
+    rendered and proven for.
+  - "The mix must be one Slurm supports (U(https://slurm.schedmd.com/upgrades.html#compatibility_window)): all
     slurmctld hosts on one release; slurmdbd, slurmctld and slurmd each the same release as the next in that order
-    or older, and no more than two major releases older (three from Slurm 24.11 on).
+    or older, and no more than two major releases older (three from Slurm 24.11 on)."
   - An empty list means the cluster runs what the inventory says.
 positional: _input, expected
 options:

@@ -68,7 +68,7 @@ options:
     description:
       - The Slurm version of the node (C(24.11.1), or the output of C(slurmd -V)). The release rules are judged for
         it (socket boundaries, hostlist forms, AutoDetect modes).
-      - When unset and O(slurmd) is set, taken from C(slurmd -V); otherwise unknown: socket findings are warnings
+      - When unset and O(slurmd) is set, taken from C(slurmd -V); otherwise unknown, socket findings are warnings
         and the hostlist and AutoDetect release checks are skipped.
     type: str
   slurm_plugin_dir:
@@ -177,7 +177,7 @@ slurmd_g:
   type: dict
   sample: {"ran": true, "rc": 0, "output": "slurmd-gpu-a01: Gres Name=gpu Type=a100 Count=4 ..."}
 slurmd_version:
-  description: The Slurm version the socket-boundary rule was judged for, or null when unknown.
+  description: The Slurm version the release rules were judged for, or null when unknown.
   returned: always
   type: str
 hw:
