@@ -88,12 +88,7 @@ def test_a_release_the_cluster_does_not_run_is_refused_naming_each_daemon(wrong_
 
 
 def test_a_refused_release_changes_nothing(wrong_release):
-    before, after = wrong_release["before"], wrong_release["after"]
-    assert after["slurmctld"] == before["slurmctld"]
-    assert after["ctl_files"] == before["ctl_files"]
-    for node in deploy_checks.NODES:
-        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
-        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+    deploy_checks.assert_unchanged(wrong_release["before"], wrong_release["after"])
 
 
 THREE_H100 = {"gres-gpu02": {"slurm_gres_gpus": FIVE_H100["gres-gpu02"]["slurm_gres_gpus"][:3]}}
@@ -130,12 +125,7 @@ def test_gres_change_for_a_node_outside_the_limit_is_refused(limited):
 
 
 def test_refused_limits_change_nothing(limited):
-    before, after = limited["before"], limited["after"]
-    assert after["slurmctld"] == before["slurmctld"]
-    assert after["ctl_files"] == before["ctl_files"]
-    for node in deploy_checks.NODES:
-        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
-        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+    deploy_checks.assert_unchanged(limited["before"], limited["after"])
 
 
 def test_a_sufficient_limit_deploys(limited):
