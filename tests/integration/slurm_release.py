@@ -47,7 +47,7 @@ def matrix():
 
 
 def releases():
-    return [release for release, _ in matrix()]
+    return [row[0] for row in matrix()]
 
 
 def _ci():
@@ -74,8 +74,8 @@ def release_root(release):
                           stderr=subprocess.STDOUT, text=True, check=False)
     found = re.findall(r"^root=(.+)$", proc.stdout, re.MULTILINE)
     if proc.returncode != 0 or not found:
-        raise RuntimeError("scripts/build-image.sh %s failed (exit %d):\n%s" % (suite, proc.returncode,
-                                                                                 proc.stdout[-3000:]))
+        raise RuntimeError("scripts/build-image.sh %s failed (exit %d):\n%s"
+                           % (suite, proc.returncode, proc.stdout[-3000:]))
     _roots[release] = found[-1]
     return found[-1]
 
@@ -189,7 +189,7 @@ def show_hostnames(root, exprs):
             handle.write("".join(e + "\n" for e in exprs))
         script = ('i=0; while IFS= read -r e; do echo "=== $i"; scontrol show hostnames "$e" 2>&1; '
                   'echo "rc=$?"; i=$((i+1)); done < %s/exprs' % CONF_DIR)
-        _, out = run_in_release(root, workdir, ["sh", "-c", script], env={"SLURM_CONF": CONF_DIR + "/slurm.conf"})
+        out = run_in_release(root, workdir, ["sh", "-c", script], env={"SLURM_CONF": CONF_DIR + "/slurm.conf"})[1]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results = []
@@ -198,8 +198,8 @@ def show_hostnames(root, exprs):
         ok = lines and lines[-1] == "rc=0" and not any("Invalid hostlist" in line for line in lines)
         results.append(lines[:-1] if ok else None)
     if len(results) != len(exprs):
-        raise RuntimeError("scontrol show hostnames: %d answers for %d expressions:\n%s" % (len(results), len(exprs),
-                                                                                          out[-3000:]))
+        raise RuntimeError("scontrol show hostnames: %d answers for %d expressions:\n%s"
+                           % (len(results), len(exprs), out[-3000:]))
     return results
 
 

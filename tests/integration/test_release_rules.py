@@ -33,8 +33,8 @@ def _name_sets():
             ["gpu-a01", "gpu-a02", "gpu-b07-ib", "x"], ["dgx%02d-ib" % i for i in range(1, 33)],
             ["rack1-node1-ib", "rack1-node2-ib", "rack2-node1-ib", "rack2-node2-ib"], ["h1.lab", "h2.lab"]]
     shapes = ["gpu%02d", "node%03d-ib", "r%dn1-ib0", "a%db", "dgx-%d-ib", "n%d"]
-    for _ in range(10):
-        sets.append(sorted({rng.choice(shapes) % rng.randint(0, 40) for _ in range(rng.randint(2, 12))}))
+    for count in range(2, 12):
+        sets.append(sorted({rng.choice(shapes) % rng.randint(0, 40) for _draw in range(count)}))
     return sets
 
 
@@ -100,7 +100,8 @@ def test_socket_boundary_rule_matches_slurmctld(release):
     seen = slurm_release.register_nodes(root, SLURM, nodes)
     for node, (sockets, per_socket, cores) in CASES.items():
         line = seen[node]["line"]
-        cores_list = [int(x) for x in range(int(cores.split("-")[0]), int(cores.split("-")[1]) + 1)]
+        low, high = cores.split("-")
+        cores_list = list(range(int(low), int(high) + 1))
         found = versions.socket_boundary_findings(cores_list, sockets, per_socket, name)
         drains = bool(found) and found[0][0] == "error"
         if drains:
@@ -116,8 +117,8 @@ def test_identical_suffixed_nodes_render_and_register_idle(release):
     name, root = release
     shape = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 2, "slurm_node_threads_per_core": 1,
              "slurm_node_real_memory": 100,
-             "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-1"}, {"index": 1, "type": "a100",
-                                                                               "cores": "2-3"}]}
+             "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-1"},
+                                 {"index": 1, "type": "a100", "cores": "2-3"}]}
     hosts = ["node01-ib", "node02-ib", "gpu01-ib0", "gpu02-ib0"]
     hostvars = dict((h, dict(shape)) for h in hosts)
     hostvars["ctl"] = {}

@@ -133,7 +133,7 @@ def first_release(name, predicate):
 
 def autodetect_modes(value):
     """The AutoDetect modes this collection can render for the release, in table order (``off`` first)."""
-    return tuple(mode for mode, _ in rule("autodetect", value))
+    return tuple(pair[0] for pair in rule("autodetect", value))
 
 
 def autodetect_plugin(mode, value):
@@ -347,8 +347,7 @@ def _mix_problem(entry, newer, rule_text):
     allowed = (newer["release"],) + compatible_older(newer["release"])
     if apart is not None and 0 <= apart and entry["release"] in allowed:
         return None
-    return Problem(entry["host"], "%s -V" % entry["daemon"],
-                   "a release %s accepts: %s (%s %s on %s)" % (newer["daemon"], ", ".join(allowed), newer["daemon"],
-                                                              newer["text"], newer["host"]),
-                   entry["text"],
+    expected = "a release %s accepts: %s (%s %s on %s)" % (
+        newer["daemon"], ", ".join(allowed), newer["daemon"], newer["text"], newer["host"])
+    return Problem(entry["host"], "%s -V" % entry["daemon"], expected, entry["text"],
                    "Slurm does not support this mix; %s (upgrades.html#compatibility_window)" % rule_text)

@@ -104,14 +104,14 @@ def test_hostlist_form_problem():
 def _random_names(rng):
     shapes = ["gpu%02d", "node%03d-ib", "r1n%d-ib0", "a%db", "h%d.lab", "dgx-%d-ib", "n%d"]
     names = set()
-    for _ in range(rng.randint(1, 40)):
+    for _draw in range(rng.randint(1, 40)):
         names.add(rng.choice(shapes) % rng.randint(0, 120))
     return sorted(names)
 
 
 def test_format_hostlist_keeps_the_names_and_the_release_form():
     rng = random.Random(9)
-    for _ in range(300):
+    for _round in range(300):
         names = _random_names(rng)
         for release in ("22.05", "24.11"):
             expr = v.format_hostlist(names, release)
