@@ -290,9 +290,10 @@ def version_problems(expected, daemons):
     """Problems with the Slurm versions a cluster's daemons report.
 
     ``expected``: the inventory's ``slurm_version``. ``daemons``: ``[{"host", "daemon": "slurmctld" | "slurmd" |
-    "slurmdbd", "version": output of DAEMON -V}]``. Every daemon must run the release the inventory names (the files
-    are rendered and proven for it), and the mix must be one Slurm supports (upgrades.html): every slurmctld the same
-    release, slurmdbd >= slurmctld >= slurmd, each within the newer one's compatibility window.
+    "slurmdbd", "version": output of DAEMON -V}]``. Every slurmctld and slurmd must run the release the inventory
+    names (the files are rendered and proven for it), and the mix must be one Slurm supports (upgrades.html): every
+    slurmctld the same release, slurmdbd >= slurmctld >= slurmd, each within the newer one's compatibility window
+    (slurmdbd may be newer than slurm_version: it is upgraded first).
     """
     want = release_of(expected)
     problems = []
@@ -303,7 +304,9 @@ def version_problems(expected, daemons):
             version = parse_version(entry["version"])
         except ValueError:
             problems.append(Problem(entry["host"], field, "a Slurm version such as 24.11.5",
-                                    repr(entry.get("version")), "is %s installed?" % entry["daemon"]))
+                                    repr(entry.get("version")),
+                                    "is %s installed and on root's PATH? the roles' variables slurm_gres_node_slurmd, "
+                                    "slurm_gres_controller_slurmctld and _slurmdbd name the commands" % entry["daemon"]))
             continue
         parsed.append(dict(entry, release=release_of(version), text="%d.%02d.%d" % version))
 
@@ -331,6 +334,8 @@ def version_problems(expected, daemons):
     # A daemon already reported for an unsupported mix is not reported again for disagreeing with the inventory.
     reported = set((p.host, p.field) for p in problems)
     for entry in parsed:
+        if entry["daemon"] == "slurmdbd":
+            continue
         if entry["release"] != want and (entry["host"], "%s -V" % entry["daemon"]) not in reported:
             hint = "set slurm_version: \"%s\" in the inventory if the whole cluster runs it" % entry["release"]
             if entry["daemon"] == "slurmd":

@@ -209,6 +209,13 @@ def test_controllers_must_agree_and_slurmdbd_must_not_be_older():
     assert all(p.found for p in problems)
 
 
+def test_a_newer_slurmdbd_is_fine_an_older_one_is_not():
+    newer = daemons(("ctl", "slurmctld", "24.11.5"), ("dbd", "slurmdbd", "25.11.1"), ("gpu01", "slurmd", "24.11.5"))
+    assert v.version_problems("24.11", newer) == []
+    older = daemons(("ctl", "slurmctld", "24.11.5"), ("dbd", "slurmdbd", "24.05.2"))
+    assert [(p.host, p.field) for p in v.version_problems("24.11", older)] == [("ctl", "slurmctld -V")]
+
+
 def test_unreadable_version():
     problems = v.version_problems("24.11", daemons(("gpu01", "slurmd", "bash: slurmd: command not found")))
     assert problems[0].field == "slurmd -V" and "installed" in problems[0].hint
