@@ -71,6 +71,14 @@ DEFAULT_SLURM_CONF = (
     ("SelectType", "select/cons_tres"),
     ("SelectTypeParameters", "CR_Core_Memory"),
 )
+
+
+def default_slurm_conf(release):
+    """DEFAULT_SLURM_CONF for a release: SlurmctldPidFile where that release's slurmctld unit can write it."""
+    pidfile = versions.rule("slurmctld_pidfile", release or versions.DEFAULT_SLURM_VERSION)
+    return tuple((key, pidfile if key == "SlurmctldPidFile" else value) for key, value in DEFAULT_SLURM_CONF)
+
+
 DEFAULT_CGROUP_CONF = (
     ("CgroupPlugin", "autodetect"),
     ("ConstrainCores", "yes"),
@@ -259,7 +267,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
                                                                  CLUSTER_VARS["slurm_gres_autodetect"]), release),
         "controllers": controllers,
         "settings": {
-            "slurm_conf": _options(col, cluster_host, "slurm_conf_options", DEFAULT_SLURM_CONF,
+            "slurm_conf": _options(col, cluster_host, "slurm_conf_options", default_slurm_conf(release),
                                    cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS),
             "cgroup_conf": _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
                                     cluster.get("slurm_cgroup_conf_options"), ()),

@@ -51,6 +51,13 @@ RULES = (
     Rule("socket_boundary", "25.11", "one_socket_or_all",
          "commit 06fa614909 'Don't allow gres to have affinity to multiple sockets' (first in 25.11.0): "
          "_check_core_range_matches_sock accepts all cores or exactly one whole socket"),
+    # The default SlurmctldPidFile: where slurmctld of the release's own systemd unit can write it.
+    Rule("slurmctld_pidfile", "20.02", "/run/slurmctld.pid",
+         "etc/slurmctld.service.in (22.05): slurmctld runs as root; etc/slurm.conf.example SlurmctldPidFile="
+         "/var/run/slurmctld.pid"),
+    Rule("slurmctld_pidfile", "23.11", "/run/slurmctld/slurmctld.pid",
+         "etc/slurmctld.service.in 23.11: User=slurm, RuntimeDirectory=slurmctld (commits 7b9a362d7f, f08835f2f0): "
+         "slurmctld cannot write /run/slurmctld.pid ('error: Unable to open pidfile')"),
     # How many major releases older than itself a daemon accepts (slurmdbd > slurmctld > slurmd, commands).
     Rule("compat_window", "20.02", 2,
          "upgrades.html#compatibility_window: 'Slurm has long supported in-place upgrades from the previous two "

@@ -126,3 +126,14 @@ def test_partition_nodes_use_the_release_form():
     parts = [{"name": "gpu", "nodes": ["node01-ib", "node02-ib"]}]
     text = render_all(build(hv, slurm_version="22.05", slurm_partitions=parts))["slurm.conf"]
     assert "PartitionName=gpu Nodes=node01-ib,node02-ib " in text
+
+
+def test_slurmctld_pidfile_default_follows_the_release_unit():
+    assert build({"gpu01": node()}, slurm_version="22.05")["settings"]["slurm_conf"]["SlurmctldPidFile"] == \
+        "/run/slurmctld.pid"
+    for release in ("23.11", "24.11", "26.05"):
+        conf = build({"gpu01": node()}, slurm_version=release)["settings"]["slurm_conf"]
+        assert conf["SlurmctldPidFile"] == "/run/slurmctld/slurmctld.pid"
+    # a site's own value wins
+    conf = build({"gpu01": node()}, slurm_conf_options={"SlurmctldPidFile": "/var/run/x.pid"})["settings"]["slurm_conf"]
+    assert conf["SlurmctldPidFile"] == "/var/run/x.pid"
