@@ -595,12 +595,15 @@ def _check_socket_boundaries(col, host, name, gpus, entries, layout, release):
             else:
                 expected = "%s (Slurm %s and later drain the node; this cluster runs %s)" % (expected, since, release)
                 record = col.warn
+            if versions.rule("socket_boundary", since) == "one_socket_or_all":
+                remedy = "the one socket it is local to, or all cores (0-%d)" % (sockets * per_socket - 1)
+            else:
+                remedy = "the whole socket(s) it is local to (%s)" % _covering_sockets(cores, per_socket)
             record(host, "slurm_gres_gpus[%d].cores" % position.get(gpu["index"], 0), expected,
                    "%s for GPU %d: %s" % (gpu["cores"], gpu["index"],
                                           versions.socket_boundary_message(cores, name, sock, per_socket)),
-                   "Slurm schedules GPUs per socket: give the GPU the whole socket(s) it is local to (%s), or set "
-                   "SlurmdParameters=l3cache_as_socket or numa_node_as_socket with Sockets/CoresPerSocket to match"
-                   % _covering_sockets(cores, per_socket))
+                   "Slurm schedules GPUs per socket: give the GPU %s, or set SlurmdParameters=l3cache_as_socket or "
+                   "numa_node_as_socket with Sockets/CoresPerSocket to match" % remedy)
 
 
 def _covering_sockets(cores, per_socket):

@@ -74,7 +74,8 @@ def test_partial_socket_cores_refused_from_24_11():
         assert text.startswith("host gpu01.lab: slurm_gres_gpus[0].cores: expected Cores covering")
         assert "found 0-15 for GPU 0: gres/gpu GRES core specification 0-15 for node gpu01 doesn't match socket " \
                "boundaries. (Socket 0 is cores 0-31)" in text
-        assert "whole socket(s) it is local to (0-31)" in found[0].hint
+        remedy = "whole socket(s) it is local to (0-31)" if release == "24.11" else "one socket it is local to, or all"
+        assert remedy in found[0].hint
 
 
 def test_partial_socket_cores_warned_before_24_11_with_the_same_text():
@@ -101,7 +102,8 @@ def test_two_whole_sockets_warned_on_24_11_refused_from_25_11():
     hv = {"gpu01": node(cores=("0-31", "32-63"), sockets=4, per_socket=16)}
     model = build(hv, slurm_version="24.11")
     assert len(model["warnings"]) == 2 and "Slurm 25.11 and later drain the node" in model["warnings"][0]
-    assert len(problems(hv, slurm_version="26.05")) == 2
+    refused = problems(hv, slurm_version="26.05")
+    assert len(refused) == 2 and "the one socket it is local to, or all cores (0-63)" in refused[0].hint
     assert build({"gpu01": node(cores=("0-63", "0-63"), sockets=4, per_socket=16)}, slurm_version="26.05")
 
 
@@ -137,3 +139,11 @@ def test_slurmctld_pidfile_default_follows_the_release_unit():
     # a site's own value wins
     conf = build({"gpu01": node()}, slurm_conf_options={"SlurmctldPidFile": "/var/run/x.pid"})["settings"]["slurm_conf"]
     assert conf["SlurmctldPidFile"] == "/var/run/x.pid"
+
+
+def test_the_summary_caps_warning_lines():
+    hv = dict(("gpu%02d" % i, node(cores=("0-15", "32-47"))) for i in range(30))
+    model = build(hv, slurm_version="22.05")
+    assert len(model["warnings"]) == 60
+    lines = [line for line in summarize(model)["lines"] if line.startswith("warning: ")]
+    assert len(lines) == 21 and lines[-1] == "warning: ... and 40 more (the model's warnings list has them all)"
