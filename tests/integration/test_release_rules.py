@@ -11,6 +11,7 @@ import pytest
 import slurm_release
 import slurmd_oracle
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
@@ -134,3 +135,46 @@ def test_identical_suffixed_nodes_render_and_register_idle(release):
         line = seen[node["name"]]["line"]
         assert " State=IDLE " in line and "Gres=gpu:a100:2" in line, (name, node_lines, line,
                                                                       seen[node["name"]]["slurmctld_log"])
+
+
+VARIED = {
+    # identical suffixed nodes with shards on every GPU
+    "dgx01-ib": {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 2,
+                 "slurm_gres_gpus": [{"index": i, "type": "h100", "cores": "0-3" if i < 4 else "4-7", "shards": 4}
+                                     for i in range(8)]},
+    # one GPU per socket on a four-socket node
+    "quad01": {"slurm_node_sockets": 4, "slurm_node_cores_per_socket": 2, "slurm_node_threads_per_core": 1,
+               "slurm_gres_gpus": [{"index": i, "type": "a40", "cores": "%d-%d" % (2 * i, 2 * i + 1)}
+                                   for i in range(4)]},
+    # no Cores at all, one socket
+    "single01": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 2,
+                 "slurm_gres_gpus": [{"index": 0, "type": "l4"}, {"index": 1, "type": "l4"}]},
+    # two types, minors not in index order
+    "mix01": {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1,
+              "slurm_gres_gpus": [{"index": 0, "type": "l40s", "cores": "0-3"},
+                                  {"index": 1, "type": "a100", "minor": 2, "cores": "4-7"},
+                                  {"index": 2, "type": "a100", "minor": 1, "cores": "4-7"}]},
+}
+
+
+def test_a_varied_cluster_passes_slurmd_and_registers_idle(release):
+    name, root = release
+    hostvars = dict(VARIED, **{"dgx02-ib": VARIED["dgx01-ib"], "ctl": {}})
+    hosts = sorted(h for h in hostvars if h != "ctl")
+    model = build_cluster_model(hostvars, {"all": hosts + ["ctl"], "slurmctld": ["ctl"], "slurmd": hosts},
+                                {"slurm_version": name})
+    files = render_all(model)
+    nodes = []
+    for node in model["nodes"]:
+        gres = files[node["name"] + "/gres.conf"]
+        result = slurmd_oracle.run_for_node(node, files["slurm.conf"], gres, root=root,
+                                            extra_files={"cgroup.conf": files["cgroup.conf"]})
+        declared = parse_slurm_conf(files["slurm.conf"])["nodes"][node["name"]]["gres"]
+        assert result.ok and result.counts() == declared, (name, node["name"], declared, result.describe())
+        nodes.append(dict(name=node["name"], sockets=node["sockets"], cores_per_socket=node["cores_per_socket"],
+                          threads_per_core=node["threads_per_core"], gres_conf=gres))
+    seen = slurm_release.register_nodes(root, files["slurm.conf"], nodes,
+                                        extra_files={"cgroup.conf": files["cgroup.conf"]})
+    for node in nodes:
+        line = seen[node["name"]]["line"]
+        assert " State=IDLE " in line, (name, node["name"], line, seen[node["name"]]["slurmd_log"])
