@@ -21,6 +21,8 @@ options:
     description:
       - One entry per daemon, C({host, daemon, version}); C(daemon) is V(slurmctld), V(slurmd) or V(slurmdbd),
         C(version) the output of C(DAEMON -V) (C(slurm-wlm 24.11.5)).
+      - An optional C(error) says why C(DAEMON -V) could not be run; such an entry is a problem, whatever
+        C(version) holds.
     type: list
     elements: dict
     required: true
@@ -63,7 +65,8 @@ def gres_version_problems(daemons, expected=None):
         raise AnsibleFilterError("gres_version_problems: input must be a list of {host, daemon, version}")
     try:
         problems = version_problems(expected or DEFAULT_SLURM_VERSION, [
-            {"host": str(d["host"]), "daemon": str(d["daemon"]), "version": str(d["version"] or "")} for d in daemons])
+            {"host": str(d["host"]), "daemon": str(d["daemon"]), "version": str(d["version"] or ""),
+             "error": str(d["error"]) if d.get("error") else None} for d in daemons])
     except ValueError as exc:
         raise AnsibleFilterError("gres_version_problems: expected: %s" % exc)
     return [str(p) for p in problems]

@@ -297,10 +297,11 @@ def version_problems(expected, daemons):
     """Problems with the Slurm versions a cluster's daemons report.
 
     ``expected``: the inventory's ``slurm_version``. ``daemons``: ``[{"host", "daemon": "slurmctld" | "slurmd" |
-    "slurmdbd", "version": output of DAEMON -V}]``. Every slurmctld and slurmd must run the release the inventory
-    names (the files are rendered and proven for it), and the mix must be one Slurm supports (upgrades.html): every
-    slurmctld the same release, slurmdbd >= slurmctld >= slurmd, each within the newer one's compatibility window
-    (slurmdbd may be newer than slurm_version: it is upgraded first).
+    "slurmdbd", "version": output of DAEMON -V, "error": why it could not be run (optional)}]``. Every slurmctld
+    and slurmd must run the release the inventory names (the files are rendered and proven for it), and the mix
+    must be one Slurm supports (upgrades.html): every slurmctld the same release, slurmdbd >= slurmctld >= slurmd,
+    each within the newer one's compatibility window (slurmdbd may be newer than slurm_version: it is upgraded
+    first).
     """
     want = release_of(expected)
     problems = []
@@ -308,10 +309,12 @@ def version_problems(expected, daemons):
     for entry in daemons:
         field = "%s -V" % entry["daemon"]
         try:
+            if entry.get("error"):
+                raise ValueError(entry["error"])
             version = parse_version(entry["version"])
         except ValueError:
             problems.append(Problem(entry["host"], field, "a Slurm version such as 24.11.5",
-                                    repr(entry.get("version")),
+                                    repr(entry.get("error") or entry.get("version")),
                                     "is %s installed and on root's PATH? the roles' variables slurm_gres_node_slurmd, "
                                     "slurm_gres_controller_slurmctld and _slurmdbd name the commands" % entry["daemon"]))
             continue

@@ -68,6 +68,10 @@ def test_version_problems_filter():
     assert [p.split(":")[0] for p in problems] == ["host ctl", "host gpu01"]
     assert gres_version_problems([{"host": "gpu01", "daemon": "slurmd", "version": None}], "24.11")[0].startswith(
         "host gpu01: slurmd -V: expected a Slurm version")
+    failed = gres_version_problems([{"host": "gpu01", "daemon": "slurmd", "version": None,
+                                     "error": "/usr/sbin/slurmd -V: Error executing command."}], "24.11")
+    assert failed[0].startswith("host gpu01: slurmd -V: expected a Slurm version such as 24.11.5, found "
+                                "'/usr/sbin/slurmd -V: Error executing command.'"), failed
     with pytest.raises(AnsibleFilterError):
         gres_version_problems({"ctl": "24.11"}, "24.11")
     with pytest.raises(AnsibleFilterError):

@@ -221,6 +221,16 @@ def test_unreadable_version():
     assert problems[0].field == "slurmd -V" and "installed" in problems[0].hint
 
 
+def test_a_failed_command_is_never_read_as_a_version():
+    # the error text may hold a version (a path, a library name): it must not pass as the daemon's release
+    entry = {"host": "gpu01", "daemon": "slurmd", "version": None,
+             "error": "/opt/slurm-24.11/sbin/slurmd -V: error while loading shared libraries"}
+    problems = v.version_problems("24.11", [entry])
+    assert [(p.host, p.field, p.expected) for p in problems] == [("gpu01", "slurmd -V", "a Slurm version such as "
+                                                                                        "24.11.5")]
+    assert "error while loading shared libraries" in problems[0].found
+
+
 def test_molecule_matrix_starts_with_the_default_release():
     with open(os.path.join(testpaths.ROOT, "molecule", "releases")) as handle:
         rows = [line.split() for line in handle if line.strip() and not line.startswith("#")]
