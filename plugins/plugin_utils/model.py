@@ -44,7 +44,7 @@ CLUSTER_VARS = {
     "slurm_conf_options": {},
     "slurm_cgroup_conf_options": {},
 }
-AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
+AUTODETECT_CHOICES = ("off", "nvml", "nvidia", "full")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
 # slurm.conf settings the renderer owns: derived from the inventory, never taken from slurm_conf_options.
@@ -257,20 +257,25 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         controllers.append({"host": host, "name": name, "addr": _plain(addr.strip()) if addr else None})
 
     _check_accounting(col, cluster_host, cluster.get("slurm_conf_options"))
+    autodetect = _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
+                                                            CLUSTER_VARS["slurm_gres_autodetect"]), release)
+    _check_autodetect_with_mig(col, cluster_host, autodetect, nodes)
+
+    cgroup_conf = _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
+                           cluster.get("slurm_cgroup_conf_options"), ())
+    _check_cgroup_plugin(col, cluster_host, cgroup_conf, release)
 
     model = {
         "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
                                                                      CLUSTER_VARS["slurm_cluster_name"])),
         "slurm_version": release or versions.DEFAULT_SLURM_VERSION,
         "slurm_version_default": "slurm_version" not in cluster,
-        "autodetect": _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
-                                                                 CLUSTER_VARS["slurm_gres_autodetect"]), release),
+        "autodetect": autodetect,
         "controllers": controllers,
         "settings": {
             "slurm_conf": _options(col, cluster_host, "slurm_conf_options", default_slurm_conf(release),
                                    cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS),
-            "cgroup_conf": _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
-                                    cluster.get("slurm_cgroup_conf_options"), ()),
+            "cgroup_conf": cgroup_conf,
         },
         "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
                                   slurmd_set, by_name),
@@ -529,6 +534,31 @@ def _autodetect(col, host, value, release):
                 "slurmd %s logs 'error: unknown autodetect flag '%s'' and detects nothing" % (release, mode))
         return "off"
     return mode
+
+
+def _check_autodetect_with_mig(col, host, mode, nodes):
+    """AutoDetect=full loads gpu_nvml.so where slurmd has it (MIG instances detected) and gpu_nvidia.so otherwise
+    (MIG not detected): which MIG lines gres.conf needs would depend on each node's Slurm build."""
+    if mode != "full":
+        return
+    mig = next(((n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["mig"]), None)
+    if mig:
+        col.add(host, "slurm_gres_autodetect", "nvml or nvidia on a cluster with MIG GPUs (or off)",
+                "'full' (host %s GPU %s has mig)" % mig,
+                "AutoDetect=full picks gpu_nvml.so where slurmd has it (which detects MIG) and gpu_nvidia.so "
+                "otherwise (which does not), so the gres.conf MIG lines cannot be known; name the plugin")
+
+
+def _check_cgroup_plugin(col, host, cgroup_conf, release):
+    """CgroupPlugin=cgroup/v1 where the release deprecates it: a warning (it still works)."""
+    if release is None or versions.rule("cgroup_v1", release) != "deprecated":
+        return
+    for key, value in cgroup_conf.items():
+        if key.lower() == "cgroupplugin" and value.strip().lower() == "cgroup/v1":
+            col.warn(host, "slurm_cgroup_conf_options.%s" % key,
+                     "cgroup/v2 or autodetect (cgroup/v1 is deprecated in Slurm %s, slurm_version)" % release, value,
+                     "slurmd logs 'cgroup/v1 plugin is deprecated, please upgrade to cgroup/v2'; boot the nodes with "
+                     "the unified hierarchy (systemd.unified_cgroup_hierarchy=1) and use cgroup/v2")
 
 
 def _slurm_version(col, host, value):

@@ -218,6 +218,11 @@ def gpu_plugins(root):
     return names
 
 
+def cgroup_hierarchy(sysfs="/sys/fs/cgroup"):
+    """"v2" where this host mounts the unified hierarchy only, else "v1" (legacy or hybrid)."""
+    return "v2" if os.path.exists(os.path.join(sysfs, "cgroup.controllers")) else "v1"
+
+
 # ---------------------------------------------------------------------------------------------- registration
 
 # slurm.conf keys the test cluster replaces: private paths, and no cgroup, no slurmdbd (neither exists in the

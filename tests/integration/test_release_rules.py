@@ -76,21 +76,36 @@ CASES = {  # node: (sockets, cores per socket, Cores=)
 }
 
 
-def test_autodetect_modes_and_plugins(release):
+@pytest.mark.parametrize("mode", ["nvidia", "full"])
+def test_autodetect_modes_and_plugins(release, mode):
     name, root = release
-    gres = "AutoDetect=nvidia\nNodeName=whole Name=gpu Type=a100 File=/dev/nvidia0 Cores=4-7\n"
+    gres = "AutoDetect=%s\nNodeName=whole Name=gpu Type=a100 File=/dev/nvidia0 Cores=4-7\n" % mode
     result = slurmd_oracle.run_slurmd_g("whole", SLURM, gres, 2, 4, 1, root=root)
-    unknown = any("unknown autodetect flag 'nvidia'" in e for e in result.errors)
-    assert unknown == ("nvidia" not in versions.autodetect_modes(name)), result.describe()
+    unknown = any("unknown autodetect flag '%s'" % mode in e for e in result.errors)
+    assert unknown == (mode not in versions.autodetect_modes(name)), result.describe()
     plugins = slurm_release.gpu_plugins(root)
-    for mode in versions.autodetect_modes(name):
-        plugin = versions.autodetect_plugin(mode, name)
-        if mode == "nvidia":
-            assert plugin in plugins, (name, plugins)  # Debian's 24.11+ ship it; no library is needed
-        if mode == "nvml":
+    for known in versions.autodetect_modes(name):
+        wanted = versions.autodetect_plugins(known, name)
+        if known == "nvidia":
+            assert wanted == ("gpu_nvidia.so",) and wanted[0] in plugins, (name, plugins)  # no library needed
+        if known == "nvml":
             # Debian builds have no gpu_nvml.so in main (contrib's slurm-wlm-nvml-plugin): gres_verify's plugin
             # check is what catches AutoDetect=nvml on such a node
-            assert plugin == "gpu_nvml.so" and plugin not in plugins, (name, plugins)
+            assert wanted == ("gpu_nvml.so",) and wanted[0] not in plugins, (name, plugins)
+        if known == "full":
+            assert set(wanted) & set(plugins), (name, plugins)  # Debian's: gpu_nvidia.so
+
+
+def test_cgroup_v1_deprecation_matches_slurmd(release):
+    name, root = release
+    if slurm_release.cgroup_hierarchy() != "v1":
+        pytest.skip("this host mounts the unified cgroup hierarchy: the cgroup/v1 plugin cannot load here")
+    gres = "NodeName=whole Name=gpu Type=a100 File=/dev/nvidia0 Cores=4-7\n"
+    result = slurmd_oracle.run_slurmd_g("whole", SLURM, gres, 2, 4, 1, root=root,
+                                        extra_files={"cgroup.conf": "CgroupPlugin=cgroup/v1\n"})
+    warned = any("cgroup/v1 plugin is deprecated" in w for w in result.warnings)
+    assert warned == (versions.rule("cgroup_v1", name) == "deprecated"), result.describe()
+    assert result.records and not result.fatals, result.describe()  # a warning, not a refusal
 
 
 def test_socket_boundary_rule_matches_slurmctld(release):

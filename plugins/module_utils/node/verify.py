@@ -30,7 +30,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 NVIDIA_MAJOR = 195
 CHECKS = ("parse", "release", "count", "present", "type", "mig", "device", "cores", "socket_boundary", "order",
           "cpu_layout", "autodetect", "slurmd_g")
-_AUTODETECT_ON = ("nvml", "nvidia")
+_AUTODETECT_ON = ("nvml", "nvidia", "full")
 
 
 def finding(severity, check, gpu, expected, found, hint=None):
@@ -334,26 +334,30 @@ def _check_release(node, slurm_text, version):
 
 
 def _check_autodetect_plugin(node, gpu_plugins, version):
-    """AutoDetect=nvml|nvidia needs slurmd's gpu_nvml|gpu_nvidia plugin; without it nothing is detected or checked."""
-    mode = next((m for m in ("nvml", "nvidia") if m in (node.autodetect or "")), None)
+    """AutoDetect=nvml|nvidia|full needs a gpu plugin of slurmd for NVIDIA GPUs (versions.autodetect_plugins);
+    without one nothing is detected or checked."""
+    mode = next((m for m in _AUTODETECT_ON if m in (node.autodetect or "")), None)
     if gpu_plugins is None or mode is None:
         return []
-    plugin = versions.autodetect_plugin(mode, version or versions.RELEASES[-1])
-    if plugin is None:
+    plugins = versions.autodetect_plugins(mode, version or versions.RELEASES[-1])
+    if not plugins:
         return []  # a mode the release does not know: the release check reports it
-    name = plugin[len("gpu_"):-len(".so")]
-    if name in gpu_plugins["plugins"]:
+    if any(p[len("gpu_"):-len(".so")] in gpu_plugins["plugins"] for p in plugins):
         return []
+    wanted = " or ".join(plugins)
     if gpu_plugins["dir"] is None:
-        return [finding("warning", "autodetect", None, "slurmd's %s plugin for AutoDetect=%s" % (plugin, mode),
+        return [finding("warning", "autodetect", None, "slurmd's %s plugin for AutoDetect=%s" % (wanted, mode),
                         "no Slurm plugin directory found (set PluginDir in slurm.conf)")]
     found = ", ".join("gpu_%s.so" % p for p in gpu_plugins["plugins"]) or "no gpu_*.so"
-    hint = ("this slurmd was built without NVML (Debian's is): AutoDetect=nvml would detect and check nothing; set "
-            "slurm_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or install a Slurm built "
-            "with NVML" if mode == "nvml" else
-            "AutoDetect=nvidia would detect and check nothing; install the slurmd package that has %s or set "
-            "slurm_gres_autodetect: 'off'" % plugin)
-    return [finding("error", "autodetect", None, "%s in %s for AutoDetect=%s" % (plugin, gpu_plugins["dir"], mode),
+    if mode == "nvml":
+        hint = ("this slurmd was built without NVML (Debian's is): AutoDetect=nvml would detect and check nothing; "
+                "set slurm_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or install a Slurm "
+                "built with NVML")
+    else:
+        hint = ("AutoDetect=%s would detect and check nothing%s; install the slurmd package that has %s or set "
+                "slurm_gres_autodetect: 'off'" % (mode, " (slurmd falls back to gpu/generic)" if mode == "full" else "",
+                                                  wanted))
+    return [finding("error", "autodetect", None, "%s in %s for AutoDetect=%s" % (wanted, gpu_plugins["dir"], mode),
                     found, hint)]
 
 

@@ -33,14 +33,19 @@ RULES = (
     Rule("hostlist_suffix", "23.11", True,
          "NEWS 23.11.0: 'Allow for a shared suffix to be used with the hostlist format. E.g., "
          "\"node[0001-0010]-int\".' (commit 0994b5f198)"),
-    # AutoDetect mode -> the gpu plugin slurmd loads for it (None: no plugin).
-    Rule("autodetect", "20.02", (("off", None), ("nvml", "gpu_nvml.so")),
+    # AutoDetect mode -> the gpu plugins slurmd may load for it on NVIDIA GPUs, in the order it tries them.
+    Rule("autodetect", "20.02", (("off", ()), ("nvml", ("gpu_nvml.so",))),
          "gres.conf(5) 22.05 AutoDetect: 'nvml: Automatically detect NVIDIA GPUs. Requires the NVIDIA Management "
          "Library (NVML).'; src/plugins/gpu/nvml"),
-    Rule("autodetect", "24.11", (("off", None), ("nvml", "gpu_nvml.so"), ("nvidia", "gpu_nvidia.so")),
+    Rule("autodetect", "24.11", (("off", ()), ("nvml", ("gpu_nvml.so",)), ("nvidia", ("gpu_nvidia.so",))),
          "gres.conf(5) 24.11 AutoDetect: 'nvidia: Automatically detect NVIDIA GPUs. No library required, but "
          "doesn't detect MIGs or NVlinks. Added in Slurm 24.11.'; src/plugins/gpu/nvidia (22.05's slurmd logs "
          "'error: unknown autodetect flag 'nvidia'')"),
+    Rule("autodetect", "26.05", (("off", ()), ("nvml", ("gpu_nvml.so",)), ("nvidia", ("gpu_nvidia.so",)),
+                                 ("full", ("gpu_nvml.so", "gpu_nvidia.so"))),
+         "RELEASE_NOTES 26.05, gres.conf: 'Add AutoDetect=full option to try all GRES plugin AutoDetection types on "
+         "slurmd start.'; src/interfaces/gpu.c _gpu_plugin_init_full probes nvml, then nvidia, rsmi, oneapi (22.05 "
+         "and 24.11 log 'error: unknown autodetect flag 'full'')"),
     # How GPU Cores= must line up with sockets: none, whole sockets, or exactly one whole socket or all cores.
     Rule("socket_boundary", "20.02", "none",
          "gres.conf(5) 22.05 Cores: 'should generally be used to identify all cores on some socket' (not checked)"),
@@ -65,6 +70,13 @@ RULES = (
     Rule("compat_window", "24.11", 3,
          "upgrades.html#compatibility_window: 'Slurm 24.11 introduced compatibility with the previous three major "
          "releases.'"),
+    # The cgroup/v1 plugin (CgroupPlugin=cgroup/v1, or autodetect on a host with the legacy hierarchy).
+    Rule("cgroup_v1", "20.02", "supported",
+         "cgroup.conf(5) 22.05 CgroupPlugin: 'cgroup/v1 which supports the legacy interface of cgroup v1'"),
+    Rule("cgroup_v1", "26.05", "deprecated",
+         "26.05 slurmd logs 'warning: cgroup/v1 plugin is deprecated, please upgrade to cgroup/v2 at your earliest "
+         "convenience' (Debian 26.05.5; 24.11.5 does not); cgroup.conf(5): 'cgroup/v1 plugin is deprecated and no "
+         "new features will be added to it'"),
 )
 RULE_NAMES = tuple(sorted(set(r.name for r in RULES)))
 
@@ -139,13 +151,14 @@ def first_release(name, predicate):
 
 
 def autodetect_modes(value):
-    """The AutoDetect modes this collection can render for the release, in table order (``off`` first)."""
+    """The AutoDetect modes the release knows, in table order (``off`` first)."""
     return tuple(pair[0] for pair in rule("autodetect", value))
 
 
-def autodetect_plugin(mode, value):
-    """The gpu plugin (``gpu_nvml.so``) slurmd of that release loads for ``mode``; None for off or unknown modes."""
-    return dict(rule("autodetect", value)).get(mode)
+def autodetect_plugins(mode, value):
+    """The gpu plugins (``("gpu_nvml.so",)``) slurmd of that release may load for ``mode`` on NVIDIA GPUs, in the
+    order it tries them; ``()`` for off or a mode the release does not know."""
+    return dict(rule("autodetect", value)).get(mode, ())
 
 
 def autodetect_since(mode):

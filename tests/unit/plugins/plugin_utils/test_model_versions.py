@@ -65,6 +65,35 @@ def test_autodetect_nvidia_needs_24_11():
     assert build({"gpu01": node()}, slurm_version="22.05", slurm_gres_autodetect="nvml")["autodetect"] == "nvml"
 
 
+def test_autodetect_full_needs_26_05_and_no_mig():
+    for release in ("22.05", "24.11"):
+        found = problems({"gpu01": node()}, slurm_version=release, slurm_gres_autodetect="full")
+        assert [(p.host, p.field) for p in found] == [("localhost", "slurm_gres_autodetect")]
+        assert "full needs Slurm 26.05 or later" in found[0].expected
+    model = build({"gpu01": node()}, slurm_version="26.05", slurm_gres_autodetect="full")
+    assert model["autodetect"] == "full"
+    assert "NodeName=gpu01 AutoDetect=full\n" in render_all(model)["gpu01/gres.conf"]
+    mig = node()
+    mig["slurm_gres_gpus"][1].update(mig=["3g.40gb", "3g.40gb"], model="A100-80GB", type="a100")
+    found = problems({"gpu01": node(), "gpu02": mig}, slurm_version="26.05", slurm_gres_autodetect="full")
+    assert [(p.host, p.field, p.found) for p in found] == [
+        ("localhost", "slurm_gres_autodetect", "'full' (host gpu02 GPU 1 has mig)")]
+    assert build({"gpu02": mig}, slurm_version="26.05", slurm_gres_autodetect="nvidia")["autodetect"] == "nvidia"
+
+
+def test_cgroup_v1_is_a_warning_where_the_release_deprecates_it():
+    v1 = {"CgroupPlugin": "cgroup/v1"}
+    assert build({"gpu01": node()}, slurm_version="24.11", slurm_cgroup_conf_options=v1)["warnings"] == []
+    model = build({"gpu01": node()}, slurm_version="26.05", slurm_cgroup_conf_options=v1)
+    assert model["warnings"] == [
+        "host localhost: slurm_cgroup_conf_options.CgroupPlugin: expected cgroup/v2 or autodetect (cgroup/v1 is "
+        "deprecated in Slurm 26.05, slurm_version), found cgroup/v1 (slurmd logs 'cgroup/v1 plugin is deprecated, "
+        "please upgrade to cgroup/v2'; boot the nodes with the unified hierarchy (systemd.unified_cgroup_hierarchy=1) "
+        "and use cgroup/v2)"]
+    assert "CgroupPlugin=cgroup/v1\n" in render_all(model)["cgroup.conf"]  # still rendered: it works
+    assert build({"gpu01": node()}, slurm_version="26.05")["warnings"] == []  # the default, autodetect
+
+
 def test_partial_socket_cores_refused_from_24_11():
     hv = {"gpu01.lab": node(cores=("0-15", "32-63"))}
     for release in ("24.11", "26.05"):

@@ -64,3 +64,17 @@ def test_autodetect_nvidia_needs_gpu_nvidia_so():
     slurm = SLURM.replace("node[01-02]-ib", "node01-ib,node02-ib")
     assert findings(slurm=slurm, gres=gres, version="22.05.8", plugins={"dir": "/x", "plugins": []},
                     check="autodetect") == []
+
+
+def test_autodetect_full_is_26_05_and_needs_an_nvidia_gpu_plugin():
+    gres = "NodeName=node01-ib AutoDetect=full\n" + GRES
+    [f] = findings(gres=gres, version="24.11.5", check="release")
+    assert f["found"] == "AutoDetect=full" and "(off, nvml, nvidia)" in f["expected"]
+    assert findings(gres=gres, version="26.05.5", check="release") == []
+    [f] = findings(gres=gres, version="26.05.5", plugins={"dir": "/usr/lib/slurm", "plugins": ["generic", "oneapi"]},
+                   check="autodetect")
+    assert f["expected"] == "gpu_nvml.so or gpu_nvidia.so in /usr/lib/slurm for AutoDetect=full"
+    assert f["found"] == "gpu_generic.so, gpu_oneapi.so" and "falls back to gpu/generic" in f["hint"]
+    for plugin in ("nvml", "nvidia"):  # either one serves: slurmd tries nvml first, then nvidia
+        assert findings(gres=gres, version="26.05.5", plugins={"dir": "/x", "plugins": ["generic", plugin]},
+                        check="autodetect") == []

@@ -45,29 +45,33 @@ def test_table_shape():
             v.rule(name, release)
 
 
-@pytest.mark.parametrize("release,suffix,modes,boundary,window", [
-    ("22.05", False, ("off", "nvml"), "none", 2),
-    ("23.02", False, ("off", "nvml"), "none", 2),
-    ("23.11", True, ("off", "nvml"), "none", 2),
-    ("24.05", True, ("off", "nvml"), "none", 2),
-    ("24.11", True, ("off", "nvml", "nvidia"), "whole_sockets", 3),
-    ("25.05", True, ("off", "nvml", "nvidia"), "whole_sockets", 3),
-    ("25.11", True, ("off", "nvml", "nvidia"), "one_socket_or_all", 3),
-    ("26.05", True, ("off", "nvml", "nvidia"), "one_socket_or_all", 3),
+@pytest.mark.parametrize("release,suffix,modes,boundary,window,cgroup_v1", [
+    ("22.05", False, ("off", "nvml"), "none", 2, "supported"),
+    ("23.02", False, ("off", "nvml"), "none", 2, "supported"),
+    ("23.11", True, ("off", "nvml"), "none", 2, "supported"),
+    ("24.05", True, ("off", "nvml"), "none", 2, "supported"),
+    ("24.11", True, ("off", "nvml", "nvidia"), "whole_sockets", 3, "supported"),
+    ("25.05", True, ("off", "nvml", "nvidia"), "whole_sockets", 3, "supported"),
+    ("25.11", True, ("off", "nvml", "nvidia"), "one_socket_or_all", 3, "supported"),
+    ("26.05", True, ("off", "nvml", "nvidia", "full"), "one_socket_or_all", 3, "deprecated"),
 ])
-def test_rules_per_release(release, suffix, modes, boundary, window):
+def test_rules_per_release(release, suffix, modes, boundary, window, cgroup_v1):
     assert v.rule("hostlist_suffix", release) is suffix
     assert v.autodetect_modes(release) == modes
     assert v.rule("socket_boundary", release + ".7") == boundary
     assert v.rule("compat_window", release) == window
+    assert v.rule("cgroup_v1", release) == cgroup_v1
 
 
 def test_autodetect_plugins():
-    assert v.autodetect_plugin("nvml", "22.05") == "gpu_nvml.so"
-    assert v.autodetect_plugin("nvidia", "22.05") is None
-    assert v.autodetect_plugin("nvidia", "24.11") == "gpu_nvidia.so"
-    assert v.autodetect_plugin("off", "26.05") is None
+    assert v.autodetect_plugins("nvml", "22.05") == ("gpu_nvml.so",)
+    assert v.autodetect_plugins("nvidia", "22.05") == ()
+    assert v.autodetect_plugins("nvidia", "24.11") == ("gpu_nvidia.so",)
+    assert v.autodetect_plugins("full", "24.11") == ()
+    assert v.autodetect_plugins("full", "26.05") == ("gpu_nvml.so", "gpu_nvidia.so")  # the order slurmd tries
+    assert v.autodetect_plugins("off", "26.05") == ()
     assert v.autodetect_since("nvidia") == "24.11" and v.autodetect_since("nvml") == "20.02"
+    assert v.autodetect_since("full") == "26.05"
 
 
 def test_unknown_rule_is_a_key_error():
