@@ -272,7 +272,9 @@ def summarize(model, files=None):
         text.append("shards: %d" % shards)
     text.append("slurm.conf: %d NodeName lines" % lines)
     if files is not None:
-        text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf)" % (len(files), summary["gres_conf_files"]))
+        others = sorted(p for p in files if "/" not in p and p not in ("slurm.conf", "cgroup.conf"))
+        text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf%s)" % (
+            len(files), summary["gres_conf_files"], "".join(", " + p for p in others)))
     text.extend("warning: %s" % w for w in summary["warnings"][:SUMMARY_WARNINGS])
     if len(summary["warnings"]) > SUMMARY_WARNINGS:
         text.append("warning: ... and %d more (the model's warnings list has them all)"
