@@ -4,7 +4,7 @@
 #   scripts/run-molecule.sh                      the matrix of molecule/releases: every scenario on the default
 #                                                release (first line), the listed ones on the others
 #   scripts/run-molecule.sh default gpu-lost     only these, on the default release
-#   scripts/run-molecule.sh 22.05:default 26.05:mig   RELEASE:SCENARIO pairs (RELEASE:all for every scenario)
+#   scripts/run-molecule.sh 22.05:default 26.05:deploy-mig   RELEASE:SCENARIO pairs (RELEASE:all for every scenario)
 # Each release's node image comes from scripts/build-image.sh SUITE (cached); the scenarios see it as
 # $SLURM_GRES_IMAGE and the release as $SLURM_GRES_SLURM_VERSION (the inventories' slurm_version).
 # Full logs: out/molecule/<scenario>-<release>.log (also streamed to the terminal).

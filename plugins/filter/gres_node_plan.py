@@ -14,7 +14,7 @@ description:
   - slurmd restarts when its C(gres.conf) or C(cgroup.conf) changed, when its own C(NodeName) definition changed
     (except slurmctld-only keys such as C(Weight) or C(Features)), when C(slurm.conf) options changed, or when nodes
     were added or removed. Other nodes' lines and partitions do not restart it.
-positional: _input, applied, node_name, installed
+positional: _input, applied, node_name, installed, installed_attributes, wanted
 options:
   _input:
     description: The new files, C({"slurm.conf", "cgroup.conf", "gres.conf"}) to text (null or absent = no file).
@@ -31,6 +31,16 @@ options:
   installed:
     description: The files installed now, same shape; when given, RV(_value.not_installed) lists the new files that
       differ from them.
+    type: dict
+  installed_attributes:
+    description:
+      - The installed files' ownership and permissions, as M(hpc.slurm_gres.slurm_conf_files) returns them for that
+        directory (file name to C(mode), C(uid), C(gid), C(owner), C(group)).
+      - With O(installed) and O(wanted), RV(_value.install) is false when every new file is installed with the
+        wanted content, mode, owner and group already.
+    type: dict
+  wanted:
+    description: The C(mode), C(owner) and C(group) the install gives the files.
     type: dict
 """
 
@@ -50,15 +60,16 @@ _value:
   description:
     - C(restart) (bool), C(reasons) (list of text), C(files_changed) (file names whose bytes differ),
       C(expected_gres) (C({gres key = count}) the new slurm.conf declares for the node), C(applied_gres) (the same
-      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference) and, with O(installed), C(not_installed)
-      (names of new files whose installed content differs).
+      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference), with
+      O(installed), C(not_installed) (names of new files whose installed content differs), and C(install) (false
+      only when the installed files are the new ones with the wanted attributes, see O(installed_attributes)).
   type: dict
 """
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import (
-    FILES, expected_gres, node_restart_plan)
+    FILES, expected_gres, install_needed, node_restart_plan)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
@@ -69,7 +80,7 @@ def _files(value, what):
     return {name: value.get(name) for name in FILES}
 
 
-def gres_node_plan(new, applied, node_name, installed=None):
+def gres_node_plan(new, applied, node_name, installed=None, installed_attributes=None, wanted=None):
     new, applied = _files(new, "the input"), _files(applied, "applied")
     try:
         plan = node_restart_plan(node_name, applied, new)
@@ -80,6 +91,7 @@ def gres_node_plan(new, applied, node_name, installed=None):
             installed = _files(installed, "installed")
             plan["not_installed"] = [name for name in FILES
                                      if new[name] is not None and installed[name] != new[name]]
+        plan["install"] = install_needed(new, plan.get("not_installed"), installed_attributes, wanted)
     except (ConfSyntaxError, ValueError) as exc:
         raise AnsibleFilterError("gres_node_plan: node %s: %s" % (node_name, exc))
     return plan

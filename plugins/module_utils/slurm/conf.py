@@ -355,43 +355,91 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
     completed on the node later (MIG lines); they may be absent from gres.conf but never partially present.
     """
     deferred = deferred or {}
-    problems = []
     try:
         conf = parse_slurm_conf(slurm_text)
     except ConfSyntaxError as exc:
         return [Problem("(all)", "slurm.conf", "a file slurmctld can parse", str(exc))]
-    for err in conf["errors"]:
-        problems.append(Problem("(all)", "slurm.conf", "a file slurmctld accepts", err))
+    problems = conf_problems(conf)
     nodes = conf["nodes"]
     gres_nodes = {n for n, d in nodes.items() if d["gres"]}
+    proven = set()
     for node in sorted(set(gres_texts) | gres_nodes, key=_natural_key):
-        if node not in nodes:
-            problems.append(Problem(node, "gres.conf", "a NodeName line for this node in slurm.conf", "none"))
-            continue
-        expected = nodes[node]["gres"]
-        for name in {k.split(":", 1)[0] for k in expected}:
-            if name in expected and any(k.startswith(name + ":") for k in expected):
-                problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
-                                        "both (slurmctld refuses this)"))
         text = gres_texts.get(node)
-        if text is None:
-            problems.append(Problem(node, "gres.conf", "a gres.conf providing %s" % _fmt(expected), "no file"))
-            continue
-        try:
-            records = parse_gres_conf(text, node)
-        except ConfSyntaxError as exc:
-            problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
-            continue
-        problems.extend(gres_record_problems(records, node))
-        found = fold_untyped(expected, gres_counts_from_records(records))
-        pending = deferred.get(node, {})
-        for key in sorted(set(expected) | set(found)):
-            want = expected.get(key, 0)
-            got = found.get(key, 0)
-            if want == got or (got == 0 and pending.get(key) == want):
+        records = None
+        key = None
+        if text is not None and node in nodes:
+            key = _proof_key(text, node, nodes[node]["gres"], deferred.get(node))
+            if key is not None and key in proven:
                 continue
-            problems.append(Problem(node, "gres.conf count of %s" % key,
-                                    "%d (slurm.conf Gres=)" % want, "%d" % got))
+            try:
+                records = parse_gres_conf(text, node)
+            except ConfSyntaxError as exc:
+                problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
+                continue
+        elif text is not None:
+            records = []
+        found = node_consistency_problems(conf, node, records, deferred.get(node))
+        if key is not None and not found:
+            proven.add(key)
+        problems.extend(found)
+    return problems
+
+
+def _proof_key(text, node, expected, deferred):
+    """What a node's proof depends on, without the node's name, so nodes of one shape are proven once.
+
+    The gres.conf without comment lines and with ``NodeName=<node> `` replaced by a placeholder, and the node's
+    slurm.conf Gres and deferred counts. None (no sharing) when a line names other nodes or a hostlist: whether such
+    a line applies depends on the name. Two nodes with the same key have files that differ only in their own name,
+    so their proofs give the same result.
+    """
+    prefix = "NodeName=%s " % node
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[:9].lower() == "nodename=":
+            if not line.startswith(prefix):
+                return None
+            line = "\0 " + line[len(prefix):]
+        lines.append(line)
+    return ("\n".join(lines), tuple(sorted(expected.items())), tuple(sorted((deferred or {}).items())))
+
+
+def conf_problems(conf):
+    """What slurmctld refuses in a parsed slurm.conf as a whole (host ``(all)``)."""
+    return [Problem("(all)", "slurm.conf", "a file slurmctld accepts", err) for err in conf["errors"]]
+
+
+def node_consistency_problems(conf, node, records, deferred=None):
+    """Where one node's gres.conf disagrees with slurm.conf, both already parsed.
+
+    ``conf``: ``parse_slurm_conf`` result; ``records``: the node's ``parse_gres_conf`` records, None when it has
+    no gres.conf; ``deferred``: ``{gres_key: count}`` the node completes later (see consistency_problems).
+    """
+    nodes = conf["nodes"]
+    if node not in nodes:
+        return [Problem(node, "gres.conf", "a NodeName line for this node in slurm.conf", "none")]
+    problems = []
+    expected = nodes[node]["gres"]
+    for name in {k.split(":", 1)[0] for k in expected}:
+        if name in expected and any(k.startswith(name + ":") for k in expected):
+            problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
+                                    "both (slurmctld refuses this)"))
+    if records is None:
+        problems.append(Problem(node, "gres.conf", "a gres.conf providing %s" % _fmt(expected), "no file"))
+        return problems
+    problems.extend(gres_record_problems(records, node))
+    found = fold_untyped(expected, gres_counts_from_records(records))
+    pending = deferred or {}
+    for key in sorted(set(expected) | set(found)):
+        want = expected.get(key, 0)
+        got = found.get(key, 0)
+        if want == got or (got == 0 and pending.get(key) == want):
+            continue
+        problems.append(Problem(node, "gres.conf count of %s" % key,
+                                "%d (slurm.conf Gres=)" % want, "%d" % got))
     return problems
 
 
