@@ -4,7 +4,8 @@ The renderer (controller) and ``gres_verify`` (node) both read this table: the c
 the release the cluster runs (``slurm_version``), the node judges the staged files for the release its slurmd
 reports (``slurmd -V``). A new release is one line in ``RELEASES`` plus a row per rule that changes in it.
 
-Option names a release added, removed or renamed are not here: they live in ``options.py``.
+Option names a release added, removed or renamed are not here: they come with the option tables of issue 11
+(``options.py``, branch ``hostile``), which read ``DEFAULT_SLURM_VERSION`` and the model's ``slurm_version``.
 """
 import re
 from collections import namedtuple

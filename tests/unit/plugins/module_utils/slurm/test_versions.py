@@ -241,4 +241,4 @@ def test_molecule_matrix_starts_with_the_default_release():
     assert rows[0][0] == v.DEFAULT_SLURM_VERSION and rows[0][2:] == ["all"]
     assert sorted(r[0] for r in rows) == sorted(v.TESTED)
     for row in rows[1:]:
-        assert {"default", "mig", "rollback"} <= set(row[2:]) or row[2:] == ["all"], row
+        assert {"default", "deploy-mig", "rollback"} <= set(row[2:]) or row[2:] == ["all"], row
