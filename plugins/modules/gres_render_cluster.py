@@ -13,9 +13,9 @@ description:
   - Reads the inventory schema of every host from C(hostvars) (C(slurm_node_*), C(slurm_gres_gpus),
     C(slurm_ctld_addr)) and the cluster-wide variables of the host the task runs for (C(slurm_cluster_name),
     C(slurm_version), C(slurm_gres_autodetect), C(slurm_partitions), C(slurm_conf_options),
-    C(slurm_cgroup_conf_options)), validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per GPU node, parses them back and
-    proves per node and GPU type that the counts agree. Any problem fails the task before anything is written;
-    every message names the host, the field, what was expected and what was found.
+    C(slurm_cgroup_conf_options)), validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per
+    GPU node, parses them back and proves per node and GPU type that the counts agree. Any problem fails the task
+    before anything is written; every message names the host, the field, what was expected and what was found.
   - The files follow the rules of the Slurm release in C(slurm_version) (V(22.05) to V(26.05); unset, the default
     release, and the summary says so); hostlist forms its parser reads, its AutoDetect modes, GPU C(Cores=) on
     socket boundaries from 24.11 (refused; a warning for older releases). The rules are one table,

@@ -126,14 +126,16 @@ def test_every_gpu_node_passes_slurmd_with_slurm_conf_counts(rendered):
     for node in cluster_model["nodes"]:
         if not node["gpus"]:
             continue
-        result = slurmd_oracle.run_for_node(node, slurm_conf, complete_mig_lines(node, files[node["name"] + "/gres.conf"]),
+        gres_conf = complete_mig_lines(node, files[node["name"] + "/gres.conf"])
+        result = slurmd_oracle.run_for_node(node, slurm_conf, gres_conf,
                                             extra_files={"cgroup.conf": files["cgroup.conf"]}, root=root)
         judged += 1
         expected, whole = expected_counts(node, slurm_conf)
         found = {k.lower(): v for k, v in result.counts().items()}
         found_gpus = {k: v for k, v in found.items() if k.startswith("gpu")}
         if not result.ok:
-            failures.append("%s: slurmd refused the config: %s\n%s" % (node["name"], result.problems, result.describe()))
+            failures.append("%s: slurmd refused the config: %s\n%s"
+                            % (node["name"], result.problems, result.describe()))
         elif found != expected:
             failures.append("%s: slurmd counts %s != slurm.conf Gres= %s\n%s" % (
                 node["name"], found, expected, result.describe()))
@@ -164,7 +166,8 @@ def test_every_gpu_node_registers_idle_with_its_gres(rendered):
     nodes = [dict(name=n["name"], sockets=n["sockets"], cores_per_socket=n["cores_per_socket"],
                   threads_per_core=n["threads_per_core"],
                   gres_conf=complete_mig_lines(n, files[n["name"] + "/gres.conf"])) for n in gpu_nodes]
-    seen = slurm_release.register_nodes(root, files["slurm.conf"], nodes, extra_files={"cgroup.conf": files["cgroup.conf"]})
+    seen = slurm_release.register_nodes(root, files["slurm.conf"], nodes,
+                                        extra_files={"cgroup.conf": files["cgroup.conf"]})
     failures = []
     for node in gpu_nodes:
         line = seen[node["name"]]["line"]

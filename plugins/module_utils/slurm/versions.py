@@ -330,7 +330,8 @@ def version_problems(expected, daemons):
             problems.append(Problem(entry["host"], field, "a Slurm version such as 24.11.5",
                                     repr(entry.get("error") or entry.get("version")),
                                     "is %s installed and on root's PATH? the roles' variables slurm_gres_node_slurmd, "
-                                    "slurm_gres_controller_slurmctld and _slurmdbd name the commands" % entry["daemon"]))
+                                    "slurm_gres_controller_slurmctld and _slurmdbd name the commands"
+                                    % entry["daemon"]))
             continue
         parsed.append(dict(entry, release=release_of(version), text="%d.%02d.%d" % version))
 

@@ -29,7 +29,8 @@ def test_parse_version_rejects(value):
 
 
 def test_release_of_pads_the_minor():
-    assert v.release_of("22.5") == "22.05" and v.release_of(22.05) == "22.05" and v.release_of("slurm 26.05.3") == "26.05"
+    assert v.release_of("22.5") == "22.05" and v.release_of(22.05) == "22.05"
+    assert v.release_of("slurm 26.05.3") == "26.05"
 
 
 def test_table_shape():
