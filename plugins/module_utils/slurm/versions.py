@@ -10,8 +10,8 @@ Option names a release added, removed or renamed are not here: they come with th
 import re
 from collections import namedtuple
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import hostlists
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 
 # Every major release, oldest first. Slurm's upgrade compatibility window is counted in these steps.
@@ -199,29 +199,10 @@ def hostlist_form_problem(expr, value):
     return None
 
 
-def _token_for_release(token):
-    """Rewrite one collected token for a release without suffix support, keeping the names it stands for."""
-    close = token.rfind("]")
-    if close < 0 or close == len(token) - 1:
-        return [token]
-    digits = re.search(r"\d+$", token[close + 1:])
-    if digits:
-        # node[01-02]-ib0 -> node[01-02]-ib[0]: a one-value range ends the token; the brackets before it are read
-        # as a prefix range (22.05 _push_range_list), so the names stay the same.
-        return [token[:len(token) - len(digits.group())] + "[" + digits.group() + "]"]
-    return hostlist.expand_hostlist(token)
-
-
 def format_hostlist(names, value):
-    """A Slurm hostlist for ``names`` in a form the release of ``value`` parses (python-hostlist's compression,
-    with tokens rewritten or listed name by name where the release would reject them)."""
-    expr = hostlist.collect_hostlist(list(names))
-    if rule("hostlist_suffix", value):
-        return expr
-    parts = []
-    for token in _tokens(expr):
-        parts.extend(_token_for_release(token))
-    return ",".join(parts)
+    """A Slurm hostlist for ``names`` in a form the release of ``value`` parses: ``hostlists.slurm_hostlist`` (the
+    renderer's), with suffix tokens (``node[01-02]-ib``) written name by name before 23.11."""
+    return hostlists.slurm_hostlist(list(names), suffix=rule("hostlist_suffix", value))
 
 
 # ---------------------------------------------------------------------------------------------- socket boundary

@@ -85,7 +85,7 @@ def test_unknown_rule_is_a_key_error():
 
 @pytest.mark.parametrize("names,old,new", [
     (["node01-ib", "node02-ib"], "node01-ib,node02-ib", "node[01-02]-ib"),
-    (["node01-ib0", "node02-ib0"], "node[01-02]-ib[0]", "node[01-02]-ib0"),
+    (["node01-ib0", "node02-ib0"], "node01-ib0,node02-ib0", "node[01-02]-ib0"),
     (["gpu-a01", "gpu-a02", "gpu-a03"], "gpu-a[01-03]", "gpu-a[01-03]"),
     (["r1n1", "r1n2", "r2n1", "r2n2"], "r[1-2]n[1-2]", "r[1-2]n[1-2]"),
     (["r1n1-ib", "r2n1-ib", "x"], "r1n1-ib,r2n1-ib,x", "r[1-2]n1-ib,x"),
