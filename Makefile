@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 DEMO_DIR ?= out/demo
 
-.PHONY: setup system-deps demo test lint sanity unit integration pytest package compat compat-min molecule \
+.PHONY: setup system-deps images demo test lint sanity unit integration pytest package compat compat-min molecule \
 	galaxy-importer fresh bench clean
 
 setup: $(VENV)/.stamp .cache/collections/ansible_collections/hpc/slurm_gres
@@ -22,6 +22,11 @@ $(VENV)/.stamp: requirements.txt
 
 system-deps:
 	bash scripts/setup-system.sh
+
+# The node tree of every Slurm release of molecule/releases (debootstrap, cached): the molecule images and the
+# chroots the integration tests run each release's slurmd and slurmctld in.
+images: system-deps
+	for suite in $$(awk '!/^#/ && NF {print $$2}' molecule/releases); do bash scripts/build-image.sh $$suite || exit 1; done
 
 demo: setup
 	bash scripts/demo.sh $(DEMO_DIR)
@@ -38,10 +43,10 @@ sanity: setup
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-integration: system-deps setup
+integration: system-deps setup images
 	$(BIN)/pytest -q tests/integration
 
-pytest: system-deps setup
+pytest: system-deps setup images
 	$(BIN)/pytest -q tests/unit tests/integration
 
 # Build the Galaxy tarball, check its file list, install it and run it from the installed copy
@@ -64,10 +69,10 @@ galaxy-importer: setup
 fresh:
 	bash scripts/check-fresh.sh
 
-molecule: system-deps setup
+molecule: system-deps setup images
 	bash scripts/run-molecule.sh
 
-test: system-deps setup lint sanity
+test: system-deps setup lint sanity images
 	$(BIN)/pytest -q tests/unit tests/integration
 	bash scripts/compat.sh --min
 	bash scripts/run-molecule.sh

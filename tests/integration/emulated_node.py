@@ -43,6 +43,25 @@ def fail_or_skip(reason):
     pytest.skip(reason)
 
 
+def local_slurm_release():
+    """The release of this machine's slurmd and slurmctld (``"22.05"``): what a deploy over the local connection
+    reads with ``slurmd -V`` / ``slurmctld -V``, so the inventory's ``slurm_version`` must name it."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import release_of
+
+    found = set()
+    for daemon in ("slurmd", "slurmctld"):
+        try:
+            proc = subprocess.run([daemon, "-V"], capture_output=True, text=True, timeout=60, check=False)
+        except OSError as exc:
+            fail_or_skip("%s -V: %s (run `make system-deps` as root)" % (daemon, exc))
+        if proc.returncode != 0:
+            fail_or_skip("%s -V: exit %d: %s" % (daemon, proc.returncode, proc.stderr.strip()))
+        found.add(release_of(proc.stdout))
+    if len(found) != 1:
+        pytest.fail("slurmd and slurmctld of this machine are different releases: %s" % ", ".join(sorted(found)))
+    return found.pop()
+
+
 def can_mknod(directory):
     probe = os.path.join(directory, ".mknod-probe")
     try:

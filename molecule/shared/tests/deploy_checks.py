@@ -113,5 +113,14 @@ def snapshot():
     return state
 
 
+def assert_unchanged(before, after):
+    """A refused run left every daemon and file as it was (snapshot() before and after)."""
+    assert after["slurmctld"] == before["slurmctld"]
+    assert after["ctl_files"] == before["ctl_files"]
+    for node in NODES:
+        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
+        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+
+
 def digest(text):
     return hashlib.sha256(text.encode()).hexdigest()

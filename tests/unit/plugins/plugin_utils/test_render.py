@@ -131,7 +131,7 @@ def test_slurm_conf_header_options_controllers_and_partitions():
     model["controllers"][1]["addr"] = "10.0.0.2"
     slurm = render.render_slurm_conf(model)
     lines = slurm.splitlines()
-    assert lines[0] == "# slurm.conf for cluster alpha"
+    assert lines[0] == "# slurm.conf for cluster alpha, Slurm 24.11"
     assert lines[2:5] == ["ClusterName=alpha", "SlurmctldHost=ctl1", "SlurmctldHost=ctl2(10.0.0.2)"]
     assert "SlurmctldDebug=info" in lines
     assert "NodeName=gpu1 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 Features=nvlink Weight=10 Gres=gpu:a100:1" \
