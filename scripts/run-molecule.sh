@@ -54,6 +54,7 @@ default_release=${releases[0]}
 expand() {  # scenario list of one matrix entry ("all" = every scenario)
   local item
   for item in "$@"; do
+    [[ $item == - ]] && continue  # no scenario on this release (molecule/releases says why)
     if [[ $item == all ]]; then printf '%s\n' "${all_scenarios[@]}"; else printf '%s\n' "$item"; fi
   done
 }

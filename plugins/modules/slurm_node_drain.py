@@ -121,6 +121,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol impo
     describe,
     format_jobs,
     parse_squeue,
+    same_drain_reason,
 )
 
 
@@ -169,7 +170,7 @@ class Drainer(object):
     def drained(self):
         node = self.read()
         drained = bool(set(node.get("state_flags") or []) & DRAIN_FLAGS)
-        if drained and node.get("reason") != self.reason:
+        if drained and not same_drain_reason(node.get("reason"), self.reason):
             self.result["drained_by_other"] = node.get("reason") or "(no reason)"
         elif drained:
             self.result["ours"] = True
@@ -202,7 +203,7 @@ class Drainer(object):
         node = self.read()
         if not set(node.get("state_flags") or []) & DRAIN_FLAGS:
             return
-        if node.get("reason") != self.reason:
+        if not same_drain_reason(node.get("reason"), self.reason):
             self.result["drained_by_other"] = node.get("reason") or "(no reason)"
             return
         self.result["ours"] = True

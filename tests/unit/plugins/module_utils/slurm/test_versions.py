@@ -243,4 +243,5 @@ def test_molecule_matrix_starts_with_the_default_release():
     assert sorted(r[0] for r in rows) == sorted(v.TESTED)
     for row in rows[1:]:
         # deploy-mig registers a plain and a MIG node and runs the MIG runbook: every other release gets at least it
-        assert "deploy-mig" in row[2:] or row[2:] == ["all"], row
+        # or none ("-"): sid's systemd cannot boot on the cgroup v1 hosts CI runs on (molecule/releases)
+        assert "deploy-mig" in row[2:] or row[2:] in (["all"], ["-"]), row
