@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Compare the collection's Slurm core numbering with hwloc (and the real slurmd) on real topology files.
 
     .venv/bin/python scripts/topology-check.py [--slurmd] [--json OUT] [-v] FILE_OR_DIR...

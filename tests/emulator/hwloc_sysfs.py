@@ -185,7 +185,7 @@ def write(root, xml_text):
         _write(os.path.join(nodes, "possible"), cpusets.to_cpulist(cpusets.mask_of(info["numa"])) + "\n")
     distances = {}
     if info["distances"]:
-        indexes, values = info["distances"]
+        indexes, values = info["distances"]  # pylint: disable=unpacking-non-sequence
         size = len(indexes)
         for i, node in enumerate(indexes):
             distances[node] = {indexes[j]: values[i * size + j] for j in range(size)}

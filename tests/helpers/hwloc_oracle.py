@@ -63,10 +63,10 @@ def _run(argv, env=None, stdin=None, timeout=120):
     full_env = dict(_ENV)
     full_env.update(env or {})
     proc = subprocess.run(argv, input=stdin, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
-        raise OracleError("%s failed (exit %d): %s" % (" ".join(argv[:3]), proc.returncode,
-                                                        (proc.stderr or proc.stdout).strip()[:400]))
+        detail = (proc.stderr or proc.stdout).strip()[:400]
+        raise OracleError("%s failed (exit %d): %s" % (" ".join(argv[:3]), proc.returncode, detail))
     return proc.stdout
 
 
@@ -91,9 +91,8 @@ def slurm_view_xml(source, kind, out_path, extra_filters=()):
 
 def full_xml(source, kind, out_path):
     """Everything hwloc knows about ``source`` (all caches, important I/O) as hwloc v2 XML."""
-    _run([lstopo()] + input_args(source, kind) + ["--disallowed", "--filter", "all:all", "--filter",
-                                                   "io:important", "--of", "xml", "-f", out_path],
-         env=input_env(kind))
+    args = ["--disallowed", "--filter", "all:all", "--filter", "io:important", "--of", "xml", "-f", out_path]
+    _run([lstopo()] + input_args(source, kind) + args, env=input_env(kind))
     return out_path
 
 
@@ -185,7 +184,7 @@ def slurmd_view(xml_path, timeout=60):
         open(os.path.join(work, "gres.conf"), "w").close()
         env["SLURM_CONF"] = conf
         proc = subprocess.run([slurmd, "-D", "-N", "oracle", "-G"], env=dict(_ENV, **env), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=timeout, cwd=work)
+                              stderr=subprocess.STDOUT, text=True, timeout=timeout, cwd=work, check=False)
         cpu_map = {int(m.group(1)): int(m.group(2)) for m in _CPU_MAP.finditer(proc.stdout)}
         if not cpu_map and "CPUs:" not in proc.stdout:
             raise OracleError("slurmd -G logged no CPU map (exit %d):\n%s" % (proc.returncode, proc.stdout[-800:]))

@@ -32,8 +32,9 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_top
 def _extract(archive, dest):
     os.makedirs(dest, exist_ok=True)
     # GNU tar unpacks the ten thousand small files of a sysfs dump ten times faster than tarfile
-    if shutil.which("tar") is None or subprocess.run(["tar", "-C", dest, "-xf", archive], stdout=subprocess.DEVNULL,
-                                                     stderr=subprocess.DEVNULL).returncode != 0:
+    untar = ["tar", "-C", dest, "-xf", archive]
+    if shutil.which("tar") is None or subprocess.run(untar, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                                     check=False).returncode != 0:
         _extract_with_tarfile(archive, dest)
     for dirpath, dirnames, filenames in os.walk(dest):
         if "hwloc-cpuid-info" in filenames:

@@ -99,7 +99,7 @@ def rendered(request, inventory):
 
 def test_example_is_a_real_test(rendered):
     # Guards against a vacuous pass: the example must keep several shapes and GPU types.
-    _, cluster_model, files = rendered
+    _inventory, cluster_model, files = rendered
     gpu_nodes = [n for n in cluster_model["nodes"] if n["gpus"]]
     shapes = {(n["sockets"], n["cores_per_socket"], n["threads_per_core"]) for n in gpu_nodes}
     types = {g["type"] for n in gpu_nodes for g in n["gpus"]}
@@ -172,7 +172,7 @@ def test_every_gpu_node_registers_idle_with_its_gres(rendered):
     for node in gpu_nodes:
         line = seen[node["name"]]["line"]
         state = line.split(" State=", 1)[1].split()[0] if " State=" in line else "?"
-        expected, _ = expected_counts(node, files["slurm.conf"])
+        expected, _found = expected_counts(node, files["slurm.conf"])
         gres = {k: v for k, v in registered_gres(line).items() if k.startswith("gpu")}
         if state != "IDLE" or gres != {k: v for k, v in expected.items() if k.startswith("gpu")}:
             failures.append("%s: State=%s Gres=%s, expected IDLE with %s\n%s\n%s" % (

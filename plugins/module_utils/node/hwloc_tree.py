@@ -68,8 +68,7 @@ class Obj(object):
     def walk(self):
         yield self
         for child in self.children:
-            for obj in child.walk():
-                yield obj
+            yield from child.walk()
 
     def __repr__(self):
         return "%s(P#%s %s)" % (self.type, self.os_index, cpusets.to_cpulist(self.cpuset))

@@ -21,7 +21,7 @@ import nvsmi_fixtures
 
 
 def run(argv):
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -51,8 +51,8 @@ def assert_like_hwloc(tmp_path, root, cpu_lists):
         assert [topo.slurm_cores(c, strict=False) for c in cpu_lists] == expected, name
     counts = hwloc_oracle.counts(view)
     for name, topo in sources.items():
-        assert (len(topo.packages), len(topo.cores), topo.cpus) == (counts["package"], counts["core"],
-                                                                     counts["pu"]), name
+        found = (len(topo.packages), len(topo.cores), topo.cpus)
+        assert found == (counts["package"], counts["core"], counts["pu"]), name
     return expected
 
 

@@ -35,7 +35,7 @@ def tree_of(*objs, **kwargs):
 
 
 def test_children_are_ordered_by_their_lowest_cpu_not_by_insertion():
-    tree, _ = tree_of(Obj("Core", 0b1100, 7), Obj("Core", 0b0011, 9), Obj("PU", 1 << 2, 2), Obj("PU", 1, 0))
+    tree, _objs = tree_of(Obj("Core", 0b1100, 7), Obj("Core", 0b0011, 9), Obj("PU", 1 << 2, 2), Obj("PU", 1, 0))
     tree.finish()
     assert [c.os_index for c in tree.objects("Core")] == [9, 7]
     assert [p.os_index for p in tree.objects("PU")] == [0, 2]
