@@ -59,7 +59,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_run import r
 
 
 FACTS = ("slurm_gres_node_done", "slurm_gres_node_restarted", "slurm_gres_node_install_result",
-         "slurm_gres_controller_install_result", "slurm_gres_run_rolled_back", "slurm_gres_run_failure")
+         "slurm_gres_controller_install_result", "slurm_gres_run_rolled_back", "slurm_gres_run_failure",
+         "slurm_gres_run_undo_skipped")
 
 
 def gres_run_summary(record, facts, reached, late=False, nodes=None, inventory_hint="-i INVENTORY"):

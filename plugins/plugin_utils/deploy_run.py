@@ -89,7 +89,8 @@ def host_status(host, entry, facts, reached, late):
     failure = facts.get("slurm_gres_run_failure") or {}
     if late:
         phase = "rolled_back" if reached and facts.get("slurm_gres_run_rolled_back") else "rollback_failed"
-        error = failure.get("msg") or ("" if phase == "rolled_back" else "not reached by the rollback")
+        error = (facts.get("slurm_gres_run_undo_skipped") or failure.get("msg")
+                 or ("" if phase == "rolled_back" else "not reached by the rollback"))
         return {"phase": phase, "unreachable": not reached, "error": error}
     node_role = "slurmd" in (entry.get("roles") or [])
     installed = (facts.get("slurm_gres_node_install_result") is not None

@@ -54,8 +54,7 @@ class Cluster(object):
                    "slurm_gres_controller_config_dir": str(self.tmp / "ctl" / "etc"),
                    "slurm_gres_controller_state_dir": str(self.tmp / "ctl" / "state"),
                    "slurm_gres_node_scontrol": self.scontrol, "slurm_gres_controller_scontrol": self.scontrol,
-                   "slurm_gres_run_scontrol": self.scontrol, "slurm_gres_run_root": self.runs,
-                   "slurm_gres_deploy_smoke_test": False}
+                   "slurm_gres_run_scontrol": self.scontrol, "slurm_gres_run_root": self.runs}
         directory = self.tmp / ("inv-cores" if cores else "inv-nocores")
         directory.mkdir(exist_ok=True)
         return write_inventory(directory, [self.node], {self.node.name: host}, cluster)
@@ -65,8 +64,9 @@ class Cluster(object):
             handle.write(str(scontrol_failures))
         env = dict(self.node.env, NVSMI_EMU_ROOT=self.node.root, NVSMI_EMU_DEV_ROOT=self.node.dev_root,
                    ANSIBLE_NOCOLOR="1")
-        proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", self.inventory(cores), os.path.join(ROOT, "playbooks", playbook)]
-                              + list(extra), cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores), os.path.join(ROOT, "playbooks", playbook),
+                "-e", "slurm_gres_deploy_smoke_test=false"] + list(extra)
+        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         out = " ".join((proc.stdout + proc.stderr).split())
         return proc.returncode, out
 

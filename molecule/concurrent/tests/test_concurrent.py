@@ -37,15 +37,19 @@ def runs():
         open(hold, "w").close()
         cmd, env = deploy_checks.playbook_command(fault={"DEPLOY_FAULT_PLAY": "Deploy | install the files",
                                                          "DEPLOY_FAULT_HOLD": hold, "DEPLOY_FAULT_MARKER": marker})
-        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            wait_for(marker, first)
-            held = deploy_checks.lock()
-            rc_second, out_second = deploy_checks.deploy()
-            rc_check, out_check = deploy_checks.deploy("--check")
-        finally:
-            os.unlink(hold)
-            out_first = first.communicate(timeout=900)[0]
+        log_path = os.path.join(tmp, "first.log")
+        with open(log_path, "w") as log:
+            first = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+            try:
+                wait_for(marker, first)
+                held = deploy_checks.lock()
+                rc_second, out_second = deploy_checks.deploy()
+                rc_check, out_check = deploy_checks.deploy("--check")
+            finally:
+                os.unlink(hold)
+                first.wait(timeout=900)
+        with open(log_path) as handle:
+            out_first = handle.read()
         print("=== first deploy (held at its install play) rc %d\n%s" % (first.returncode, out_first))
     after_pair = deploy_checks.snapshot()
     CTL.check_output("echo %s > %s/lock", json.dumps(STALE), deploy_checks.RUNS)
