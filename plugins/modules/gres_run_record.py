@@ -14,7 +14,8 @@ description:
     C(slurmctld) in the playbooks), so that one deploy runs at a time and every run can be undone.
   - O(step=lock) takes the lock (refused, naming user, host, start time and run id of the holder, unless
     O(break_lock) names that run) and creates the run's record. O(step=inspect) reads the lock and the runs that
-    did not finish. O(step=record) stores, per host, the previous and new sha256 of each file the run changes and a
+    did not finish. O(step=check) takes nothing but fails like O(step=lock) while another run holds the lock
+    (a run that changes nothing), unless O(break_lock) names the holder. O(step=record) stores, per host, the previous and new sha256 of each file the run changes and a
     copy of each previous file. O(step=state) moves the record to another state. O(step=finish) sets the final
     state, releases the lock, marks the runs this one finished as superseded and prunes old runs. O(step=read)
     returns a run's record and the previous files it kept.
@@ -23,7 +24,7 @@ options:
     description: What to do.
     type: str
     required: true
-    choices: [lock, inspect, record, state, finish, read]
+    choices: [lock, check, inspect, record, state, finish, read]
   root:
     description: Directory of the lock and the run records.
     type: path
@@ -154,7 +155,8 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import run_r
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            step=dict(type="str", required=True, choices=["lock", "inspect", "record", "state", "finish", "read"]),
+            step=dict(type="str", required=True,
+                      choices=["lock", "check", "inspect", "record", "state", "finish", "read"]),
             root=dict(type="path", default="/var/lib/slurm-gres/runs"),
             run_id=dict(type="str"),
             owner=dict(type="dict", options=dict(user=dict(type="str"), control_host=dict(type="str"),
@@ -181,6 +183,9 @@ def main():
                          % (where, run_id))
     result = {"changed": False}
     try:
+        if step == "check":
+            holder = rr.check_lock(root, allowed=[p["break_lock"]] if p["break_lock"] else [], where=where)
+            module.exit_json(changed=False, lock=holder, run_id=run_id)
         if step == "inspect" or (module.check_mode and step != "read"):
             holder = rr.read_lock(root)
             module.exit_json(changed=False, lock=holder, run_id=run_id, unfinished=rr.unfinished_runs(

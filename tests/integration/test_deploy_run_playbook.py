@@ -11,6 +11,7 @@ import socket
 import subprocess
 
 import pytest
+import yaml
 
 from emulated_node import ANSIBLE_PLAYBOOK, ROOT, Node, node_nvidia_smi, write_inventory
 
@@ -37,7 +38,7 @@ class Cluster(object):
         self.runs = str(tmp_path / "runs")
         self.etc = tmp_path / "p01" / "etc"
 
-    def inventory(self, cores=True):
+    def inventory(self, cores=True, ctl_unreachable=False):
         gpus = [{"index": i, "type": "a100"} for i in range(8)]
         if cores:
             for gpu in gpus:
@@ -55,16 +56,24 @@ class Cluster(object):
                    "slurm_gres_controller_state_dir": str(self.tmp / "ctl" / "state"),
                    "slurm_gres_node_scontrol": self.scontrol, "slurm_gres_controller_scontrol": self.scontrol,
                    "slurm_gres_run_scontrol": self.scontrol, "slurm_gres_run_root": self.runs}
-        directory = self.tmp / ("inv-cores" if cores else "inv-nocores")
+        directory = self.tmp / ("inv-%s-%s" % ("cores" if cores else "nocores", int(ctl_unreachable)))
         directory.mkdir(exist_ok=True)
-        return write_inventory(directory, [self.node], {self.node.name: host}, cluster)
+        path = write_inventory(directory, [self.node], {self.node.name: host}, cluster)
+        if ctl_unreachable:
+            with open(path) as handle:
+                inventory = yaml.safe_load(handle)
+            inventory["all"]["children"]["slurmctld"]["hosts"]["ctl01"] = {
+                "ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1}
+            with open(path, "w") as handle:
+                yaml.safe_dump(inventory, handle)
+        return path
 
-    def play(self, playbook, *extra, cores=True, scontrol_failures=0):
+    def play(self, playbook, *extra, cores=True, scontrol_failures=0, ctl_unreachable=False):
         with open(self.fail, "w") as handle:
             handle.write(str(scontrol_failures))
         env = dict(self.node.env, NVSMI_EMU_ROOT=self.node.root, NVSMI_EMU_DEV_ROOT=self.node.dev_root,
                    ANSIBLE_NOCOLOR="1")
-        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores), os.path.join(ROOT, "playbooks", playbook),
+        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores, ctl_unreachable), os.path.join(ROOT, "playbooks", playbook),
                 "-e", "slurm_gres_deploy_smoke_test=false"] + list(extra)
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         out = " ".join((proc.stdout + proc.stderr).split())
@@ -96,6 +105,16 @@ def cluster(tmp_path_factory):
     rc, out = cluster.play("deploy-gres.yml")
     assert rc == 0, out
     return cluster
+
+
+def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster):
+    before = cluster.gres()
+    rc, out = cluster.play("deploy-gres.yml", cores=False, ctl_unreachable=True)
+    assert rc != 0
+    assert "UNREACHABLE" in out
+    assert "lock taken on" not in out
+    assert cluster.gres() == before
+    assert cluster.lock() is None
 
 
 def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
@@ -156,7 +175,7 @@ def test_an_interrupted_run_of_this_machine_is_taken_over_and_finished(cluster):
         json.dump(dict(gone, state="recorded", hosts={}, history=[]), handle)
     with open(os.path.join(cluster.runs, "lock"), "w") as handle:
         json.dump(gone, handle)
-    rc, out = cluster.play("deploy-gres.yml")
+    rc, out = cluster.play("deploy-gres.yml", cores=False)
     assert rc == 0, out
     assert "taken over: its ansible-playbook is gone" in out
     assert "run 20261201T000100Z-gone (deploy by root" in out and "did not finish" in out

@@ -1,6 +1,7 @@
-"""concurrent: a deploy holds the lock (caught at the start of its install play); a second deploy started meanwhile
-is refused naming the holder and changes nothing; a check run takes no lock. Then a stale lock left by a run from
-another machine refuses deploys until it is broken as documented (-e slurm_gres_break_lock=RUN_ID)."""
+"""concurrent: a deploy changing gres-gpu01's gres.conf holds the lock (caught at the start of its install play); a
+second deploy of the same change started meanwhile is refused naming the holder and changes nothing; a check run
+takes no lock. Then a stale lock left by a run from another machine refuses deploys (even one that changes nothing)
+until it is broken as documented (-e slurm_gres_break_lock=RUN_ID)."""
 
 import json
 import os
@@ -16,6 +17,7 @@ import deploy_checks  # noqa: E402
 import slurm_checks  # noqa: E402
 
 CTL = slurm_checks.container(deploy_checks.CTL)
+NO_CORES = {"gres-gpu01": {"slurm_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
 STALE = {"run_id": "20261130T235900Z-dead", "user": "bob", "control_host": "admin-laptop", "pid": 4242,
          "command": "deploy", "started": "2026-11-30T23:59:00Z"}
 
@@ -33,34 +35,38 @@ def runs():
     slurm_checks.wait_for_node(CTL, "gres-gpu01")
     before = deploy_checks.snapshot()
     with tempfile.TemporaryDirectory() as tmp:
+        change = [deploy_checks.write_inventory(tmp, NO_CORES)]
         hold, marker = os.path.join(tmp, "hold"), os.path.join(tmp, "reached")
         open(hold, "w").close()
-        cmd, env = deploy_checks.playbook_command(fault={"DEPLOY_FAULT_PLAY": "Deploy | install the files",
-                                                         "DEPLOY_FAULT_HOLD": hold, "DEPLOY_FAULT_MARKER": marker})
+        fault = {"DEPLOY_FAULT_PLAY": "Deploy | install the files", "DEPLOY_FAULT_HOLD": hold,
+                 "DEPLOY_FAULT_MARKER": marker}
+        cmd, env = deploy_checks.playbook_command(extra_inventories=change, fault=fault)
         log_path = os.path.join(tmp, "first.log")
         with open(log_path, "w") as log:
             first = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
             try:
                 wait_for(marker, first)
                 held = deploy_checks.lock()
-                rc_second, out_second = deploy_checks.deploy()
-                rc_check, out_check = deploy_checks.deploy("--check")
+                rc_second, out_second = deploy_checks.deploy(extra_inventories=change)
+                rc_check, out_check = deploy_checks.deploy("--check", extra_inventories=change)
+                after_pair = deploy_checks.snapshot()
             finally:
                 os.unlink(hold)
                 first.wait(timeout=900)
         with open(log_path) as handle:
             out_first = handle.read()
         print("=== first deploy (held at its install play) rc %d\n%s" % (first.returncode, out_first))
-    after_pair = deploy_checks.snapshot()
-    CTL.check_output("echo %s > %s/lock", json.dumps(STALE), deploy_checks.RUNS)
-    rc_stale, out_stale = deploy_checks.deploy()
-    lock_stale = deploy_checks.lock()
-    rc_wrong, out_wrong = deploy_checks.deploy("-e", "slurm_gres_break_lock=20261130T000000Z-nope")
-    rc_break, out_break = deploy_checks.deploy("-e", "slurm_gres_break_lock=%s" % STALE["run_id"])
+        CTL.check_output("echo %s > %s/lock", json.dumps(STALE), deploy_checks.RUNS)
+        rc_stale, out_stale = deploy_checks.deploy(extra_inventories=change)
+        lock_stale = deploy_checks.lock()
+        rc_wrong, out_wrong = deploy_checks.deploy("-e", "slurm_gres_break_lock=20261130T000000Z-nope",
+                                                   extra_inventories=change)
+        rc_break, out_break = deploy_checks.deploy("-e", "slurm_gres_break_lock=%s" % STALE["run_id"],
+                                                   extra_inventories=change)
     result = {"before": before, "held": held, "rc_first": first.returncode, "out_first": out_first,
-            "rc_second": rc_second, "out_second": out_second, "rc_check": rc_check, "out_check": out_check,
-            "after_pair": after_pair, "rc_stale": rc_stale, "out_stale": out_stale, "lock_stale": lock_stale,
-            "rc_wrong": rc_wrong, "out_wrong": out_wrong, "rc_break": rc_break, "out_break": out_break}
+              "rc_second": rc_second, "out_second": out_second, "rc_check": rc_check, "out_check": out_check,
+              "after_pair": after_pair, "rc_stale": rc_stale, "out_stale": out_stale, "lock_stale": lock_stale,
+              "rc_wrong": rc_wrong, "out_wrong": out_wrong, "rc_break": rc_break, "out_break": out_break}
     return {k: deploy_checks.flat(v) if k.startswith("out") else v for k, v in result.items()}
 
 
@@ -68,6 +74,7 @@ def test_one_runs_the_other_is_refused_naming_the_holder(runs):
     held = runs["held"]
     assert held and held["run_id"] == deploy_checks.run_id(runs["out_first"])
     assert runs["rc_first"] == 0
+    assert "node gres-gpu01: restarting slurmd" in runs["out_first"]
     assert runs["rc_second"] != 0
     out = runs["out_second"]
     assert "another deploy holds the lock" in out

@@ -31,8 +31,8 @@ def runs():
         after = deploy_checks.snapshot()
         rendered = deploy_checks.render(extra_inventories=change)
     result = {"before": before, "rc_killed": rc_killed, "out_killed": out_killed, "killed": killed,
-            "lock_killed": lock_killed, "killed_run": deploy_checks.run_id(out_killed), "rc_next": rc_next,
-            "out_next": out_next, "after": after, "rendered": rendered}
+              "lock_killed": lock_killed, "killed_run": deploy_checks.run_id(out_killed), "rc_next": rc_next,
+              "out_next": out_next, "after": after, "rendered": rendered}
     return {k: deploy_checks.flat(v) if k.startswith("out") else v for k, v in result.items()}
 
 

@@ -35,8 +35,8 @@ def runs():
                                              playbook=deploy_checks.ROLLBACK)
     after_undo = deploy_checks.snapshot()
     result = {"before": before, "rc_late": rc_late, "out_late": out_late, "after_late": after_late,
-            "late_run": deploy_checks.run_id(out_late), "rc_good": rc_good, "after_good": after_good,
-            "good_run": good_run, "rc_undo": rc_undo, "out_undo": out_undo, "after_undo": after_undo}
+              "late_run": deploy_checks.run_id(out_late), "rc_good": rc_good, "after_good": after_good,
+              "good_run": good_run, "rc_undo": rc_undo, "out_undo": out_undo, "after_undo": after_undo}
     return {k: deploy_checks.flat(v) if k.startswith("out") else v for k, v in result.items()}
 
 

@@ -107,16 +107,29 @@ def acquire_lock(root, owner, break_lock=None, where="the controller host"):
         if exc.errno != errno.EEXIST:
             raise
         holder = read_lock(root) or {"run_id": "?"}
-        state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
-        raise LockHeld("deploy refused, nothing was changed: another deploy holds the lock on %s (%s): %s, "
-                       "state %s. Wait for it to end. If that run is gone (its ansible-playbook killed, its "
-                       "machine lost), break the lock explicitly: rerun with -e slurm_gres_break_lock=%s (the next "
-                       "run then finishes or undoes what that run left half done)"
-                       % (where, path, holder_text(holder), state, holder.get("run_id")), holder)
+        raise LockHeld(held_message(root, holder, where), holder)
     with os.fdopen(fd, "w") as handle:
         json.dump(owner, handle, sort_keys=True)
         handle.write("\n")
     return {"lock": owner, "broken": broken}
+
+
+def held_message(root, holder, where):
+    state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
+    return ("deploy refused, nothing was changed: another deploy holds the lock on %s (%s): %s, state %s. Wait for "
+            "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
+            "explicitly: rerun with -e slurm_gres_break_lock=%s (the next run then finishes or undoes what that run "
+            "left half done)" % (where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
+                                 holder.get("run_id")))
+
+
+def check_lock(root, allowed=(), where="the controller host"):
+    """A run that changes nothing takes no lock, but is refused while another run holds it (LockHeld);
+    ``allowed``: holder run ids that do not count (a holder whose process is gone)."""
+    holder = read_lock(root)
+    if holder is not None and holder.get("run_id") not in allowed:
+        raise LockHeld(held_message(root, holder, where), holder)
+    return holder
 
 
 def release_lock(root, run_id):
