@@ -129,3 +129,15 @@ def test_prune_keeps_the_newest_and_every_unfinished_run(tmp_path):
     removed = rr.prune(root, keep=2, protect=[])
     assert removed == [ids[0], ids[2]]
     assert rr.list_runs(root) == [ids[1], ids[3], ids[4]]
+
+
+def test_check_lock_refuses_a_run_that_changes_nothing_while_another_holds_it(tmp_path):
+    root = str(tmp_path)
+    assert rr.check_lock(root) is None
+    rr.acquire_lock(root, OWNER, where="ctl01")
+    with pytest.raises(rr.LockHeld) as exc:
+        rr.check_lock(root, where="ctl01")
+    assert "run 20261201T111500Z-3fa9 by user alice from host admin01" in str(exc.value)
+    assert "state unknown (no record of it here)" in str(exc.value)
+    assert rr.check_lock(root, allowed=[OWNER["run_id"]]) == OWNER  # its ansible-playbook is gone
+    assert rr.read_lock(root) == OWNER
