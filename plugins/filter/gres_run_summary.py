@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: gres_run_summary
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.2.0"
 short_description: Summarise a deploy run per host, with the command that undoes or finishes it
 description:

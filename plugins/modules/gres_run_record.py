@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: the deploy's lock and run record on the controller host."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_run_record
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.2.0"
 short_description: Lock the cluster for one deploy and record what the run changes, on the controller host
 description:

@@ -12,7 +12,6 @@ A record's ``state`` moves ``locked -> recorded -> installed -> restarted -> don
 ``rolling_back -> rolled_back`` (or ``rollback_failed``); a later run that finishes an interrupted one marks it
 ``superseded``. A record in a state that is not final, whose run no longer holds the lock, is an interrupted run.
 """
-from __future__ import annotations
 
 import datetime
 import errno
