@@ -14,10 +14,11 @@ description:
   - O(step=lock) takes the lock (refused, naming user, host, start time and run id of the holder, unless
     O(break_lock) names that run) and creates the run's record. O(step=inspect) reads the lock and the runs that
     did not finish. O(step=check) takes nothing but fails like O(step=lock) while another run holds the lock
-    (a run that changes nothing), unless O(break_lock) names the holder. O(step=record) stores, per host, the previous and new sha256 of each file the run changes and a
-    copy of each previous file. O(step=state) moves the record to another state. O(step=finish) sets the final
-    state, releases the lock, marks the runs this one finished as superseded and prunes old runs. O(step=read)
-    returns a run's record and the previous files it kept.
+    (a run that changes nothing), unless O(break_lock) names the holder. O(step=record) stores, per host, the
+    previous and new sha256 of each file the run changes and a copy of each previous file. O(step=state) moves
+    the record to another state. O(step=finish) sets the final state, releases the lock, marks the runs this one
+    finished as superseded and prunes old runs. O(step=read) returns a run's record and the previous files it
+    kept.
 options:
   step:
     description: What to do.

@@ -78,8 +78,8 @@ def test_an_unreachable_node_is_named_with_what_it_last_received():
 
 
 def test_late_failure_rolled_back_or_not():
-    facts = {"a01": {"slurm_gres_run_rolled_back": True}, "ctl": {"slurm_gres_run_rolled_back": True,
-                                                                   "slurm_gres_run_failure": {"msg": "smoke"}}}
+    facts = {"a01": {"slurm_gres_run_rolled_back": True},
+             "ctl": {"slurm_gres_run_rolled_back": True, "slurm_gres_run_failure": {"msg": "smoke"}}}
     out = run_outcome(record(), facts, ["a01", "ctl"], True)
     assert out["state"] == "rolled_back"
     assert out["lines"][1].startswith("a01: old files again (rolled back)")
