@@ -1,0 +1,68 @@
+#!/usr/bin/python
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documentation of the gres_check_report action (plugins/action/gres_check_report.py); it runs on the controller."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gres_check_report
+author: hpc.slurm_gres contributors
+version_added: "0.2.0"
+short_description: Say what a check run of the deploy would do, per node, once for the whole cluster
+description:
+  - Run by C(playbooks/deploy-gres.yml --check) once, after the restart plans. Prints one verdict line per group of
+    nodes with the same verdict (C(would install FILES; slurmd would restart (REASONS)), C(would be refused at
+    verify) with the first finding, C(unchanged)), the restarts in the order the deploy would make them, and with
+    C(--diff) the unified diff of every file that would change, shown once per group of hosts with identical
+    changes, headed by a Slurm hostlist (C(gpu-a[001-500])).
+  - Reads the facts the roles publish (C(slurm_gres_node_check_installed), C(slurm_gres_node_verified), the
+    verification result, C(slurm_gres_node_new_files), C(slurm_gres_node_plan),
+    C(slurm_gres_controller_check_installed), C(slurm_gres_controller_plan)); writes nothing anywhere and never
+    fails for a refused deploy (the refusal is in RV(report.refusal); the playbook fails after the report).
+options:
+  plan:
+    description: The RV(hpc.slurm_gres.gres_deploy_plan#module:plan) of stage C(order).
+    type: dict
+    required: true
+  files:
+    description: The rendered files. Default, the C(files) of C(slurm_gres_render_result) on localhost.
+    type: dict
+  serial:
+    description: The slurmd restart batch size, to show in the restart order.
+    type: raw
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.controller
+attributes:
+  check_mode:
+    support: full
+    description: Meant for check mode; it reads only.
+  diff_mode:
+    support: full
+    description: The unified diffs, one per group of identical changes.
+"""
+
+EXAMPLES = r"""
+- name: What the deploy would do
+  hpc.slurm_gres.gres_check_report:
+    plan: "{{ slurm_gres_deploy.plan }}"
+    serial: "{{ slurm_gres_deploy_serial | default('25%') }}"
+  run_once: true
+  when: ansible_check_mode
+"""
+
+RETURN = r"""
+msg:
+  description: The report for humans, one line each.
+  returned: always
+  type: list
+  elements: str
+  sample: ["check mode: nothing was changed. What this deploy would do:",
+           "  gres-ctl     slurmctld host: would install slurm.conf",
+           "  gres-gpu01   would install slurm.conf; slurmd would not restart"]
+report:
+  description:
+    - C(verdicts) (C({slurmd|slurmctld: {name: verdict}})), C(would_change) (C({name: [paths]})), C(restarts)
+      (the steps in order), C(diffs) (unified diff texts) and C(refusal) (the message of a refused deploy, or null).
+  returned: always
+  type: dict
+"""
