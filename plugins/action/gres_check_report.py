@@ -65,6 +65,9 @@ class ActionModule(ActionBase):
         serial = args["serial"]
         report = check_report.check_report(_entries(plan, files, state), plan.get("check_refusal"),
                                            None if serial is None else str(serial))
-        result.update(changed=False, msg=report.pop("lines"), report=report,
-                      diff=[{"prepared": text} for text in report["diffs"]], _ansible_verbose_always=True)
+        # the diffs go to Ansible's diff display (--diff) only, not into the result a callback would print again;
+        # callbacks show a diff only for a changed result: changed means "would change", as for any task in check mode
+        diffs = report.pop("diffs")
+        result.update(changed=bool(diffs), msg=report.pop("lines"), report=report,
+                      diff=[{"prepared": text} for text in diffs])
         return result

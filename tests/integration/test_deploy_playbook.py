@@ -15,13 +15,14 @@ MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 GATE = "Every targeted node passed verification"
 ORDER = "A GRES change needs slurmctld in the run; when slurmctld restarts relative to the nodes"
 INSTALL = "Install the new files on the node (staged and renamed; the old ones kept as backups)"
-REPORT = "Report per node what the deploy would install, refuse or leave; the restarts in order; the diffs"
+REPORT = "What the deploy would change, once per group of identical changes (the diffs, with --diff)"
 
 
-def added(report, path_end):
+def added(result, path_end):
     """The lines a check report's diff of the file whose path ends with ``path_end`` adds."""
-    diffs = [d for d in report["diffs"] if d.splitlines()[1].split(" ")[1].endswith(path_end)]
-    assert len(diffs) == 1, (path_end, [d.splitlines()[:2] for d in report["diffs"]])
+    texts = [d["prepared"] for d in result["diff"]]
+    diffs = [d for d in texts if d.splitlines()[1].split(" ")[1].endswith(path_end)]
+    assert len(diffs) == 1, (path_end, [d.splitlines()[:2] for d in texts])
     return [line[1:] for line in diffs[0].splitlines()[2:] if line.startswith("+")]
 
 
@@ -77,19 +78,20 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     assert tasks[INSTALL]["gpu-m01"]["changed"] is True
     # the diffs come once, from the check report (per-host install diffs are off in check mode)
     assert "diff" not in tasks[INSTALL]["gpu-m01"]
-    report = tasks[REPORT]["ctl01"]["report"]
-    assert report["refusal"] is None
+    result = tasks[REPORT]["ctl01"]
+    report = result["report"]
+    assert report["refusal"] is None and "diffs" not in report
     verdicts = report["verdicts"]["slurmd"]
     assert verdicts["gpu-m01"].startswith("would install slurm.conf, cgroup.conf, gres.conf; slurmd would restart")
     assert report["restarts"][0].startswith("slurmctld on ctl01: restart before the slurmd restarts")
     assert report["restarts"][1].startswith("slurmd on gpu-m01,gpu-p01: restart in batches of 25%")
-    mig = added(report, "/gpu-m01/etc/gres.conf")
+    mig = added(result, "/gpu-m01/etc/gres.conf")
     assert len([line for line in mig if "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/" in line]) == 4, mig
-    plain = added(report, "/gpu-p01/etc/gres.conf")
+    plain = added(result, "/gpu-p01/etc/gres.conf")
     assert "NodeName=gpu-p01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in plain
     assert not [line for line in plain if "MultipleFiles" in line]
-    assert added(report, "/gpu-p01/etc/slurm.conf") == added(report, "/gpu-m01/etc/slurm.conf")
-    assert "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" in " ".join(added(report,
+    assert added(result, "/gpu-p01/etc/slurm.conf") == added(result, "/gpu-m01/etc/slurm.conf")
+    assert "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" in " ".join(added(result,
                                                                                           "/gpu-m01/etc/slurm.conf"))
     assert written(tmp_path) == [], "check mode wrote files"
 
