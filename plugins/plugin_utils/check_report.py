@@ -100,21 +100,22 @@ def restart_steps(entries, serial=None):
     controllers = [e for e in entries if e["role"] == "slurmctld"]
     nodes = [e for e in entries if e["role"] == "slurmd" and (e.get("plan") or {}).get("restart")]
 
-    def ctld(flag, label):
+    def ctld(flag, label, reasons):
         steps = []
         for entry in controllers:
             plan = entry.get("plan") or {}
             if plan.get(flag):
-                steps.append("slurmctld on %s: %s (%s)" % (entry["name"], label, "; ".join(plan.get("reasons") or [])))
+                why = plan.get(reasons, plan.get("reasons")) or []
+                steps.append("slurmctld on %s: %s (%s)" % (entry["name"], label, "; ".join(why)))
         return steps
 
-    steps = ctld("restart_before", "restart before the slurmd restarts")
+    steps = ctld("restart_before", "restart before the slurmd restarts", "reasons_before")
     if nodes:
         batches = " in batches of %s" % serial if serial not in (None, "") else ""
         steps.append("slurmd on %s: restart%s, each registration confirmed with scontrol"
                      % (hosts_label([e["name"] for e in nodes]), batches))
-    steps += ctld("restart_after", "restart after the slurmd restarts")
-    steps += ctld("reconfigure", "scontrol reconfigure")
+    steps += ctld("restart_after", "restart after the slurmd restarts", "reasons_after")
+    steps += ctld("reconfigure", "scontrol reconfigure", "reasons")
     return steps
 
 

@@ -159,12 +159,16 @@ def restarted(run):
                       if after["nodes"][node]["slurmd"] != before["nodes"][node]["slurmd"]}
 
 
-def test_renamed_type_check_changes_nothing_and_says_it_would_pass(runs):
-    run = runs["renamed"]
+def checked(run, passes):
+    """The check run's output (flat, and as printed) after asserting its outcome and that it changed nothing."""
     rc, out = run["check"]
-    assert rc == 0, out[-3000:]
+    assert (rc == 0) == passes, out[-3000:]
     assert_check_changed_nothing(run)
-    text = flat(out)
+    return flat(out), out
+
+
+def test_renamed_type_check_changes_nothing_and_says_it_would_pass(runs):
+    text, out = checked(runs["renamed"], passes=True)
     assert "gres-gpu02 would install slurm.conf, gres.conf; slurmd would restart (gres.conf changed; slurm.conf: " \
            "this node's gres changed)" in text
     assert "gres-gpu01 would install slurm.conf; slurmd would not restart" in text
@@ -191,11 +195,7 @@ def test_renamed_type_real_run_does_what_the_check_said(runs):
 
 
 def test_lacking_gpu_check_changes_nothing_and_says_it_would_be_refused(runs):
-    run = runs["lacking"]
-    rc, out = run["check"]
-    assert rc != 0
-    assert_check_changed_nothing(run)
-    text = flat(out)
+    text, out = checked(runs["lacking"], passes=False)
     verdict = text[text.index("gres-gpu02 would be refused at verify: "):][:300]
     assert "nvidia-smi sees 4" in verdict or "/dev/nvidia4" in verdict, verdict
     assert "gres-gpu01 passes verification; would install nothing: the deploy is refused" in text
@@ -217,11 +217,7 @@ def test_lacking_gpu_real_run_is_refused_as_predicted(runs):
 
 
 def test_count_down_check_changes_nothing_and_says_slurmctld_restarts_first(runs):
-    run = runs["fewer"]
-    rc, out = run["check"]
-    assert rc == 0, out[-3000:]
-    assert_check_changed_nothing(run)
-    text = flat(out)
+    text, out = checked(runs["fewer"], passes=True)
     assert in_order(text, "1. slurmctld on gres-ctl: restart before the slurmd restarts (GRES count goes down on "
                           "gres-gpu02)", "2. slurmd on gres-gpu02: restart")
     assert "restart after the slurmd restarts" not in text

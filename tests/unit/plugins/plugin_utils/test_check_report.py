@@ -146,3 +146,12 @@ def test_a_node_whose_files_were_not_read_shows_no_diff():
     unread.update(installed=None, new={})
     report = check_report.check_report([unread] + items[1:])
     assert "gpu-a001" not in report["would_change"]
+
+
+def test_a_renamed_type_restarts_slurmctld_before_and_after_each_step_with_its_own_reason():
+    renamed = render(lambda host, gpus: [dict(g, type="a100_80gb") for g in gpus] if host == "gpu-a003" else gpus)
+    report = check_report.check_report(entries(render(), renamed))
+    assert report["restarts"] == [
+        "slurmctld on ctl: restart before the slurmd restarts (GRES count goes down on gpu-a003)",
+        "slurmd on gpu-a003: restart, each registration confirmed with scontrol",
+        "slurmctld on ctl: restart after the slurmd restarts (GRES count goes up on gpu-a003)"]
