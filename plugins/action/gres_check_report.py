@@ -32,14 +32,16 @@ def _entries(plan, files, state):
             "host": host, "name": name, "role": "slurmd", "verified": bool(facts.get("slurm_gres_node_verified")),
             "findings": verify.get("findings"), "plan": facts.get("slurm_gres_node_plan"),
             # a node whose installed files were not read (unreachable) shows no diff
-            "config_dir": (read or {}).get("dir"), "installed": (read or {}).get("files"), "new": new if read else {}})
+            "config_dir": (read or {}).get("dir"), "installed": (read or {}).get("files"), "new": new if read else {},
+            "restart_enabled": (read or {}).get("restart", True)})
     for host in plan.get("controllers", []):
         facts = state.get(host, {})
         read = facts.get("slurm_gres_controller_check_installed")
         entries.append({
             "host": host, "name": host, "role": "slurmctld", "plan": facts.get("slurm_gres_controller_plan"),
             "config_dir": (read or {}).get("dir"), "installed": (read or {}).get("files"),
-            "new": {name: files.get(name) for name in check_report.CONTROLLER_FILES} if read else {}})
+            "new": {name: files.get(name) for name in check_report.CONTROLLER_FILES} if read else {},
+            "restart_enabled": (read or {}).get("restart", True)})
     return entries
 
 

@@ -11,7 +11,7 @@ Input per host (the action gathers it from the facts the roles publish):
 ``{"host", "name" (Slurm node name or inventory host), "role": "slurmd"|"slurmctld", "config_dir",
 "installed": {file: text or None}, "new": {file: text or None}, "verified": bool (slurmd only),
 "findings": [gres_verify findings] (slurmd only), "plan": slurm_gres_node_plan / slurm_gres_controller_plan
-or None}``.
+or None, "restart_enabled": bool (False with slurm_gres_node_restart / slurm_gres_controller_restart false)}``.
 """
 import difflib
 
@@ -79,8 +79,11 @@ def node_verdict(entry, refused):
         parts.append("would install " + ", ".join(changed))
     elif plan.get("install"):
         parts.append("would reset the mode or owner of the installed files")
-    if plan.get("restart"):
+    if plan.get("restart") and entry.get("restart_enabled", True):
         parts.append("slurmd would restart (%s)" % "; ".join(plan.get("reasons") or []))
+    elif plan.get("restart"):
+        parts.append("slurmd restart needed (%s), left for a later run: slurm_gres_node_restart is false"
+                     % "; ".join(plan.get("reasons") or []))
     elif changed:
         parts.append("slurmd would not restart")
     return "; ".join(parts) if parts else UNCHANGED
@@ -92,13 +95,15 @@ def controller_verdict(entry, refused):
         return "slurmctld host: " + UNCHANGED
     if refused:
         return "slurmctld host: would install nothing: the deploy is refused"
-    return "slurmctld host: would install " + ", ".join(changed)
+    held = "" if entry.get("restart_enabled", True) else "; slurm_gres_controller_restart is false: no restart or reconfigure"
+    return "slurmctld host: would install " + ", ".join(changed) + held
 
 
 def restart_steps(entries, serial=None):
     """The restarts in the order the deploy makes them (docs/deploy.md, "The order, and why")."""
-    controllers = [e for e in entries if e["role"] == "slurmctld"]
-    nodes = [e for e in entries if e["role"] == "slurmd" and (e.get("plan") or {}).get("restart")]
+    controllers = [e for e in entries if e["role"] == "slurmctld" and e.get("restart_enabled", True)]
+    nodes = [e for e in entries if e["role"] == "slurmd" and (e.get("plan") or {}).get("restart")
+             and e.get("restart_enabled", True)]
 
     def ctld(flag, label, reasons):
         steps = []

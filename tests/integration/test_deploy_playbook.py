@@ -82,9 +82,12 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     report = result["report"]
     assert report["refusal"] is None and "diffs" not in report
     verdicts = report["verdicts"]["slurmd"]
-    assert verdicts["gpu-m01"].startswith("would install slurm.conf, cgroup.conf, gres.conf; slurmd would restart")
-    assert report["restarts"][0].startswith("slurmctld on ctl01: restart before the slurmd restarts")
-    assert report["restarts"][1].startswith("slurmd on gpu-m01,gpu-p01: restart in batches of 25%")
+    # restarts are off in this inventory (slurm_gres_node_restart, slurm_gres_controller_restart false): said so
+    assert verdicts["gpu-m01"].startswith("would install slurm.conf, cgroup.conf, gres.conf; slurmd restart needed "
+                                          "(gres.conf changed;")
+    assert verdicts["gpu-m01"].endswith("left for a later run: slurm_gres_node_restart is false")
+    assert report["restarts"] == []
+    assert report["verdicts"]["slurmctld"]["ctl01"].startswith("slurmctld host: would install slurm.conf, cgroup.conf;")
     mig = added(result, "/gpu-m01/etc/gres.conf")
     assert len([line for line in mig if "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/" in line]) == 4, mig
     plain = added(result, "/gpu-p01/etc/gres.conf")

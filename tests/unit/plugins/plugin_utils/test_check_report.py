@@ -155,3 +155,17 @@ def test_a_renamed_type_restarts_slurmctld_before_and_after_each_step_with_its_o
         "slurmctld on ctl: restart before the slurmd restarts (GRES count goes down on gpu-a003)",
         "slurmd on gpu-a003: restart, each registration confirmed with scontrol",
         "slurmctld on ctl: restart after the slurmd restarts (GRES count goes up on gpu-a003)"]
+
+
+def test_restarts_turned_off_are_said_and_left_out_of_the_order():
+    before, after = render(), render(three_gpus_on({"gpu-a004"}))
+    items = entries(before, after)
+    for entry in items:
+        entry["restart_enabled"] = False
+    report = check_report.check_report(items)
+    assert report["restarts"] == [] and "restarts: none" in report["lines"]
+    assert report["verdicts"]["slurmd"]["gpu-a004"] == (
+        "would install slurm.conf, gres.conf; slurmd restart needed (gres.conf changed; slurm.conf: this node's gres "
+        "changed), left for a later run: slurm_gres_node_restart is false")
+    assert report["verdicts"]["slurmctld"]["ctl"] == ("slurmctld host: would install slurm.conf; "
+                                                      "slurm_gres_controller_restart is false: no restart or reconfigure")
