@@ -1,43 +1,60 @@
 """Cluster model -> slurm.conf, cgroup.conf and one gres.conf per GPU node (deterministic bytes).
 
-``render_all`` proves its own output before returning it: the files are parsed back with module_utils/slurm/conf.py and,
-per node and GRES type, slurm.conf's count must equal gres.conf's; otherwise it raises GresError.
+``render_all`` proves its own output before returning it: every file is read back the way Slurm's parser reads it
+and must say exactly the Key=Value lines the renderer meant (no extra line or key, nothing cut), every key must be
+one the target Slurm release reads, and per node and GRES type slurm.conf's count must equal gres.conf's;
+otherwise it raises GresError.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
-
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf, options
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import consistency_problems
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import (
+    GENERATED,
+    node_gres_conf,
+    node_gres_conftext,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import (
+    HOSTLIST_SUFFIX_SINCE,
+    slurm_hostlist,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText, read_back_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     natural_key,
     node_gres,
+    target_version,
     uses_slurmdbd,
 )
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import consistency_problems
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import GENERATED, node_gres_conf
+
+CLUSTER = "(cluster)"  # origin of lines no single inventory value decides
 
 
-def _node_line(node, gres):
-    parts = []
-    if node["sockets"] is not None:
-        parts.append("Sockets=%d" % node["sockets"])
-    if node["cores_per_socket"] is not None:
-        parts.append("CoresPerSocket=%d" % node["cores_per_socket"])
-    if node["threads_per_core"] is not None:
-        parts.append("ThreadsPerCore=%d" % node["threads_per_core"])
-    if node["real_memory"] is not None:
-        parts.append("RealMemory=%d" % node["real_memory"])
+def hostlist_expr(names, version):
+    """A Slurm hostlist of `names` in a form the target release parses (``hostlists.slurm_hostlist``)."""
+    return slurm_hostlist(names, options.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE)
+
+
+def _node_pairs(node, gres):
+    """A NodeName= line's options after the name: [(key, value, (host, field))]."""
+    host = node["host"]
+    pairs = []
+    for key, field, var in (("Sockets", "sockets", "slurm_node_sockets"),
+                            ("CoresPerSocket", "cores_per_socket", "slurm_node_cores_per_socket"),
+                            ("ThreadsPerCore", "threads_per_core", "slurm_node_threads_per_core"),
+                            ("RealMemory", "real_memory", "slurm_node_real_memory")):
+        if node[field] is not None:
+            pairs.append((key, "%d" % node[field], (host, var)))
     if node["features"]:
-        parts.append("Features=%s" % ",".join(node["features"]))
+        pairs.append(("Features", ",".join(node["features"]), (host, "slurm_node_features")))
     if node["weight"] is not None:
-        parts.append("Weight=%d" % node["weight"])
+        pairs.append(("Weight", "%d" % node["weight"], (host, "slurm_node_weight")))
     if gres:
-        parts.append("Gres=%s" % ",".join("%s:%d" % kv for kv in gres.items()))
-    return parts
+        pairs.append(("Gres", ",".join("%s:%d" % kv for kv in gres.items()), (host, "slurm_gres_gpus")))
+    return pairs
 
 
-def node_groups(model):
-    """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
+def _grouped(model):
+    """[(hostlist expression, first node, gres)]: identical nodes share one entry, in natural order."""
     groups = {}
     order = []
     for node in model["nodes"]:
@@ -48,13 +65,17 @@ def node_groups(model):
             groups[key] = {"names": [], "node": node, "gres": gres}
             order.append(key)
         groups[key]["names"].append(node["name"])
-    result = []
-    for key in order:
-        group = groups[key]
-        expr = hostlist.collect_hostlist(group["names"])
-        result.append((natural_key(group["names"][0]), expr, _node_line(group["node"], group["gres"]), group["gres"]))
+    version = target_version(model)
+    result = [(natural_key(groups[k]["names"][0]), hostlist_expr(groups[k]["names"], version),
+               groups[k]["node"], groups[k]["gres"]) for k in order]
     result.sort(key=lambda item: item[0])
-    return [(expr, opts, gres) for _, expr, opts, gres in result]
+    return [(expr, node, gres) for _, expr, node, gres in result]
+
+
+def node_groups(model):
+    """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
+    return [(expr, ["%s=%s" % (k, v) for k, v, _ in _node_pairs(node, gres)], gres)
+            for expr, node, gres in _grouped(model)]
 
 
 def _tres(model, user_value):
@@ -78,51 +99,67 @@ def _tres(model, user_value):
     return ",".join(entries), bool(types), shards
 
 
-def render_slurm_conf(model):
-    """slurm.conf text for the whole cluster."""
-    options = dict(model["settings"]["slurm_conf"])
+def _slurm_conf(model):
+    cluster_host = model.get("cluster_host", CLUSTER)
+    settings = dict(model["settings"]["slurm_conf"])
     user_tres = None
-    for key in list(options):
+    for key in list(settings):
         if key.lower() == "accountingstoragetres":
-            user_tres = options.pop(key)
-    out = ["# slurm.conf for cluster %s\n" % model["cluster_name"], GENERATED]
-    out.append("ClusterName=%s\n" % model["cluster_name"])
+            user_tres = settings.pop(key)
+    out = ConfText("slurm.conf")
+    out.comment("slurm.conf for cluster %s" % model["cluster_name"])
+    out.comment(GENERATED)
+    out.line([("ClusterName", model["cluster_name"], (cluster_host, "slurm_cluster_name"))])
     for ctl in model["controllers"]:
-        if ctl["addr"]:
-            out.append("SlurmctldHost=%s(%s)\n" % (ctl["name"], ctl["addr"]))
-        else:
-            out.append("SlurmctldHost=%s\n" % ctl["name"])
-    for key, value in options.items():
-        out.append("%s=%s\n" % (key, value))
+        value = "%s(%s)" % (ctl["name"], ctl["addr"]) if ctl["addr"] else ctl["name"]
+        out.line([("SlurmctldHost", value, (ctl["host"], "slurm_ctld_addr" if ctl["addr"] else "slurm_node_name"))])
+    for key, value in settings.items():
+        out.line([(key, value, (cluster_host, "slurm_conf_options.%s" % key))])
 
     tres, has_gpus, has_shards = _tres(model, user_tres)
+    tres_origin = (cluster_host, "slurm_conf_options.AccountingStorageTRES")
     if has_gpus:
-        out.append("\n# Generic resources: every node's Gres= below is proven equal to its gres.conf\n")
-        out.append("GresTypes=%s\n" % ("gpu,shard" if has_shards else "gpu"))
+        out.blank()
+        out.comment("Generic resources: every node's Gres= below is proven equal to its gres.conf")
+        out.line([("GresTypes", "gpu,shard" if has_shards else "gpu")])
     if uses_slurmdbd(model):
         if tres:
-            out.append("AccountingStorageTRES=%s\n" % tres)
+            out.line([("AccountingStorageTRES", tres, tres_origin)])
     else:
         if user_tres:
-            out.append("AccountingStorageTRES=%s\n" % user_tres)
+            out.line([("AccountingStorageTRES", user_tres, tres_origin)])
         if has_gpus:
             # slurmctld exits on GRES TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu").
-            out.append("# GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
-                       "# AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.\n")
+            out.comment("GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
+                        "AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.")
 
-    groups = node_groups(model)
-    out.append("\n# Compute nodes (%d): identical nodes share one line\n" % len(model["nodes"]))
-    for expr, opts, _ in groups:
-        out.append(" ".join(["NodeName=%s" % expr] + opts) + "\n")
+    out.blank()
+    out.comment("Compute nodes (%d): identical nodes share one line" % len(model["nodes"]))
+    for expr, node, gres in _grouped(model):
+        out.line([("NodeName", expr, (node["host"], "slurm_node_name"))] + _node_pairs(node, gres))
 
-    out.append("\n# Partitions\n")
-    for part in model["partitions"]:
-        nodes = part["nodes"] if part["nodes"] == "ALL" else hostlist.collect_hostlist(part["nodes"])
-        line = ["PartitionName=%s" % part["name"], "Nodes=%s" % nodes,
-                "Default=%s" % ("YES" if part["default"] else "NO")]
-        line.extend("%s=%s" % kv for kv in part["options"].items())
-        out.append(" ".join(line) + "\n")
-    return "".join(out)
+    out.blank()
+    out.comment("Partitions")
+    compressed = {}  # partitions often list the same nodes
+    for pos, part in enumerate(model["partitions"]):
+        field = "slurm_partitions[%d]" % pos
+        nodes = part["nodes"]
+        if nodes != "ALL":
+            key = tuple(nodes)
+            if key not in compressed:
+                compressed[key] = hostlist_expr(nodes, target_version(model))
+            nodes = compressed[key]
+        pairs = [("PartitionName", part["name"], (cluster_host, field + ".name")),
+                 ("Nodes", nodes, (cluster_host, field + ".nodes")),
+                 ("Default", "YES" if part["default"] else "NO", (cluster_host, field + ".default"))]
+        pairs.extend((k, v, (cluster_host, "%s.options.%s" % (field, k))) for k, v in part["options"].items())
+        out.line(pairs)
+    return out
+
+
+def render_slurm_conf(model):
+    """slurm.conf text for the whole cluster."""
+    return _slurm_conf(model).text()
 
 
 def gres_spec(model, node):
@@ -138,11 +175,19 @@ def render_gres_conf(model, node_name):
     raise KeyError(node_name)
 
 
+def _cgroup_conf(model):
+    cluster_host = model.get("cluster_host", CLUSTER)
+    out = ConfText("cgroup.conf")
+    out.comment("cgroup.conf for cluster %s" % model["cluster_name"])
+    out.comment(GENERATED)
+    for key, value in model["settings"]["cgroup_conf"].items():
+        out.line([(key, value, (cluster_host, "slurm_cgroup_conf_options.%s" % key))])
+    return out
+
+
 def render_cgroup_conf(model):
     """cgroup.conf text (ConstrainDevices=yes unless overridden)."""
-    out = ["# cgroup.conf for cluster %s\n" % model["cluster_name"], GENERATED]
-    out.extend("%s=%s\n" % kv for kv in model["settings"]["cgroup_conf"].items())
-    return "".join(out)
+    return _cgroup_conf(model).text()
 
 
 def deferred_gres(model):
@@ -155,19 +200,53 @@ def deferred_gres(model):
     return deferred
 
 
-def render_all(model):
-    """{"slurm.conf": text, "cgroup.conf": text, "<node>/gres.conf": text, ...}, proven consistent.
+# The table each key of a line is looked up in: by the line's first key (slurm.conf) or by file.
+_SLURM_LINE_TABLES = {"nodename": "node", "partitionname": "partition"}
 
-    A gres.conf is rendered for every node with GPUs. Raises GresError if the count proof fails.
+
+def key_problems(conf, version):
+    """Problems for keys of a rendered file (ConfText) that the target Slurm release does not read."""
+    problems = []
+    for line in conf.meant:
+        first = line[0][0]
+        if conf.name == "slurm.conf":
+            rest_table = _SLURM_LINE_TABLES.get(first.lower(), "slurm.conf")
+            checks = [("slurm.conf", line[0])] + [(rest_table, pair) for pair in line[1:]]
+        elif conf.name == "cgroup.conf":
+            checks = [("cgroup.conf", pair) for pair in line]
+        else:
+            checks = [("gres.conf", pair) for pair in line if pair[0].lower() != "nodename"]
+        for table, pair in checks:
+            try:
+                options.lookup(table, pair[0], version)
+            except options.OptionError as exc:
+                host, field = pair[2] or (CLUSTER, conf.name)
+                problems.append(Problem(host, field, exc.expected, exc.found, exc.hint))
+    return problems
+
+
+def render_all(model):
+    """{"slurm.conf": text, "cgroup.conf": text, "<node>/gres.conf": text, ...}, proven as the module says.
+
+    A gres.conf is rendered for every node with GPUs. Raises GresError if any proof fails.
     """
-    files = {"slurm.conf": render_slurm_conf(model), "cgroup.conf": render_cgroup_conf(model)}
+    version = target_version(model)
+    confs = [_slurm_conf(model), _cgroup_conf(model)]
     gres_texts = {}
     for node in model["nodes"]:
         if node["gpus"]:
-            text = node_gres_conf(gres_spec(model, node))
-            gres_texts[node["name"]] = text
-            files["%s/gres.conf" % node["name"]] = text
-    problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))
+            conf = node_gres_conftext(gres_spec(model, node))
+            confs.append(conf)
+            gres_texts[node["name"]] = conf.text()
+    files = {}
+    problems = []
+    for conf in confs:
+        text = conf.text()
+        files[conf.name] = text
+        problems.extend(read_back_problems(conf.name, text, conf.meant, model.get("cluster_host", CLUSTER)))
+        problems.extend(key_problems(conf, version))
+    if not problems:
+        problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))
     if problems:
         raise GresError(problems)
     return files

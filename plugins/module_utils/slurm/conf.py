@@ -45,61 +45,119 @@ def _natural_key(text):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
 
 
-def _logical_lines(text):
-    """Yield (first line number, line without comment) with continuation lines joined."""
-    pending = ""
-    start = None
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = _strip_comment(raw)
-        if start is None:
-            start = lineno
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line = (pending + line).strip()
-        pending = ""
-        if line:
-            yield start, line
-        start = None
-    if pending.strip():
-        yield start, pending.strip()
+# isspace() in the C locale: what Slurm's parser treats as whitespace (not Python's wider str.isspace()).
+C_SPACE = " \t\n\v\f\r"
 
 
 def _strip_comment(raw):
-    if "#" not in raw:
-        return raw.rstrip()
+    """The physical line up to its first '#' preceded by an even number of '\\' (parse_config.c _strip_comments)."""
+    backslashes = 0
+    for i, ch in enumerate(raw):
+        if ch == "#" and backslashes % 2 == 0:
+            return raw[:i]
+        backslashes = backslashes + 1 if ch == "\\" else 0
+    return raw
+
+
+def _continued(line):
+    """(line without its continuation backslash, True) when it ends in an odd number of '\\' (_strip_continuation)."""
+    body = line.rstrip(C_SPACE)
+    stripped = body.rstrip("\\")
+    count = len(body) - len(stripped)
+    if count % 2 == 1:
+        return body[:-1], True
+    return line, False
+
+
+def _strip_escapes(line):
+    """Every '\\' removed and the character after it kept ('\\\\' -> '\\', '\\#' -> '#'): _strip_escapes."""
+    if "\\" not in line:
+        return line
     out = []
     i = 0
-    while i < len(raw):
-        ch = raw[i]
-        if ch == "\\" and i + 1 < len(raw) and raw[i + 1] == "#":
-            out.append("#")
-            i += 2
-            continue
-        if ch == "#":
-            break
-        out.append(ch)
+    while i < len(line):
+        if line[i] == "\\":
+            i += 1
+            if i >= len(line):
+                break
+        out.append(line[i])
         i += 1
-    return "".join(out).rstrip()
+    return "".join(out)
 
 
-_TOKEN_RE = re.compile(r'\s*([A-Za-z][A-Za-z0-9_]*)=("([^"]*)"|[^\s"]*)')
+def logical_lines(text):
+    """Yield (first line number, logical line) exactly as Slurm's parser builds them (parse_config.c).
+
+    Per physical line the comment is cut first; a line ending in an odd number of backslashes is joined to the next
+    one with nothing in between; escapes are removed from the joined line. Lines left empty are skipped.
+    """
+    pending = ""
+    start = None
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        line, more = _continued(_strip_comment(raw))
+        if start is None:
+            start = lineno
+        pending += line
+        if more:
+            continue
+        joined = _strip_escapes(pending)
+        pending = ""
+        if joined.strip(C_SPACE):
+            yield start, joined
+        start = None
+    if pending.strip(C_SPACE):
+        yield start, _strip_escapes(pending)
 
 
-def _tokens(line, fname, lineno):
-    """Split ``Key=value Key2="v a l"`` into [(key, value)], keys as written."""
+# parse_config.c keyvalue_pattern: key, optional operator, '=', a "quoted" or unquoted value, then space or end.
+_KEYVALUE_RE = re.compile(r'[ \t\n\v\f\r]*([A-Za-z0-9_.]+)[ \t\n\v\f\r]*([-*+/]?)=[ \t\n\v\f\r]*'
+                          r'(?:"([^"]*)"|([^ \t\n\v\f\r]+))(?=[ \t\n\v\f\r]|\Z)')
+
+
+def split_pairs(line):
+    """([(key, value)], leftover): the Key=Value pairs Slurm's regex finds from the start of a logical line, and the
+    text it could not read (only whitespace when the line is clean). A key with an operator (``Key+=v``) keeps it."""
+    pairs = []
     pos = 0
-    out = []
-    while pos < len(line):
-        m = _TOKEN_RE.match(line, pos)
-        if not m:
-            raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, line[pos:].strip()))
-        value = m.group(3) if m.group(3) is not None else m.group(2)
-        out.append((m.group(1), value))
-        pos = m.end()
-        while pos < len(line) and line[pos].isspace():
-            pos += 1
-    return out
+    while True:
+        match = _KEYVALUE_RE.match(line, pos)
+        if not match:
+            break
+        value = match.group(3) if match.group(3) is not None else match.group(4)
+        pairs.append((match.group(1) + match.group(2), value))
+        pos = match.end()
+    return pairs, line[pos:]
+
+
+def read_records(text):
+    """[(line number, [(key, value), ...], leftover)] for every logical line: what Slurm's parser reads.
+
+    An ``Include`` line gives ``[("Include", path)]``. ``leftover`` is what no Key=Value pattern matched (Slurm
+    reports it as "Parse error in file ... line N").
+    """
+    records = []
+    for lineno, line in logical_lines(text):
+        if line[:7].lower() == "include" and line[7:8] and line[7:8] in C_SPACE:
+            rest = line[7:].lstrip(C_SPACE)
+            path = rest
+            for i, ch in enumerate(rest):
+                if ch in C_SPACE:
+                    path = rest[:i]
+                    break
+            records.append((lineno, [("Include", path)], rest[len(path):]))
+            continue
+        pairs, leftover = split_pairs(line)
+        records.append((lineno, pairs, leftover))
+    return records
+
+
+def _lines(text, fname):
+    """(line number, [(key, value)]) per logical line; ConfSyntaxError where Slurm would report a parse error."""
+    for lineno, pairs, leftover in read_records(text):
+        if leftover.strip(C_SPACE) or not pairs:
+            raise ConfSyntaxError("%s line %d: expected Key=Value, found %r"
+                                  % (fname, lineno, leftover.strip(C_SPACE)))
+        yield lineno, pairs
 
 
 @functools.lru_cache(maxsize=4096)
@@ -155,11 +213,10 @@ def parse_slurm_conf(text):
     result = {"options": {}, "controllers": [], "nodes": {}, "partitions": {}, "includes": [], "errors": []}
     node_defaults = {}
     part_defaults = {}
-    for lineno, line in _logical_lines(text):
-        if line.lower().startswith("include ") or line.lower().startswith("include\t"):
-            result["includes"].append(line.split(None, 1)[1])
+    for lineno, tokens in _lines(text, fname):
+        if tokens[0][0] == "Include":
+            result["includes"].append(tokens[0][1])
             continue
-        tokens = _tokens(line, fname, lineno)
         first = tokens[0][0].lower()
         if first == "nodename":
             opts = {k.lower(): v for k, v in tokens[1:]}
@@ -211,10 +268,9 @@ def parse_gres_conf(text, node_name):
     """
     fname = "gres.conf"
     records = []
-    for lineno, line in _logical_lines(text):
-        if line.lower().startswith("include"):
+    for lineno, tokens in _lines(text, fname):
+        if tokens[0][0] == "Include":
             raise ConfSyntaxError("%s line %d: Include is not supported by this checker" % (fname, lineno))
-        tokens = _tokens(line, fname, lineno)
         rec = {"name": None, "type": None, "files": [], "multiple_files": [], "count": None, "cores": None,
                "links": None, "flags": None, "autodetect": None, "nodes": None, "line": lineno}
         for pos, (key, value) in enumerate(tokens):
