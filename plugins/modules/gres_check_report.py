@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation of the gres_check_report action (plugins/action/gres_check_report.py); it runs on the controller."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_check_report
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.2.0"
 short_description: Say what a check run of the deploy would do, per node, once for the whole cluster
 description:

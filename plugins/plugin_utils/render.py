@@ -28,6 +28,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
 
 CLUSTER = "(cluster)"  # origin of lines no single inventory value decides
 
+SUMMARY_WARNINGS = 20  # warning lines the summary shows; a 4,096-node cluster could have thousands
+
 
 def hostlist_expr(names, version):
     """A Slurm hostlist of `names` in a form the target release parses (``hostlists.slurm_hostlist``)."""
@@ -69,12 +71,12 @@ def _grouped(model):
     result = [(natural_key(groups[k]["names"][0]), hostlist_expr(groups[k]["names"], version),
                groups[k]["node"], groups[k]["gres"]) for k in order]
     result.sort(key=lambda item: item[0])
-    return [(expr, node, gres) for _, expr, node, gres in result]
+    return [(expr, node, gres) for _key, expr, node, gres in result]
 
 
 def node_groups(model):
     """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
-    return [(expr, ["%s=%s" % (k, v) for k, v, _ in _node_pairs(node, gres)], gres)
+    return [(expr, ["%s=%s" % (k, v) for k, v, _source in _node_pairs(node, gres)], gres)
             for expr, node, gres in _grouped(model)]
 
 
@@ -107,7 +109,7 @@ def _slurm_conf(model):
         if key.lower() == "accountingstoragetres":
             user_tres = settings.pop(key)
     out = ConfText("slurm.conf")
-    out.comment("slurm.conf for cluster %s" % model["cluster_name"])
+    out.comment("slurm.conf for cluster %s, Slurm %s" % (model["cluster_name"], target_version(model)))
     out.comment(GENERATED)
     out.line([("ClusterName", model["cluster_name"], (cluster_host, "slurm_cluster_name"))])
     for ctl in model["controllers"]:
@@ -270,6 +272,9 @@ def summarize(model, files=None):
     lines = len(node_groups(model))
     summary = {
         "cluster": model["cluster_name"],
+        "slurm_version": target_version(model),
+        "slurm_version_default": bool(model.get("slurm_version_default")),
+        "warnings": list(model.get("warnings") or []),
         "controllers": [c["name"] for c in model["controllers"]],
         "nodes": len(model["nodes"]),
         "gpu_nodes": gpu_nodes,
@@ -285,6 +290,11 @@ def summarize(model, files=None):
     text = ["cluster %s: %d nodes (%d with GPUs, %d CPU-only), controller %s"
             % (summary["cluster"], summary["nodes"], gpu_nodes, summary["cpu_only_nodes"],
                ", ".join(summary["controllers"]))]
+    if summary["slurm_version_default"]:
+        text.append("Slurm %s: the default, the inventory does not set slurm_version (set it to the release the "
+                    "cluster runs; the deploy refuses a cluster that runs another)" % summary["slurm_version"])
+    else:
+        text.append("Slurm %s (slurm_version)" % summary["slurm_version"])
     text.append("GPUs: %d (%s)" % (summary["gpus"], ", ".join("%s %d" % kv for kv in summary["gpus_by_type"].items())
                                    or "none"))
     if mig:
@@ -296,5 +306,9 @@ def summarize(model, files=None):
         others = sorted(p for p in files if "/" not in p and p not in ("slurm.conf", "cgroup.conf"))
         text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf%s)" % (
             len(files), summary["gres_conf_files"], "".join(", " + p for p in others)))
+    text.extend("warning: %s" % w for w in summary["warnings"][:SUMMARY_WARNINGS])
+    if len(summary["warnings"]) > SUMMARY_WARNINGS:
+        text.append("warning: ... and %d more (the model's warnings list has them all)"
+                    % (len(summary["warnings"]) - SUMMARY_WARNINGS))
     summary["lines"] = text
     return summary

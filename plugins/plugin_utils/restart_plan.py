@@ -32,6 +32,11 @@ def _node_def(node):
     return {k: v for k, v in node.items() if k != "line"}
 
 
+def _defs(parts):
+    """Partition (or node) definitions without their line numbers: what they mean, not where they stand."""
+    return {name: _node_def(part) for name, part in parts.items()}
+
+
 def slurm_conf_changes(old_text, new_text):
     """Compare two slurm.conf texts by meaning, not bytes.
 
@@ -67,8 +72,7 @@ def slurm_conf_changes(old_text, new_text):
             result["gres_up"][name] = up
         if down:
             result["gres_down"][name] = down
-    strip = lambda parts: {n: {k: v for k, v in p.items() if k != "line"} for n, p in parts.items()}  # noqa: E731
-    result["partitions_changed"] = strip(old["partitions"]) != strip(new["partitions"])
+    result["partitions_changed"] = _defs(old["partitions"]) != _defs(new["partitions"])
     result["changed"] = bool(result["options"] or result["nodes_added"] or result["nodes_removed"]
                              or result["nodes_changed"] or result["partitions_changed"])
     return result

@@ -12,7 +12,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 N_NODES = 40
-CORES = ("0-7", "8-15", "16-23", "24-31")
+CORES = ("0-15", "0-15", "16-31", "16-31")  # whole sockets: Slurm 24.11+ drains a node otherwise
 WANTED = {"mode": "0644", "owner": "root", "group": "root"}
 ATTRIBUTES = {name: dict(WANTED) for name in check_report.NODE_FILES}
 
@@ -104,7 +104,7 @@ def test_a_count_going_up_restarts_slurmctld_after_the_nodes():
 
 def test_a_refused_node_gets_its_finding_and_the_rest_install_nothing():
     before = render()
-    after = render(lambda host, gpus: gpus + [{"index": 4, "type": "a100", "cores": "24-31"}]
+    after = render(lambda host, gpus: gpus + [{"index": 4, "type": "a100", "cores": "16-31"}]
                    if host == "gpu-a002" else gpus)
     finding = {"severity": "error", "check": "present", "gpu": None,
                "expected": "5 GPUs of type a100 visible to nvidia-smi", "found": "declares 5 a100, nvidia-smi sees 4"}
@@ -120,7 +120,7 @@ def test_a_refused_node_gets_its_finding_and_the_rest_install_nothing():
     assert "restarts: none, nothing would be installed or restarted: " + refusal in report["lines"]
     # the diff of what was refused is still shown (the fifth GPU's line)
     gres = [d for d in report["diffs"] if d.startswith("--- /etc/slurm/gres.conf on gpu-a002 ")]
-    assert "+NodeName=gpu-a002 Name=gpu Type=a100 File=/dev/nvidia[3-4] Cores=24-31" in gres[0].splitlines()
+    assert "+NodeName=gpu-a002 Name=gpu Type=a100 File=/dev/nvidia[2-4] Cores=16-31" in gres[0].splitlines()
 
 
 def test_a_pending_restart_and_a_file_not_installed_yet():
