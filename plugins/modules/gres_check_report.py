@@ -17,7 +17,7 @@ description:
   - "Reads the facts the roles publish (C(slurm_gres_node_check_installed), C(slurm_gres_node_verified), the
     verification result, C(slurm_gres_node_new_files), C(slurm_gres_node_plan),
     C(slurm_gres_controller_check_installed), C(slurm_gres_controller_plan)); writes nothing anywhere and never
-    fails for a refused deploy (the refusal is in RV(report.refusal); the playbook fails after the report).
+    fails for a refused deploy (the refusal is in C(refusal) of RV(report); the playbook fails after the report).
     Print RV(msg) with M(ansible.builtin.debug) (see the examples); the result itself is not printed. The task is
     C(changed) when a file would change (as any task in check mode; Ansible shows a diff only then)."
 options:

@@ -105,8 +105,8 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     assert "NodeName=gpu-p01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in plain
     assert not [line for line in plain if "MultipleFiles" in line]
     assert added(result, "/gpu-p01/etc/slurm.conf") == added(result, "/gpu-m01/etc/slurm.conf")
-    assert "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" in " ".join(added(result,
-                                                                                          "/gpu-m01/etc/slurm.conf"))
+    assert "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" in " ".join(
+        added(result, "/gpu-m01/etc/slurm.conf"))
     assert written(tmp_path) == [], "check mode wrote files"
 
 
@@ -121,8 +121,8 @@ def test_a_mig_layout_that_differs_is_refused_by_name_and_nothing_is_installed(t
     # the check report gave every node its verdict before the refusal
     report = tasks[REPORT]["ctl01"]["report"]
     assert report["verdicts"]["slurmd"]["gpu-m01"].startswith("would be refused at verify: mig: ")
-    assert report["verdicts"]["slurmd"]["gpu-p01"] == ("passes verification; would install nothing: the deploy is "
-                                                        "refused")
+    assert report["verdicts"]["slurmd"]["gpu-p01"] == (
+        "passes verification; would install nothing: the deploy is refused")
     assert report["restarts"] == [] and report["refusal"].startswith("nothing installed, nothing restarted")
 
 
