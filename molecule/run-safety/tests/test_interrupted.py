@@ -1,5 +1,6 @@
 """interrupted: a deploy changing gres-gpu01's gres.conf is killed (SIGKILL, as a lost session) at the start of
-the first restart play, after the install. The next run takes over its lock, finishes it and ends where an
+the first restart play, after the install. It runs after test_concurrent, whose last run left gres-gpu01 without
+Cores; the change here puts the inventory's Cores back. The next run takes over its lock, finishes it and ends where an
 uninterrupted run ends: the rendered files, slurmd restarted with them, the node IDLE and not drained."""
 
 import os
@@ -14,7 +15,8 @@ import slurm_checks  # noqa: E402
 
 CTL = slurm_checks.container(deploy_checks.CTL)
 NODE = slurm_checks.container("gres-gpu01")
-NO_CORES = {"gres-gpu01": {"slurm_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
+CORES = {"gres-gpu01": {"slurm_gres_gpus": [{"index": 0, "type": "v100", "cores": "0-13"},
+                                           {"index": 1, "type": "v100", "cores": "14-27"}]}}
 KILL = {"DEPLOY_FAULT_PLAY": "Deploy | restart slurmctld first", "DEPLOY_FAULT_KILL": "1"}
 
 
@@ -23,7 +25,7 @@ def runs():
     slurm_checks.wait_for_node(CTL, "gres-gpu01")
     before = deploy_checks.snapshot()
     with tempfile.TemporaryDirectory() as tmp:
-        change = [deploy_checks.write_inventory(tmp, NO_CORES)]
+        change = [deploy_checks.write_inventory(tmp, CORES)]
         rc_killed, out_killed = deploy_checks.deploy(extra_inventories=change, fault=KILL)
         killed = deploy_checks.snapshot()
         lock_killed = deploy_checks.lock()
