@@ -3,7 +3,7 @@ rollback of a run that fails after the nodes restarted, a named rollback, the ta
 
 Daemon restarts are off here (no systemd); slurmctld's answers come from a script that prints the node as
 registered and fails on demand (the confirmation after the restarts is then the late failure). The same
-behaviour on the real Slurm daemons is proven by the molecule scenarios late-failure, concurrent and interrupted.
+behaviour on the real Slurm daemons is proven by the molecule scenario run-safety.
 """
 import json
 import os

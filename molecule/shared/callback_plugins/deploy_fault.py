@@ -1,8 +1,8 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Test-only callback: stop ansible-playbook at the start of a named play, as an admin's Ctrl-C or a lost session
-would, or hold it there until a file disappears (a deploy caught holding the lock). Used by the molecule scenarios
-`interrupted` and `concurrent` through ANSIBLE_CALLBACK_PLUGINS / ANSIBLE_CALLBACKS_ENABLED; not shipped.
+would, or hold it there until a file disappears (a deploy caught holding the lock). Used by the molecule scenario
+`run-safety` (test_interrupted, test_concurrent) through ANSIBLE_CALLBACK_PLUGINS / ANSIBLE_CALLBACKS_ENABLED; not shipped.
 
     DEPLOY_FAULT_PLAY    play name prefix to stop at
     DEPLOY_FAULT_MARKER  file written when the play is reached
