@@ -13,7 +13,7 @@ import subprocess
 import pytest
 import yaml
 
-from emulated_node import ANSIBLE_PLAYBOOK, ROOT, Node, node_nvidia_smi, write_inventory
+from emulated_node import ANSIBLE_PLAYBOOK, ROOT, Node, local_slurm_release, node_nvidia_smi, write_inventory
 
 SCONTROL = """#!/bin/sh
 # slurmctld's view for the test: fails while the counter file holds a number above 0
@@ -51,7 +51,8 @@ class Cluster(object):
                 "slurm_gres_node_config_dir": str(self.etc),
                 "slurm_gres_node_state_dir": str(self.tmp / "p01" / "state"),
                 "slurm_gres_node_restart": False}
-        cluster = {"slurm_cluster_name": "run", "slurm_gres_controller_restart": False,
+        cluster = {"slurm_cluster_name": "run", "slurm_version": local_slurm_release(),
+                   "slurm_gres_controller_restart": False,
                    "slurm_gres_controller_config_dir": str(self.tmp / "ctl" / "etc"),
                    "slurm_gres_controller_state_dir": str(self.tmp / "ctl" / "state"),
                    "slurm_gres_node_scontrol": self.scontrol, "slurm_gres_controller_scontrol": self.scontrol,
