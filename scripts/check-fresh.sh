@@ -97,6 +97,9 @@ done
 cat >"$run/inside.sh" <<EOF
 set -euo pipefail
 export CI=true HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The chroot's root is an overlayfs, which podman's overlay storage cannot sit on (make images imports the node
+# images); vfs can. A real machine keeps podman's default.
+export STORAGE_DRIVER=vfs
 $(printf '%s\n' "${passenv[@]}")
 cd /root/slurm_gres
 step() {
