@@ -2,6 +2,9 @@
 # Build the root file system of a test node for one Debian suite, keep it as a chroot, and import it as the
 # podman image the molecule scenarios boot: systemd, munge and that suite's real Slurm daemons baked in.
 #   scripts/build-image.sh [SUITE]      SUITE: bookworm (Slurm 22.05), trixie (24.11) or sid (26.05); default trixie
+# sid: Slurm (slurmd, slurmctld, slurm-client and what they need) from sid on trixie's userland. sid's own systemd
+# (258+) has no cgroup v1 support and does not boot as PID 1 on a cgroup v1 host, which the test machines are;
+# trixie's systemd 257 does. The daemons under test are sid's real 26.05 packages either way.
 # Prints the image name and the chroot directory on its last two lines:
 #   image=localhost/slurm-gres-node:SUITE-RECIPE
 #   root=/var/tmp/slurm-gres-rootfs/SUITE-RECIPE
@@ -21,15 +24,17 @@ ROOTFS_PARENT=${SLURM_GRES_ROOTFS:-/var/tmp/slurm-gres-rootfs}
 LABEL=org.hpc.slurm_gres.recipe
 # Everything a scenario node runs: systemd as PID 1, real munge/slurmctld/slurmd/clients, python3 for Ansible,
 # procps/iproute2 for testinfra checks. (No python3-hostlist in Debian 12.)
-PACKAGES=(
+BASE_PACKAGES=(
   systemd systemd-sysv dbus
   python3
-  munge slurmd slurmctld slurm-client
+  munge
   procps iproute2 sudo
 )
+SLURM_PACKAGES=(slurmd slurmctld slurm-client)
 
 case $SUITE in
-  bookworm | trixie | sid) ;;
+  bookworm | trixie) base_suite=$SUITE slurm_suite=$SUITE ;;
+  sid) base_suite=trixie slurm_suite=sid ;;
   *) echo "build-image: unknown suite '$SUITE' (expected bookworm, trixie or sid)" >&2; exit 2 ;;
 esac
 
@@ -63,12 +68,30 @@ if [[ ${FORCE:-0} == 1 ]] || ! have_rootfs; then
   tmp=$(mktemp -d "$ROOTFS_PARENT/.build-$SUITE.XXXXXX")
   trap 'rm -rf --one-file-system "$tmp" "$tmp.log"' EXIT
   chmod 0755 "$tmp"  # it becomes the image's /: mktemp's 0700 would lock out munge, slurm and every user
-  echo "build-image: debootstrap $SUITE from $MIRROR into $tmp"
-  includes=$(IFS=,; echo "${PACKAGES[*]}")
-  if ! debootstrap --variant=minbase --include="$includes" "$SUITE" "$tmp" "$MIRROR" >"$tmp.log" 2>&1; then
+  packages=("${BASE_PACKAGES[@]}")
+  [[ $slurm_suite == "$base_suite" ]] && packages+=("${SLURM_PACKAGES[@]}")
+  echo "build-image: debootstrap $base_suite from $MIRROR into $tmp"
+  includes=$(IFS=,; echo "${packages[*]}")
+  if ! debootstrap --variant=minbase --include="$includes" "$base_suite" "$tmp" "$MIRROR" >"$tmp.log" 2>&1; then
     tail -n 40 "$tmp/debootstrap/debootstrap.log" "$tmp.log" >&2 || true
-    echo "build-image: debootstrap of $SUITE failed" >&2
+    echo "build-image: debootstrap of $base_suite failed" >&2
     exit 1
+  fi
+  if [[ $slurm_suite != "$base_suite" ]]; then
+    echo "build-image: Slurm from $slurm_suite on $base_suite"
+    echo "deb $MIRROR $slurm_suite main" >"$tmp/etc/apt/sources.list.d/$slurm_suite.list"
+    # PACKAGE/SUITE takes the Slurm packages from $slurm_suite, and from it only the dependencies that $base_suite
+    # cannot satisfy (apt's "Selected version ... because of"); the pin keeps everything else $base_suite's.
+    printf 'Package: *\nPin: release n=%s\nPin-Priority: 100\n' "$slurm_suite" >"$tmp/etc/apt/preferences.d/$slurm_suite"
+    # Check-Valid-Until: the archive these machines reach is a snapshot whose sid Release file may be past its
+    # Valid-Until date (debootstrap does not check it either)
+    if ! { chroot "$tmp" apt-get -q -o Acquire::Check-Valid-Until=false update &&
+      chroot "$tmp" env DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install \
+        "${SLURM_PACKAGES[@]/%//$slurm_suite}"; } >>"$tmp.log" 2>&1; then
+      tail -n 40 "$tmp.log" >&2
+      echo "build-image: installing Slurm from $slurm_suite failed" >&2
+      exit 1
+    fi
   fi
   # Leaner tree: package caches and docs are never needed in a test node.
   rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/* \

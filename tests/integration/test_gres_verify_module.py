@@ -2,6 +2,7 @@
 fake sysfs for its 2x32x2 CPUs, real device nodes), and with the real slurmd -G cross-check."""
 import os
 import shutil
+import sys
 
 import pytest
 import testpaths
@@ -230,6 +231,12 @@ def test_one_mig_verification_parses_each_file_and_each_nvidia_smi_output_once(t
             monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": module_args})))
             yield
 
+    collection = sys.modules.get("ansible_collections.hpc.slurm_gres")
+    if collection is not None and getattr(collection, "_collection_meta", None) is None:
+        # ansible-core 2.14 installs its collection finder when ansible.plugins.loader is imported (an earlier test
+        # of this process); the finder then refuses the subpackages of a collection imported before it, unless
+        # the package carries the metadata the finder would have loaded (meta/runtime.yml: nothing it needs here)
+        monkeypatch.setattr(collection, "_collection_meta", {}, raising=False)
     from emulated_node import apply_mig_layout, node_nvidia_smi
     from ansible_collections.hpc.slurm_gres.plugins.modules import gres_verify
     from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import verify as node_verify
