@@ -68,8 +68,10 @@ def cgroup_mounts(mountinfo="/proc/self/mountinfo"):
     mounts = []
     with open(mountinfo) as handle:
         for line in handle:
-            left, _, right = line.partition(" - ")
-            fstype, _source, options = (right.split() + ["", "", ""])[:3]
+            left, sep, right = line.partition(" - ")
+            if not sep:
+                continue
+            fstype, dummy_source, options = (right.split() + ["", "", ""])[:3]
             if fstype == "cgroup2":
                 mounts.append((None, left.split()[4]))
             elif fstype == "cgroup":
