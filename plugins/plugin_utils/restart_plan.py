@@ -28,7 +28,8 @@ def _parse(text):
 
 
 def _node_def(node):
-    return {k: v for k, v in node.items() if k != "line"}
+    # gres_spec is the raw Gres= text; its meaning is compared through "gres"
+    return {k: v for k, v in node.items() if k not in ("line", "gres_spec")}
 
 
 def slurm_conf_changes(old_text, new_text):

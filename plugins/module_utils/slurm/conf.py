@@ -33,8 +33,12 @@ _GRES_KEYS = {
     "flags": "flags",
     "autodetect": "autodetect",
 }
-_COUNT_RE = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
-_SUFFIX = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4, "P": 1024 ** 5}
+_COUNT_RE = re.compile(r"^\+?(\d+)([A-Za-z]*)$")
+# slurm_protocol_defs.c suffix_mult: k/kib = 1024, kb = 1000, and so on up to p/pib/pb.
+_SUFFIX = {"": 1}
+for _power, _letter in enumerate("kmgtp", 1):
+    _SUFFIX[_letter] = _SUFFIX[_letter + "ib"] = 1024 ** _power
+    _SUFFIX[_letter + "b"] = 1000 ** _power
 
 
 class ConfSyntaxError(ValueError):
@@ -46,59 +50,103 @@ def _natural_key(text):
 
 
 def _logical_lines(text):
-    """Yield (first line number, line without comment) with continuation lines joined."""
+    r"""Yield (first line number, logical line) as slurmd reads a file (parse_config.c ``_get_next_line``).
+
+    Per physical line a ``#`` after an even number of backslashes starts a comment; a line that then ends in an
+    odd number of backslashes (trailing blanks allowed) continues on the next line, glued with nothing in
+    between (one backslash of the run is removed); finally every backslash escapes the character after it
+    (``\#`` is ``#``, ``\\`` is ``\``). Lines are split on ``\n`` only, as ``fgets`` does.
+    """
     pending = ""
     start = None
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    for lineno, raw in enumerate(text.split("\n"), 1):
         line = _strip_comment(raw)
         if start is None:
             start = lineno
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
+        stripped = line.rstrip()
+        run = len(stripped) - len(stripped.rstrip("\\"))
+        if run % 2 == 1:
+            pending += stripped[:-1]
             continue
-        line = (pending + line).strip()
+        line = _strip_escapes(pending + line)
         pending = ""
-        if line:
+        if line.strip():
             yield start, line
         start = None
     if pending.strip():
-        yield start, pending.strip()
+        yield start, _strip_escapes(pending)
 
 
 def _strip_comment(raw):
+    """Cut at the first ``#`` preceded by an even number of backslashes (parse_config.c ``_strip_comments``)."""
     if "#" not in raw:
-        return raw.rstrip()
+        return raw
+    backslashes = 0
+    for i, ch in enumerate(raw):
+        if ch == "#" and backslashes % 2 == 0:
+            return raw[:i]
+        backslashes = backslashes + 1 if ch == "\\" else 0
+    return raw
+
+
+def _strip_escapes(line):
+    r"""Drop each backslash and keep the character after it (parse_config.c ``_strip_escapes``)."""
+    if "\\" not in line:
+        return line
     out = []
     i = 0
-    while i < len(raw):
-        ch = raw[i]
-        if ch == "\\" and i + 1 < len(raw) and raw[i + 1] == "#":
-            out.append("#")
-            i += 2
-            continue
-        if ch == "#":
-            break
-        out.append(ch)
+    while i < len(line):
+        if line[i] == "\\":
+            i += 1
+            if i >= len(line):
+                break
+        out.append(line[i])
         i += 1
-    return "".join(out).rstrip()
+    return "".join(out)
 
 
-_TOKEN_RE = re.compile(r'\s*([A-Za-z][A-Za-z0-9_]*)=("([^"]*)"|[^\s"]*)')
+# parse_config.c keyvalue_pattern: ^[[:space:]]*([[:alnum:]_.]+)[[:space:]]*([-*+/]?)=[[:space:]]*
+# (("([^"]*)")|([^[:space:]]+))([[:space:]]|$), a POSIX (leftmost-longest) regex.
+_KEY_RE = re.compile(r"\s*([A-Za-z0-9_.]+)\s*([-*+/]?)=\s*")
+_BARE_RE = re.compile(r"\S+")
+
+
+def _next_pair(line, pos):
+    """(key, value, end) of the Key=Value at ``pos`` the way slurmd's regex matches it, or None."""
+    match = _KEY_RE.match(line, pos)
+    if not match:
+        return None
+    start = match.end()
+    bare = _BARE_RE.match(line, start)
+    best = (bare.group(0), bare.end()) if bare else None
+    if line.startswith('"', start):
+        close = line.find('"', start + 1)
+        if close != -1 and (close + 1 == len(line) or line[close + 1].isspace()):
+            if best is None or close + 1 >= best[1]:
+                best = (line[start + 1:close], close + 1)
+    if best is None:
+        return None
+    return match.group(1), best[0], best[1]
 
 
 def _tokens(line, fname, lineno):
-    """Split ``Key=value Key2="v a l"`` into [(key, value)], keys as written."""
+    """Split ``Key=value Key2 = "v a l"`` into [(key, value)], keys as written (blanks around ``=`` allowed).
+
+    What slurmd cannot read as Key=Value is a parse error there ("Parse error in file ... line N").
+    """
     pos = 0
     out = []
-    while pos < len(line):
-        m = _TOKEN_RE.match(line, pos)
-        if not m:
-            raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, line[pos:].strip()))
-        value = m.group(3) if m.group(3) is not None else m.group(2)
-        out.append((m.group(1), value))
-        pos = m.end()
-        while pos < len(line) and line[pos].isspace():
-            pos += 1
+    while True:
+        pair = _next_pair(line, pos)
+        if pair is None:
+            break
+        out.append((pair[0], pair[1]))
+        pos = pair[2]
+    rest = line[pos:].strip()
+    if rest:
+        raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, rest))
+    if not out:
+        raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, line.strip()))
     return out
 
 
@@ -106,7 +154,8 @@ def _tokens(line, fname, lineno):
 def _expand_cached(expr):
     if "[" not in expr and "," not in expr:
         return (expr,)
-    return tuple(hostlist.expand_hostlist(expr))
+    # Slurm's hostlist keeps repeats (File=/dev/nvidia0,/dev/nvidia0 is two devices, then a duplicate error)
+    return tuple(hostlist.expand_hostlist(expr, allow_duplicates=True))
 
 
 def _expand(expr, fname, lineno, what):
@@ -117,11 +166,11 @@ def _expand(expr, fname, lineno, what):
 
 
 def parse_count(text):
-    """``"8"`` -> 8, ``"10G"`` -> 10 * 1024**3; ValueError otherwise."""
+    """``"8"`` -> 8, ``"10G"`` -> 10 * 1024**3, ``"1KB"`` -> 1000 (slurmd's suffix_mult); ValueError otherwise."""
     m = _COUNT_RE.match(str(text).strip())
-    if not m:
+    if not m or m.group(2).lower() not in _SUFFIX:
         raise ValueError("not a GRES count: %r" % (text,))
-    return int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    return int(m.group(1)) * _SUFFIX[m.group(2).lower()]
 
 
 def parse_gres_spec(spec):
@@ -143,24 +192,77 @@ def parse_gres_spec(spec):
     return counts
 
 
+def gres_spec_name_counts(spec, name):
+    """What slurmd makes of slurm.conf ``Gres=`` for one GRES name (gres.c ``_get_gres_cnt``, 22.05-26.05).
+
+    Returns ``{"count": total, "types": [(type, count), ...] in first-seen order, "no_consume": bool,
+    "errors": [str]}``. The name must match case-sensitively; a bare ``gpu`` element counts 1 and ends the scan;
+    ``(S:0-1)`` socket bindings are ignored; ``gpu:tesla`` is one tesla; types repeat-sum case-sensitively.
+    """
+    out = {"count": 0, "types": [], "no_consume": False, "errors": []}
+    if not spec:
+        return out
+    types = {}
+    for tok in spec.split(","):
+        if tok == name:
+            out["count"] = 1
+            break
+        if not tok.startswith(name + ":"):
+            continue
+        tok = tok.split("(", 1)[0] if "(" in tok else tok
+        head, _, num = tok.rpartition(":")
+        if not num or not num[0].isdigit():
+            count, typed = 1, tok
+        else:
+            digits = re.match(r"\d+", num).group(0)
+            suffix = num[len(digits):]
+            if suffix.lower() not in _SUFFIX:
+                out["errors"].append("Bad GRES configuration: %s" % tok)
+                break
+            count, typed = int(digits) * _SUFFIX[suffix.lower()], head
+        out["count"] += count
+        for sub in typed.split(":")[1:]:
+            if sub.lower() == "no_consume":
+                out["no_consume"] = True
+                continue
+            if sub not in types:
+                types[sub] = len(out["types"])
+                out["types"].append([sub, 0])
+            out["types"][types[sub]][1] += count
+    out["types"] = [tuple(t) for t in out["types"]]
+    return out
+
+
+# slurm.conf keys whose lines carry their own sub-options (read_config.c S_P_ARRAY handlers).
+LINE_KEYS = ("nodename", "partitionname", "nodeset", "frontendname", "downnodes")
+
+
 def parse_slurm_conf(text):
     """Parse slurm.conf text.
 
     Returns ``{"options": {lowercased key: value}, "controllers": [SlurmctldHost values],
-    "nodes": {node: {"gres": {gres_key: count}, <lowercased NodeName options>..., "line": n}},
-    "partitions": {name: {lowercased options..., "line": n}}, "includes": [...], "errors": [str]}``.
-    NodeName lines are expanded with hostlist; ``NodeName=DEFAULT`` values apply to later lines.
+    "nodes": {node: {"gres": {gres_key: count}, "gres_spec": raw Gres= or None, <lowercased NodeName options>...,
+    "line": n}}, "partitions": {name: {lowercased options..., "line": n}}, "includes": [...], "errors": [str],
+    "entries": [{"line": n, "key": key as written, "value": v, "options": [(key, value), ...]}]}``.
+    NodeName lines are expanded with hostlist; ``NodeName=DEFAULT`` values apply to later lines. As in slurmctld,
+    a plain option line holds one ``Key=Value`` (more is an error); keys are case-insensitive.
     """
     fname = "slurm.conf"
-    result = {"options": {}, "controllers": [], "nodes": {}, "partitions": {}, "includes": [], "errors": []}
+    result = {"options": {}, "controllers": [], "nodes": {}, "partitions": {}, "includes": [], "errors": [],
+              "entries": []}
     node_defaults = {}
     part_defaults = {}
     for lineno, line in _logical_lines(text):
-        if line.lower().startswith("include ") or line.lower().startswith("include\t"):
-            result["includes"].append(line.split(None, 1)[1])
+        stripped = line.strip()
+        if re.match(r"(?i)include\s", stripped):
+            result["includes"].append(stripped.split(None, 1)[1])
+            result["entries"].append({"line": lineno, "key": "Include", "value": stripped.split(None, 1)[1],
+                                      "options": []})
             continue
         tokens = _tokens(line, fname, lineno)
         first = tokens[0][0].lower()
+        result["entries"].append({"line": lineno, "key": tokens[0][0], "value": tokens[0][1],
+                                  "options": tokens[1:]})
         if first == "nodename":
             opts = {k.lower(): v for k, v in tokens[1:]}
             if tokens[0][1].upper() == "DEFAULT":
@@ -173,12 +275,18 @@ def parse_slurm_conf(text):
             except ValueError as exc:
                 result["errors"].append("%s line %d: %s" % (fname, lineno, exc))
                 gres = {}
-            for name in _expand(tokens[0][1], fname, lineno, "NodeName"):
+            try:
+                names = _expand(tokens[0][1], fname, lineno, "NodeName")
+            except ConfSyntaxError as exc:
+                result["errors"].append(str(exc))
+                continue
+            for name in names:
                 if name in result["nodes"]:
                     result["errors"].append("%s line %d: node %s already defined on line %d"
                                             % (fname, lineno, name, result["nodes"][name]["line"]))
                     continue
                 node = dict(merged)
+                node["gres_spec"] = merged.get("gres")
                 node["gres"] = dict(gres)
                 node["line"] = lineno
                 result["nodes"][name] = node
@@ -191,32 +299,39 @@ def parse_slurm_conf(text):
             merged.update(opts)
             merged["line"] = lineno
             result["partitions"][tokens[0][1]] = merged
-        elif first in ("nodeset", "frontendname", "downnodes", "switchname"):
+        elif first in LINE_KEYS:
             continue
         else:
-            for key, value in tokens:
-                if key.lower() == "slurmctldhost" or key.lower() == "controlmachine":
-                    result["controllers"].append(value)
-                result["options"][key.lower()] = value
+            if len(tokens) > 1:
+                result["errors"].append("%s line %d: one Key=Value per line, found %s after %s=%s (slurmctld: "
+                                        "Parse error)" % (fname, lineno, "=".join(tokens[1]), tokens[0][0],
+                                                          tokens[0][1]))
+            key, value = tokens[0]
+            if key.lower() == "slurmctldhost" or key.lower() == "controlmachine":
+                result["controllers"].append(value)
+            result["options"][key.lower()] = value
     return result
 
 
-def parse_gres_conf(text, node_name):
-    """Records of gres.conf ``text`` that apply to ``node_name``.
+def gres_conf_lines(text):
+    """Every line of a gres.conf, before slurmd picks the ones for a node (gres.c ``_parse_gres_config``).
 
-    A line applies when it has no NodeName or its NodeName hostlist contains the node. Each record is
-    ``{"name", "type", "files": [...], "multiple_files": [...], "count": int or None, "cores", "links",
-    "flags", "autodetect", "nodes": hostlist or None, "line": lineno}``. A bare ``AutoDetect=`` line gives a
-    record with ``name`` None. Raises ConfSyntaxError for anything slurmd would refuse to parse.
+    Each line is a record ``{"name", "type", "files": [...], "multiple_files": [...], "count": int or None,
+    "count_text", "cores", "links", "flags", "autodetect", "nodes": hostlist or None, "node_list": [names] or None,
+    "error": None or what slurmd logs and skips the line for, "line": lineno, "text": the logical line}``.
+    Skipped, as by slurmd: a NodeName that is no valid hostlist (for every node), and a line with neither
+    Name= nor AutoDetect= (``Invalid GRES data, no type name``). Raises ConfSyntaxError for what makes slurmd
+    stop (``fatal: error opening/reading gres.conf``): unknown key, NodeName not first, bad File or Count.
     """
     fname = "gres.conf"
     records = []
     for lineno, line in _logical_lines(text):
-        if line.lower().startswith("include"):
+        if re.match(r"(?i)include\s", line.strip()):
             raise ConfSyntaxError("%s line %d: Include is not supported by this checker" % (fname, lineno))
         tokens = _tokens(line, fname, lineno)
-        rec = {"name": None, "type": None, "files": [], "multiple_files": [], "count": None, "cores": None,
-               "links": None, "flags": None, "autodetect": None, "nodes": None, "line": lineno}
+        rec = {"name": None, "type": None, "files": [], "multiple_files": [], "count": None, "count_text": None,
+               "cores": None, "links": None, "flags": None, "autodetect": None, "nodes": None, "node_list": None,
+               "error": None, "line": lineno, "text": line.strip()}
         for pos, (key, value) in enumerate(tokens):
             canon = _GRES_KEYS.get(key.lower())
             if canon is None:
@@ -230,19 +345,40 @@ def parse_gres_conf(text, node_name):
             elif canon == "multiplefiles":
                 rec["multiple_files"] = _expand(value, fname, lineno, "MultipleFiles")
             elif canon == "count":
+                rec["count_text"] = value
                 try:
                     rec["count"] = parse_count(value)
                 except ValueError:
                     raise ConfSyntaxError("%s line %d: invalid Count %r" % (fname, lineno, value))
             else:
                 rec[canon] = value
-        if rec["name"] is None and rec["autodetect"] is None:
-            raise ConfSyntaxError("%s line %d: a line needs Name= (or a lone AutoDetect=)" % (fname, lineno))
-        if rec["nodes"] is not None and rec["nodes"] != node_name and node_name not in _expand(
-                rec["nodes"], fname, lineno, "NodeName"):
-            continue
+        if rec["nodes"] is not None:
+            try:
+                rec["node_list"] = list(_expand_cached(rec["nodes"]))
+            except hostlist.BadHostlist as exc:
+                rec["error"] = ("NodeName=%s is not a valid hostlist (%s): slurmd skips this line for every node"
+                                % (rec["nodes"], exc))
+        if rec["error"] is None and rec["name"] is None and rec["autodetect"] is None:
+            rec["error"] = "no Name= (slurmd: Invalid GRES data, no type name): slurmd skips this line"
         records.append(rec)
     return records
+
+
+def line_applies(rec, node_name):
+    """True when a gres_conf_lines record is one slurmd reads for node_name."""
+    if rec["error"]:
+        return False
+    return rec["nodes"] is None or rec["nodes"] == node_name or node_name in rec["node_list"]
+
+
+def parse_gres_conf(text, node_name):
+    """Records of gres.conf ``text`` that apply to ``node_name`` (see gres_conf_lines for their keys).
+
+    A line applies when it has no NodeName or its NodeName hostlist contains the node; lines slurmd skips
+    (a bad NodeName hostlist, no Name=) are left out. A bare ``AutoDetect=`` line gives a record with ``name``
+    None. Raises ConfSyntaxError for anything slurmd would refuse to parse.
+    """
+    return [rec for rec in gres_conf_lines(text) if line_applies(rec, node_name)]
 
 
 def gres_counts_from_records(records):
@@ -353,7 +489,13 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
 
     ``gres_texts`` is {node: gres.conf text}. ``deferred`` is {node: {gres_key: count}}: GRES that are
     completed on the node later (MIG lines); they may be absent from gres.conf but never partially present.
+    Counts are what slurmd would register (slurmd_gres.node_view: file-less GPUs dropped, surplus cut, shard and
+    mps spread over the GPUs), compared per node and GRES key with slurm.conf's Gres=; what slurmd refuses,
+    ignores or trims is a problem too, in slurmd's words.
     """
+    # slurmd_gres builds on this module's parser, so it is imported here rather than at the top.
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
+
     deferred = deferred or {}
     problems = []
     try:
@@ -374,24 +516,49 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
                 problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
                                         "both (slurmctld refuses this)"))
         text = gres_texts.get(node)
-        if text is None:
+        records = []
+        if text is not None:
+            try:
+                records = parse_gres_conf(text, node)
+            except ConfSyntaxError as exc:
+                problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
+                continue
+            problems.extend(gres_record_problems(records, node))
+        view = node_view(conf, text, node)
+        pending = deferred.get(node, {})
+        if text is None and (view["fatal"] is not None or any(
+                view_counts(view).get(k, 0) < v and not pending.get(k) for k, v in expected.items())):
             problems.append(Problem(node, "gres.conf", "a gres.conf providing %s" % _fmt(expected), "no file"))
             continue
-        try:
-            records = parse_gres_conf(text, node)
-        except ConfSyntaxError as exc:
-            problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
+        if view["fatal"] is not None:
+            if not problems or problems[-1].host != node:
+                problems.append(Problem(node, "gres.conf", "a file slurmd accepts", "slurmd: fatal: %s" % view["fatal"]))
             continue
-        problems.extend(gres_record_problems(records, node))
-        found = fold_untyped(expected, gres_counts_from_records(records))
-        pending = deferred.get(node, {})
+        for msg in view["messages"]:
+            if msg["level"] in ("error", "warning") and msg["line"] is not None and (
+                    "more configured than expected" not in msg["text"]):
+                problems.append(Problem(node, "gres.conf line %d" % msg["line"], "a line slurmd uses as written",
+                                        "slurmd: %s: %s" % (msg["level"], msg["text"])))
+        configured = fold_untyped(expected, gres_counts_from_records(records))
+        # What slurmd registers; more in gres.conf than declared is cut by slurmd, and reported here as found.
+        found = dict(view_counts(view))
+        for key, count in configured.items():
+            if count > expected.get(key, 0) and key not in pending:
+                found[key] = count
+        if view["autodetect"]:
+            # AutoDetect fills GPUs without File from the hardware: count what gres.conf configures
+            found = configured
         for key in sorted(set(expected) | set(found)):
             want = expected.get(key, 0)
             got = found.get(key, 0)
             if want == got or (got == 0 and pending.get(key) == want):
                 continue
+            hint = None
+            if got < want and any(r["name"] and r["name"].lower() == "gpu" and not (r["files"] or r["multiple_files"])
+                                  for r in records) and not view["autodetect"]:
+                hint = "slurmd drops GPU records without File= unless AutoDetect is on"
             problems.append(Problem(node, "gres.conf count of %s" % key,
-                                    "%d (slurm.conf Gres=)" % want, "%d" % got))
+                                    "%d (slurm.conf Gres=)" % want, "%d" % got, hint))
     return problems
 
 
