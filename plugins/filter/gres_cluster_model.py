@@ -36,7 +36,7 @@ options:
       - C(slurm_cluster_name) (default V(cluster)), C(slurm_gres_autodetect) (V(off), V(nvml) or V(nvidia);
         default V(off)), C(slurm_partitions) (list of C({name, group|nodes, default, options}); default one
         partition V(main) with all nodes), C(slurm_conf_options) and C(slurm_cgroup_conf_options) (dicts merged
-        over the defaults; V(null) drops a default).
+        over the defaults; V(null) drops a default), C(slurm_gres_types) (GRES names always in C(GresTypes)).
     type: dict
     default: {}
   cluster_host:

@@ -12,6 +12,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostl
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
 
 CTLD_GROUP = "slurmctld"
 SLURMD_GROUP = "slurmd"
@@ -25,6 +26,11 @@ NODE_VARS = (
     "slurm_node_real_memory",
     "slurm_node_features",
     "slurm_node_weight",
+    "slurm_node_autodetect",
+    "slurm_node_shards",
+    "slurm_node_mps",
+    "slurm_node_gres",
+    "slurm_node_options",
     "slurm_gres_gpus",
 )
 CONTROLLER_VARS = ("slurm_ctld_addr",)
@@ -32,7 +38,7 @@ HOST_VARS = NODE_VARS + CONTROLLER_VARS
 # Host variables in these namespaces are ours: an unknown name there is a typo and is reported.
 HOST_VAR_PREFIXES = ("slurm_node_", "slurm_gres_gpu", "slurm_ctld_")
 
-GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "model")
+GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "mps", "model", "links", "flags", "count")
 
 # Cluster-wide variables (group_vars/all) and their defaults.
 CLUSTER_VARS = {
@@ -41,6 +47,7 @@ CLUSTER_VARS = {
     "slurm_partitions": None,
     "slurm_conf_options": {},
     "slurm_cgroup_conf_options": {},
+    "slurm_gres_types": [],
 }
 AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
@@ -105,26 +112,71 @@ def mig_gres_type(gpu_type, profile):
     return profile
 
 
-def node_gres(node):
-    """Ordered {gres_key: count} for one model node: ``{"gpu:a100": 8, "shard": 32}``.
+def gpu_key(gtype):
+    """slurm.conf GRES key of a GPU type: ``gpu:a100``, or ``gpu`` for untyped GPUs."""
+    return "gpu:" + gtype if gtype else "gpu"
 
-    Types appear in order of their lowest GPU index, so Slurm's GPU numbering (slurm.conf type order, then
-    gres.conf order) follows nvidia-smi's index order on mixed nodes. MIG instances count per profile type.
+
+def node_gres_elements(node):
+    """Ordered [(gres_key, count, slurm.conf element)] of one model node: ``("gpu:a100", 8, "gpu:a100:8")``.
+
+    GPU types appear in order of their lowest GPU index, so Slurm's GPU numbering (slurm.conf type order, then
+    gres.conf order) follows nvidia-smi's index order on mixed nodes; MIG instances count per profile type;
+    count-only GPUs (AutoDetect finds them) follow; then shard, mps and the other GRES as the inventory lists them.
     """
     counts = {}
-    shards = 0
     for gpu in node["gpus"]:
         if gpu["mig"]:
             for profile in gpu["mig"]:
-                key = "gpu:" + mig_gres_type(gpu["type"], profile)
+                key = gpu_key(mig_gres_type(gpu["type"], profile))
                 counts[key] = counts.get(key, 0) + 1
         else:
-            key = "gpu:" + gpu["type"]
+            key = gpu_key(gpu["type"])
             counts[key] = counts.get(key, 0) + 1
-        shards += gpu["shards"] or 0
+    for group in node.get("gpu_counts") or ():
+        key = gpu_key(group["type"])
+        counts[key] = counts.get(key, 0) + group["count"]
+    out = [(key, count, "%s:%d" % (key, count)) for key, count in counts.items()]
+    shards = (node.get("shards") or 0) + sum(g["shards"] or 0 for g in node["gpus"])
     if shards:
-        counts["shard"] = shards
+        out.append(("shard", shards, "shard:%d" % shards))
+    mps = (node.get("mps") or 0) + sum(g.get("mps") or 0 for g in node["gpus"])
+    if mps:
+        out.append(("mps", mps, "mps:%d" % mps))
+    for rec in node.get("gres") or ():
+        key = rec["name"] + (":" + rec["type"] if rec["type"] else "")
+        element = key + (":no_consume" if rec["no_consume"] else "") + ":" + rec["count_text"]
+        out.append((key, rec["count"], element))
+    return out
+
+
+def node_gres(node):
+    """Ordered {gres_key: count} for one model node: ``{"gpu:a100": 8, "gpu:3g.40gb": 2, "shard": 32}``
+    (see node_gres_elements for the order)."""
+    counts = {}
+    for key, count, _ in node_gres_elements(node):
+        counts[key] = counts.get(key, 0) + count
     return counts
+
+
+def node_autodetect(model, node):
+    """The AutoDetect mode in force on a node: its own slurm_node_autodetect, else the cluster's."""
+    return node.get("autodetect") or model["autodetect"]
+
+
+def gres_types(model):
+    """GresTypes: gpu, the shared GRES in use, the other GRES in use, then slurm_gres_types, each once."""
+    names = []
+    for node in model["nodes"]:
+        for key in node_gres(node):
+            name = key.split(":", 1)[0]
+            if name not in names:
+                names.append(name)
+    first = [n for n in ("gpu",) if n in names]
+    shared = [n for n in ("shard", "mps") if n in names]
+    ordered = first + shared + [n for n in names if n not in first + shared]
+    ordered.extend(n for n in model.get("gres_types") or () if n not in ordered)
+    return ordered
 
 
 def _plain(value):
@@ -226,8 +278,11 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         nodes.append(node)
     nodes.sort(key=lambda n: natural_key(n["name"]))
 
+    extra_types = model_gres.gres_types(col, cluster_host, cluster.get("slurm_gres_types"))
     _check_type_spelling(col, nodes)
-    _check_mig_with_shards(col, nodes)
+    _check_mig_with_shards(col, nodes, extra_types)
+    _check_count_only_autodetect(col, nodes, _autodetect(_Collector(), cluster_host, cluster.get(
+        "slurm_gres_autodetect", CLUSTER_VARS["slurm_gres_autodetect"])))
 
     controllers = []
     for host in ctld_hosts:
@@ -256,6 +311,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
                                   slurmd_set, by_name),
         "nodes": nodes,
+        "gres_types": extra_types,
     }
     if col.problems:
         raise GresError(col.problems)
@@ -292,16 +348,19 @@ def _build_node(col, host, hv):
     if not isinstance(gpus_raw, (list, tuple)):
         col.add(host, "slurm_gres_gpus", "a list of GPU entries ({index, type, ...})", _describe(gpus_raw))
         gpus_raw = []
-    has_gpus = len(gpus_raw) > 0
+    generic_raw = hv.get("slurm_node_gres")
+    needs_layout = any(isinstance(g, dict) and g.get("cores") is not None for g in gpus_raw) or any(
+        isinstance(g, dict) and g.get("cores") is not None for g in (generic_raw if isinstance(generic_raw, list)
+                                                                    else ()))
 
     layout = {}
     for key, var in (("sockets", "slurm_node_sockets"), ("cores_per_socket", "slurm_node_cores_per_socket"),
                      ("threads_per_core", "slurm_node_threads_per_core")):
         value = hv.get(var)
         if value is None:
-            if has_gpus:
+            if needs_layout:
                 col.add(host, var, "the node's CPU layout (sockets, cores_per_socket, threads_per_core) on a "
-                        "GPU node", "not set", "Cores= and GPU binding need it; see `slurmd -C` on the node")
+                        "node whose GRES have cores", "not set", "Cores= needs it; see `slurmd -C` on the node")
             layout[key] = None
         else:
             layout[key] = col.int_value(host, var, value, 1)
@@ -319,6 +378,9 @@ def _build_node(col, host, hv):
         col.add(host, "slurm_node_features", "a list of feature names (letters, digits, '-', '_', '.')",
                 _describe(features))
         features = []
+    autodetect = hv.get("slurm_node_autodetect")
+    if autodetect is not None:
+        autodetect = _autodetect(col, host, autodetect, "slurm_node_autodetect")
 
     core_count = None
     if layout["sockets"] and layout["cores_per_socket"]:
@@ -327,13 +389,36 @@ def _build_node(col, host, hv):
     cached = col.gpu_cache.get(cache_key)
     if cached is not None and cached[0] is gpus_raw:
         gpus = [dict(g, mig=list(g["mig"]) if g["mig"] else g["mig"]) for g in cached[1]]
+        gpu_counts = [dict(g) for g in cached[2]]
     else:
         mark = len(col.problems)
-        gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in enumerate(gpus_raw)]
-        _check_unique(col, host, gpus, gpus_raw)
-        gpus.sort(key=lambda g: g["index"] if g["index"] is not None else -1)
-        if len(col.problems) == mark and gpus:
-            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus])
+        whole = [(i, e) for i, e in enumerate(gpus_raw) if not (isinstance(e, dict) and "count" in e)]
+        counted = [(i, e) for i, e in enumerate(gpus_raw) if isinstance(e, dict) and "count" in e]
+        gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in whole]
+        _check_unique(col, host, gpus, [e for _, e in whole], [i for i, _ in whole])
+        gpu_counts = [_build_gpu_count(col, host, i, entry, layout, core_count) for i, entry in counted]
+        order = sorted(range(len(gpus)), key=lambda k: gpus[k]["index"] if gpus[k]["index"] is not None else -1)
+        model_gres.check_env_flags(col, host, lambda pos: "slurm_gres_gpus[%d]" % pos,
+                                   [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
+                                   + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
+        gpus = [gpus[k] for k in order]
+        _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _ in counted])
+        if len(col.problems) == mark and (gpus or gpu_counts):
+            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts])
+    shards = model_gres.shared_count(col, host, "slurm_node_shards", hv.get("slurm_node_shards"))
+    mps = model_gres.shared_count(col, host, "slurm_node_mps", hv.get("slurm_node_mps"))
+    for var, count, key in (("slurm_node_shards", shards, "shards"), ("slurm_node_mps", mps, "mps")):
+        if count is None:
+            continue
+        if not gpus and not gpu_counts:
+            col.add(host, var, "GPUs on the node to spread %s over" % key, "no slurm_gres_gpus",
+                    "slurmd stops: SHARED specified without any SHARING found")
+        elif any(g[key] for g in gpus):
+            col.add(host, var, "a node-wide %s count or %s per GPU, not both" % (key, key),
+                    "both", "slurmd stops on %s lines with and without File" % ("shard" if key == "shards" else key))
+    generic = model_gres.generic_gres(col, host, generic_raw,
+                                      lambda field, value: _cores(col, host, field, value, layout, core_count))
+    options = model_gres.node_options(col, host, hv.get("slurm_node_options"))
     if len(col.problems) != before:
         return None
     return {
@@ -341,30 +426,76 @@ def _build_node(col, host, hv):
         "sockets": layout["sockets"], "cores_per_socket": layout["cores_per_socket"],
         "threads_per_core": layout["threads_per_core"], "real_memory": real_memory,
         "features": [str(f) for f in features], "weight": weight,
-        "gpus": gpus,
+        "autodetect": autodetect, "shards": shards, "mps": mps, "gres": generic, "options": options,
+        "gpus": gpus, "gpu_counts": gpu_counts,
     }
+
+
+def _check_gpu_kinds(col, host, gpus, gpu_counts, counted_pos):
+    """One node: GPUs typed or untyped, not both (slurmctld refuses a mix in Gres=); count-only entries only
+    without whole-GPU entries (slurmd: File on all records or none) and once per type."""
+    whole = [g for g in gpus if not g["mig"]]
+    typed = [g["type"] is not None for g in whole] + [g["type"] is not None for g in gpu_counts]
+    if any(g["mig"] for g in gpus):
+        typed.append(True)
+    if any(typed) and not all(typed):
+        col.add(host, "slurm_gres_gpus", "every GPU of a node typed, or none (MIG instances are typed)",
+                "typed and untyped GPUs", "slurmctld: Some gpu GRES in slurm.conf have a type while others do not")
+    if gpu_counts and gpus:
+        col.add(host, "slurm_gres_gpus[%d].count" % counted_pos[0], "count-only entries only on a node without "
+                "indexed GPU entries", "both", "slurmd stops: some records have \"File\" specification while "
+                "others do not")
+    seen = {}
+    for pos, group in zip(counted_pos, gpu_counts):
+        key = (group["type"] or "").lower()
+        if key in seen:
+            col.add(host, "slurm_gres_gpus[%d].type" % pos, "one count-only entry per GPU type",
+                    "%s again (first slurm_gres_gpus[%d])" % (group["type"] or "untyped", seen[key]))
+        seen.setdefault(key, pos)
+
+
+def _build_gpu_count(col, host, i, entry, layout, core_count):
+    """{type, count, cores, flags}: GPUs declared by count, found by AutoDetect (gres.conf Count= without File)."""
+    field = "slurm_gres_gpus[%d]" % i
+    group = {"type": None, "count": None, "cores": None, "flags": None}
+    allowed = ("type", "count", "cores", "flags")
+    for key in sorted(set(entry) - set(allowed), key=str):
+        col.add(host, "%s.%s" % (field, key), "with count: only %s (AutoDetect finds the devices)" % ", ".join(allowed),
+                "%s together with count" % key)
+    group["count"] = col.int_value(host, field + ".count", entry.get("count"), 1)
+    group["type"] = _gpu_type(col, host, field, entry.get("type"))
+    if entry.get("cores") is not None:
+        group["cores"] = _cores(col, host, field + ".cores", entry["cores"], layout, core_count)
+    if entry.get("flags") is not None:
+        group["flags"] = model_gres.flags_value(col, host, field + ".flags", entry["flags"])
+    return group
+
+
+def _gpu_type(col, host, field, gtype):
+    if gtype is None:
+        return None
+    if not isinstance(gtype, str) or not _TYPE_RE.match(gtype):
+        col.add(host, field + ".type", "a GRES type such as a100 (letters, digits, '_', '.', '-', '+'), or no type",
+                _describe(gtype))
+        return None
+    return str(gtype)
 
 
 def _build_gpu(col, host, i, entry, layout, core_count):
     field = "slurm_gres_gpus[%d]" % i
-    gpu = {"index": None, "type": None, "minor": None, "cores": None, "model": None, "mig": None, "shards": None}
+    gpu = {"index": None, "type": None, "minor": None, "cores": None, "model": None, "mig": None, "shards": None,
+           "mps": None, "links": None, "flags": None}
     if not isinstance(entry, dict):
         col.add(host, field, "a mapping like {index: 0, type: a100}", _describe(entry))
         return gpu
     for key in sorted(set(entry) - set(GPU_KEYS), key=str):
         col.add(host, "%s.%s" % (field, key), "a GPU key (%s)" % ", ".join(GPU_KEYS), "unknown key %r" % key)
     if "index" not in entry:
-        col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer >= 0)", "no index")
+        col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer >= 0)", "no index",
+                "or count: N for GPUs AutoDetect finds")
     else:
         gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0)
-    gtype = entry.get("type")
-    if gtype is None:
-        col.add(host, field + ".type", "a GRES type such as a100 (letters, digits, '_', '.', '-', '+')", "no type")
-    elif not isinstance(gtype, str) or not _TYPE_RE.match(gtype):
-        col.add(host, field + ".type", "a GRES type such as a100 (letters, digits, '_', '.', '-', '+')",
-                _describe(gtype))
-    else:
-        gpu["type"] = str(gtype)
+    gpu["type"] = _gpu_type(col, host, field, entry.get("type"))
     if entry.get("minor") is not None:
         gpu["minor"] = col.int_value(host, field + ".minor", entry["minor"], 0)
     elif gpu["index"] is not None:
@@ -378,6 +509,12 @@ def _build_gpu(col, host, i, entry, layout, core_count):
             col.add(host, field + ".model", "a GPU model name string", _describe(entry["model"]))
     if entry.get("shards") is not None:
         gpu["shards"] = col.int_value(host, field + ".shards", entry["shards"], 1)
+    if entry.get("mps") is not None:
+        gpu["mps"] = col.int_value(host, field + ".mps", entry["mps"], 1)
+    if entry.get("links") is not None:
+        gpu["links"] = model_gres.links_text(col, host, field + ".links", entry["links"])
+    if entry.get("flags") is not None:
+        gpu["flags"] = model_gres.flags_value(col, host, field + ".flags", entry["flags"])
     if "mig" in entry and entry["mig"] is not None:
         mig = entry["mig"]
         if not isinstance(mig, (list, tuple)) or not mig:
@@ -395,18 +532,21 @@ def _build_gpu(col, host, i, entry, layout, core_count):
                     col.problems.extend(mig_problems)
                 else:
                     gpu["mig"] = [str(p) for p in mig]
-        if gpu["shards"] is not None:
-            col.add(host, field + ".shards", "shards only on a GPU without MIG instances",
-                    "shards %d together with mig" % gpu["shards"])
+        for key in ("shards", "mps", "links", "flags"):
+            if gpu[key] is not None:
+                col.add(host, "%s.%s" % (field, key), "%s only on a GPU without MIG instances" % key,
+                        "%s %s together with mig" % (key, gpu[key] if key != "flags" else ",".join(gpu[key])))
     return gpu
 
 
-def _check_mig_with_shards(col, nodes):
-    """MIG instances and shards cannot share a cluster: GresTypes is cluster-wide, and with ``shard`` in it the
-    real slurmd 22.05 splits every MultipleFiles record into one Count=1 GPU per file (``slurmd -G`` lists
-    /dev/nvidia0 and both nvidia-cap files as three GPUs for one MIG instance; seen with this collection's own
-    integration test). The node would then report three GPUs per instance."""
-    sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"]]
+def _check_mig_with_shards(col, nodes, extra_types=()):
+    """MIG instances and shards (or MPS) cannot share a cluster: GresTypes is cluster-wide, and with ``shard`` or
+    ``mps`` in it the real slurmd 22.05 splits every MultipleFiles record into one Count=1 GPU per file
+    (``slurmd -G`` lists /dev/nvidia0 and both nvidia-cap files as three GPUs for one MIG instance; seen with this
+    collection's own integration test). The node would then report three GPUs per instance."""
+    sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"] or g["mps"]]
+    sharded += [(n["host"], "(node-wide count)") for n in nodes if n["shards"] or n["mps"]]
+    sharded += [("(slurm_gres_types)", name) for name in extra_types if name in ("shard", "mps")]
     if not sharded:
         return
     for node in nodes:
@@ -449,15 +589,16 @@ def _cores(col, host, field, value, layout, core_count):
     return text
 
 
-def _check_unique(col, host, gpus, entries):
+def _check_unique(col, host, gpus, entries, positions):
     dup_index = set()
     for key in ("index", "minor"):
         seen = {}
-        for i, gpu in enumerate(gpus):
+        for k, gpu in enumerate(gpus):
+            i = positions[k]
             value = gpu[key]
             if value is None:
                 continue
-            explicit = isinstance(entries[i], dict) and entries[i].get(key) is not None
+            explicit = isinstance(entries[k], dict) and entries[k].get(key) is not None
             if value in seen and key == "minor" and not explicit and i in dup_index:
                 continue  # minor defaulted from an index already reported as duplicate
             if value in seen:
@@ -476,6 +617,8 @@ def _check_type_spelling(col, nodes):
     spellings = {}
     for node in nodes:
         for i, gpu in enumerate(node["gpus"]):
+            if gpu["type"] is None:
+                continue
             first = spellings.setdefault(gpu["type"].lower(), (gpu["type"], node["host"]))
             if first[0] != gpu["type"]:
                 col.add(node["host"], "slurm_gres_gpus[%d].type" % i,
@@ -491,13 +634,22 @@ def _cluster_name(col, host, value):
     return str(value)
 
 
-def _autodetect(col, host, value):
+def _autodetect(col, host, value, var="slurm_gres_autodetect"):
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
     if isinstance(value, str) and value.lower() in AUTODETECT_CHOICES:
         return value.lower()
-    col.add(host, "slurm_gres_autodetect", "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
+    col.add(host, var, "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
     return "off"
+
+
+def _check_count_only_autodetect(col, nodes, cluster_mode):
+    """GPUs given by count have no File: slurmd keeps them only when AutoDetect fills them in."""
+    for node in nodes:
+        if node["gpu_counts"] and (node["autodetect"] or cluster_mode) == "off":
+            col.add(node["host"], "slurm_gres_gpus", "count-only GPU entries only where AutoDetect is on "
+                    "(slurm_node_autodetect or slurm_gres_autodetect)", "AutoDetect off",
+                    "slurmd drops GPUs without File= from the final list when nothing detects them")
 
 
 def _check_accounting(col, host, options):

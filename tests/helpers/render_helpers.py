@@ -7,7 +7,7 @@ import testpaths
 ROOT = testpaths.ROOT
 EXAMPLE = os.path.join(ROOT, "inventories", "example", "hosts.yml")
 CLUSTER_VARS = ("slurm_cluster_name", "slurm_gres_autodetect", "slurm_partitions", "slurm_conf_options",
-                "slurm_cgroup_conf_options")
+                "slurm_cgroup_conf_options", "slurm_gres_types")
 
 
 def load_inventory(source):

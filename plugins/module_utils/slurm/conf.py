@@ -545,9 +545,6 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
         for key, count in configured.items():
             if count > expected.get(key, 0) and key not in pending:
                 found[key] = count
-        if view["autodetect"]:
-            # AutoDetect fills GPUs without File from the hardware: count what gres.conf configures
-            found = configured
         for key in sorted(set(expected) | set(found)):
             want = expected.get(key, 0)
             got = found.get(key, 0)

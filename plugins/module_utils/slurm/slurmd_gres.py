@@ -464,7 +464,8 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
                     view.fatal("gpu duplicate device file name (%s)" % path, rec["line"])
                 seen.add(path)
         for context in contexts:
-            if context in SHARED_NAMES:
+            # with AutoDetect the GPUs get their files from the hardware first: shares are spread then
+            if context in SHARED_NAMES and result["autodetect"] is None:
                 final = _share(view, final, context)
         if result["autodetect"] is None:
             final = [r for r in final if r["context"] != "gpu" or r["files"]]

@@ -39,7 +39,7 @@ def test_defaults_and_normalization():
     assert node["real_memory"] == 515000
     assert node["features"] == [] and node["weight"] is None
     assert node["gpus"][0] == {"index": 0, "type": "a100", "minor": 0, "cores": "0-31", "model": None,
-                               "mig": None, "shards": None}
+                               "mig": None, "shards": None, "mps": None, "links": None, "flags": None}
     assert model["partitions"] == [{"name": "main", "nodes": "ALL", "default": True,
                                     "options": {"MaxTime": "INFINITE", "State": "UP"}}]
     assert model["settings"]["cgroup_conf"]["ConstrainDevices"] == "yes"
