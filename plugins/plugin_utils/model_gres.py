@@ -9,7 +9,6 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_count
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     ENV_FLAGS,
-    OTHER_FLAGS,
     SHARED_NAMES,
     links_valid,
 )
@@ -75,23 +74,22 @@ def env_flags(flags):
 
 
 def check_env_flags(col, host, field_of, entries):
-    """slurmd: env flags of one GRES name must agree between the lines that set them, and a line without flags
-    after one with env flags inherits them, so a later entry may not leave them out."""
+    """slurmd (gres.c _parse_gres_config): the env flags of one GRES name must be the same on every line of a
+    node: a line without Flags= inherits the previous line's, and a line that sets others than the line before
+    (default included) stops slurmd. So every GPU of a node has the same env flags, or none has any."""
     first = None
     for pos, entry in entries:
         env = env_flags(entry.get("flags"))
-        if env is None:
-            if first is not None:
-                col.add(host, field_of(pos) + ".flags", "the env flags of %s (%s) on every later GPU"
-                        % (field_of(first[0]), ",".join(first[1])), "none",
-                        "slurmd gives a gres.conf line without Flags= the env flags of the line before it")
-            continue
         if first is None:
             first = (pos, env)
-        elif env != first[1]:
-            col.add(host, field_of(pos) + ".flags", "the env flags of %s (%s)" % (field_of(first[0]),
-                                                                                ",".join(first[1])),
-                    ",".join(env), "slurmd: Flags does not match env flags for previous GRES of same node and name")
+            continue
+        if env == first[1]:
+            continue
+        want = ",".join(first[1]) if first[1] else "none"
+        col.add(host, field_of(pos) + ".flags", "the env flags of %s (%s): every GPU of a node the same"
+                % (field_of(first[0]), want), ",".join(env) if env else "none",
+                "slurmd: Flags does not match env flags for previous GRES of same node and name; a line without "
+                "Flags= takes the previous line's")
 
 
 def links_text(col, host, field, value):
@@ -267,7 +265,3 @@ def gres_types(col, host, value):
         if name not in out:
             out.append(str(name))
     return out
-
-
-def known_flag(word):
-    return word in FLAG_WORDS or word in OTHER_FLAGS

@@ -280,12 +280,27 @@ def parse_slurm_conf(text):
             except ConfSyntaxError as exc:
                 result["errors"].append(str(exc))
                 continue
-            for name in names:
+            per_node = {}
+            for key in ("nodeaddr", "nodehostname", "bcastaddr"):
+                value = opts.get(key)
+                if value is None or ("[" not in value and "," not in value):
+                    continue
+                try:
+                    values = hostlist.expand_hostlist(value, allow_duplicates=True)
+                except hostlist.BadHostlist:
+                    values = []
+                if len(values) == len(names):
+                    per_node[key] = values
+                else:
+                    result["errors"].append("%s line %d: %s=%s does not name one address per node of NodeName=%s"
+                                            % (fname, lineno, key, value, tokens[0][1]))
+            for pos, name in enumerate(names):
                 if name in result["nodes"]:
                     result["errors"].append("%s line %d: node %s already defined on line %d"
                                             % (fname, lineno, name, result["nodes"][name]["line"]))
                     continue
                 node = dict(merged)
+                node.update((key, values[pos]) for key, values in per_node.items())
                 node["gres_spec"] = merged.get("gres")
                 node["gres"] = dict(gres)
                 node["line"] = lineno

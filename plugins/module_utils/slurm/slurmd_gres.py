@@ -129,6 +129,7 @@ class _View(object):
         self.messages = []
         self.autodetect = None
         self.local_autodetect = None
+        self.shared = {}
 
     def msg(self, level, text, line=None):
         self.messages.append({"level": level, "text": text, "line": line})
@@ -347,6 +348,8 @@ def _share(view, records, shared):
     if not sharing and shared_recs:
         view.fatal("SHARED specified without any SHARING found")
     out = rest
+    if shared_recs:
+        view.shared[shared] = "spread" if not shared_recs[0]["files"] else "files"
     if len(shared_recs) == 1 and not shared_recs[0]["files"]:
         count = shared_recs[0]["count"]
         left = len(sharing)
@@ -383,13 +386,15 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
     "line"}], "fatal": text or None, "autodetect": mode or None, "declared": {plugin: counts}}``.
     ``env`` is None for the default (every GPU variable) or the frozenset of env flags; ``line`` is the gres.conf
     line of the record, None for what slurm.conf alone declares. A ConfSyntaxError in gres.conf is a fatal.
+    ``shared`` says per shard/mps how slurmd placed the count: ``"spread"`` (one Count without File, or slurm.conf
+    only: spread over the GPUs) or ``"files"`` (per File).
     """
     node = slurm["nodes"].get(node_name)
     if total_cores is None and node is not None:
         total_cores = node_total_cores(node)
     view = _View(node_name, total_cores)
     result = {"node": node_name, "records": [], "messages": view.messages, "fatal": None, "autodetect": None,
-              "declared": {}}
+              "declared": {}, "shared": view.shared}
     try:
         if node is None:
             view.fatal("Unable to determine this slurmd's NodeName (%s is not in slurm.conf)" % node_name)
