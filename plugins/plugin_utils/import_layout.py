@@ -42,7 +42,8 @@ def scalar(value):
 
 
 def _flow_mapping(entry):
-    return "{%s}" % ", ".join("%s: %s" % (k, scalar(v)) for k, v in entry.items())
+    """One flow mapping, quoted for flow context (where a comma ends a plain value: links: '-1,18')."""
+    return yaml.dump(entry, Dumper=_Dumper, default_flow_style=True, sort_keys=False, width=1 << 30).strip()
 
 
 def vars_yaml(values, order, header):

@@ -70,7 +70,7 @@ def compare(imported, files, source):
             diffs.append("node %s: GRES %s != rendered %s" % (name, view_units(before), view_units(after)))
         if _declared(before) != _declared(after):
             diffs.append("node %s: slurm.conf Gres %s != rendered %s" % (name, _declared(before), _declared(after)))
-        if before["autodetect"] != after["autodetect"]:
+        if before["autodetect"] != after["autodetect"] and before["declared"].get("gpu", {}).get("count"):
             diffs.append("node %s: AutoDetect %s != rendered %s" % (name, before["autodetect"], after["autodetect"]))
         warnings = [m["text"] for m in after["messages"] if m["level"] in ("error", "warning", "fatal")]
         if warnings:
@@ -92,6 +92,9 @@ def compare(imported, files, source):
     if old_types != new_types:
         diffs.append("GresTypes %s != rendered %s" % (",".join(sorted(old_types)), ",".join(sorted(new_types))))
     old_parts = {n: _partition_def(p) for n, p in old["partitions"].items()}
+    defaults = [n for n, p in old_parts.items() if p["default"] == "YES"]
+    for name in defaults[:-1]:  # slurmctld: the last Default=YES partition is the default
+        old_parts[name]["default"] = "NO"
     new_parts = {n: _partition_def(p) for n, p in new["partitions"].items()}
     if old_parts and old_parts != new_parts:
         diffs.append("partitions %s != rendered %s" % (old_parts, new_parts))
@@ -106,7 +109,18 @@ def compare(imported, files, source):
 
 
 def _controllers(conf):
-    return [c for c in conf["controllers"]]
+    """[(name, address)] as slurmctld reads SlurmctldHost=name(addr) or ControlMachine/ControlAddr (and Backup*)."""
+    out = []
+    for value in conf["controllers"]:
+        name, _, addr = value.partition("(")
+        out.append((name, addr.rstrip(")") or name))
+    options = conf["options"]
+    if "slurmctldhost" not in options:
+        out = []
+        for host_key, addr_key in (("controlmachine", "controladdr"), ("backupcontroller", "backupaddr")):
+            if options.get(host_key):
+                out.append((options[host_key], options.get(addr_key) or options[host_key]))
+    return out
 
 
 def tres_note(imported, files):

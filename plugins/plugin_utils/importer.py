@@ -8,6 +8,7 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     SHARED_NAMES,
     gres_types_order,
@@ -121,7 +122,8 @@ def import_cluster(source, hosts=None):
     try:
         text, imp.origin = combine_slurm_conf(source["slurm.conf"], source.get("includes") or {})
     except SourceError as exc:
-        raise ImportError_([Refusal("slurm.conf", None, str(exc))])
+        where, _, what = str(exc).partition(": ")
+        raise ImportError_([Refusal(where, None, what)])
     try:
         conf = parse_slurm_conf(text)
     except ConfSyntaxError as exc:
@@ -224,14 +226,14 @@ def _controllers(imp, conf):
                 continue
             out.append({"name": match.group(1), "addr": match.group(2) or None})
         elif low in LEGACY_CONTROLLER_KEYS:
-            legacy[low] = (entry["value"], imp.where(entry["line"]))
+            legacy[low] = (entry["value"], imp.where(entry["line"]), entry["key"])
     if legacy and not out:
         for host_key, addr_key in (("controlmachine", "controladdr"), ("backupcontroller", "backupaddr")):
             if host_key in legacy:
                 addr = legacy.get(addr_key, (None,))[0]
                 out.append({"name": legacy[host_key][0], "addr": addr})
                 imp.note("%s: %s=%s written as SlurmctldHost=%s%s (the same for slurmctld)"
-                         % (legacy[host_key][1], host_key, legacy[host_key][0], legacy[host_key][0],
+                         % (legacy[host_key][1], legacy[host_key][2], legacy[host_key][0], legacy[host_key][0],
                             "(%s)" % addr if addr else ""))
     elif legacy:
         imp.refuse(legacy[sorted(legacy)[0]][1], None, "ControlMachine/BackupController together with SlurmctldHost",
@@ -314,10 +316,9 @@ def _node_gres(imp, conf, name, values):
             elif "are dropped" in text_:
                 imp.note("%s, node %s: %s; imported as slurmd uses it" % (at(msg["line"]), name, text_))
             continue
-        if text_.startswith("Invalid GRES data for") and ("Cores=" in text_ or "CPUs=" in text_):
-            imp.refuse(at(msg["line"]), name, text_.replace("Invalid GRES data for ", "Cores/CPUs of "),
-                       "slurmd drops this binding (Invalid GRES data): it lies beyond the node's cores in slurm.conf")
-        elif "more configured than expected" in text_ or "SHARING configuration lacks" in text_:
+        if text_.startswith("Invalid GRES data for") or "more configured than expected" in text_ or (
+                "SHARING configuration lacks" in text_):
+            # an invalid Cores= matters only on a record slurmd keeps (refused there); the rest are cut records
             continue
         else:
             imp.note("%s, node %s: slurmd: %s; not imported (slurmd ignores it too)" % (at(msg["line"]), name, text_))
@@ -327,7 +328,9 @@ def _node_gres(imp, conf, name, values):
         imp.refuse(fname, name, "AutoDetect=%s" % autodetect,
                    "the collection deploys NVIDIA GPUs (AutoDetect off, nvml or nvidia)")
         return
-    values["__autodetect"] = autodetect or "off"
+    if declared.get("gpu", {}).get("count"):
+        # AutoDetect only matters where slurm.conf declares GPUs (slurmd keeps no undeclared GPU)
+        values["__autodetect"] = autodetect or "off"
     if not autodetect:
         _check_registered(imp, name, node_where, declared, view)
     gpus, counts, generic = [], [], []
@@ -395,9 +398,18 @@ def _flags_list(rec):
     return words or None
 
 
-def _gpu_record(imp, name, where, rec, gpus, counts):
+def _bad_cores(imp, name, where, rec):
     if rec["cores_text"] is not None and rec["cores"] is None:
-        return  # refused with the slurmd message already
+        imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
+                   "slurmd drops this binding (Invalid GRES data for %s): it lies beyond the node's cores in "
+                   "slurm.conf (Sockets x CoresPerSocket) or is no core list" % rec["name"])
+        return True
+    return False
+
+
+def _gpu_record(imp, name, where, rec, gpus, counts):
+    if _bad_cores(imp, name, where, rec):
+        return
     if rec["multiple"]:
         imp.refuse(where, name, "MultipleFiles= (MIG) line",
                    "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node completes "
@@ -409,6 +421,11 @@ def _gpu_record(imp, name, where, rec, gpus, counts):
         return
     for path in rec["files"]:
         match = NVIDIA_FILE_RE.match(path)
+        if path.startswith("/dev/nvidia-caps/"):
+            imp.refuse(where, name, "MIG capability file %s in File=" % path,
+                       "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node writes "
+                       "its MIG lines itself")
+            continue
         if not match:
             vendor = "AMD/Intel GPU device file" if OTHER_GPU_FILE_RE.match(path) else "device file"
             imp.refuse(where, name, "%s %s" % (vendor, path),
@@ -442,6 +459,8 @@ def _place_gpus(imp, name, where, gpus, values):
 
 
 def _generic_record(imp, name, where, rec, declared, generic):
+    if _bad_cores(imp, name, where, rec):
+        return
     context = rec["context"]
     entry = {"name": context}
     if rec["type"]:
@@ -508,7 +527,7 @@ def _partitions(imp, conf):
                 imp.refuse(where, None, "PartitionName=%s Nodes= names %s" % (pname, ",".join(unknown[:5])),
                            "not a NodeName of slurm.conf (node sets are not supported)")
                 continue
-            entry["nodes"] = hostlist.collect_hostlist(names)
+            entry["nodes"] = trailing_hostlist(names)
         default = str(part.get("default", "NO")).upper()
         entry["default"] = default == "YES"
         options = {}
@@ -521,6 +540,12 @@ def _partitions(imp, conf):
                 options[key] = None
         entry["options"] = options
         out.append(entry)
+    defaults = [p for p in out if p["default"]]
+    for part in defaults[:-1]:
+        part["default"] = False
+    if len(defaults) > 1:
+        imp.note("partitions %s are all Default=YES: slurmctld takes the last one (%s), so the others are written "
+                 "default: false" % (", ".join(p["name"] for p in defaults), defaults[-1]["name"]))
     if not out:
         imp.note("slurm.conf has no partition; the rendered slurm.conf would add the default partition main")
         return None

@@ -358,9 +358,10 @@ def _build_node(col, host, hv):
                      ("threads_per_core", "slurm_node_threads_per_core")):
         value = hv.get(var)
         if value is None:
-            if needs_layout:
-                col.add(host, var, "the node's CPU layout (sockets, cores_per_socket, threads_per_core) on a "
-                        "node whose GRES have cores", "not set", "Cores= needs it; see `slurmd -C` on the node")
+            # Cores= is checked against sockets x cores_per_socket; threads_per_core defaults to 1 in Slurm
+            if needs_layout and key != "threads_per_core":
+                col.add(host, var, "the node's CPU layout (sockets, cores_per_socket) on a node whose GRES have "
+                        "cores", "not set", "Cores= is checked against it; see `slurmd -C` on the node")
             layout[key] = None
         else:
             layout[key] = col.int_value(host, var, value, 1)

@@ -3,7 +3,7 @@
 ``render_all`` proves its own output before returning it: the files are parsed back with slurmconf.py and,
 per node and GRES type, slurm.conf's count must equal gres.conf's; otherwise it raises GresError.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
@@ -73,7 +73,7 @@ def node_groups(model):
     result = []
     for key in order:
         group = groups[key]
-        expr = hostlist.collect_hostlist(group["names"])
+        expr = trailing_hostlist(group["names"])
         result.append((natural_key(group["names"][0]), expr, _node_line(group["node"], group["elements"]),
                        group["gres"]))
     result.sort(key=lambda item: item[0])
@@ -145,7 +145,7 @@ def render_slurm_conf(model):
 
     out.append("\n# Partitions\n")
     for part in model["partitions"]:
-        nodes = part["nodes"] if part["nodes"] == "ALL" else hostlist.collect_hostlist(part["nodes"])
+        nodes = part["nodes"] if part["nodes"] == "ALL" else trailing_hostlist(part["nodes"])
         line = ["PartitionName=%s" % part["name"], "Nodes=%s" % nodes,
                 "Default=%s" % ("YES" if part["default"] else "NO")]
         line.extend("%s=%s" % (k, conf_value(v)) for k, v in part["options"].items())

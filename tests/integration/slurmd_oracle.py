@@ -37,7 +37,9 @@ SHARED_GRES = ("shard", "mps")
 DEFAULT_TIMEOUT = 90  # a missing device file costs slurmd ~20 s of retries before its fatal
 
 _SLURMD_CANDIDATES = ("/usr/sbin/slurmd", "/usr/local/sbin/slurmd")
-_PRIVATE_KEYS = ("SlurmdSpoolDir", "SlurmdLogFile", "SlurmdPidFile", "SlurmdSyslogDebug")
+# slurmd's own paths, moved into the private directory; PluginDir is where the site installed Slurm's plugins,
+# so this machine's default is used instead (a site's /usr/lib/slurm says nothing about its configuration).
+_PRIVATE_KEYS = ("SlurmdSpoolDir", "SlurmdLogFile", "SlurmdPidFile", "SlurmdSyslogDebug", "PluginDir")
 _SETUP_MARK = "slurmd-oracle: namespace ready"
 _LOG_LINE = re.compile(r"^(?:[\w.\-]+: )?(error|fatal|warning|WARNING): (.*)$")
 _GRES_LINE = re.compile(r"^(?:[\w.\-]+: )?Gres (Name=.*)$")
@@ -215,7 +217,10 @@ def parse_gres_line(line):
 def _canonical_ranges(text):
     """"0,1,2,3,8" -> "0-3,8" (how the collection writes core ranges)."""
     values = set()
+    text = re.sub(r"[^0-9,-]", "", text)  # slurmd's bitfmt2int skips any other character ([0-3] is 0-3)
     for part in text.split(","):
+        if not part:
+            continue
         low, _, high = part.partition("-")
         values.update(range(int(low), int(high or low) + 1))
     ordered = sorted(values)
@@ -327,7 +332,8 @@ def require_oracle():
 
 
 def _private_slurm_conf(slurm_text, workdir):
-    """slurm.conf with slurmd's own paths moved into workdir; every other line untouched."""
+    """slurm.conf with slurmd's own paths moved into workdir and the site's PluginDir left out; every other line
+    untouched."""
     key_re = re.compile(r"(^|\s)(%s)=\S+" % "|".join(_PRIVATE_KEYS), re.IGNORECASE)
     lines = [key_re.sub(r"\1", line).rstrip() if not line.lstrip().startswith("#") else line
              for line in slurm_text.splitlines()]

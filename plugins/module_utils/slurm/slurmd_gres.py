@@ -26,7 +26,7 @@ so the view then stops before it (``"autodetect"`` names the mode) and keeps con
 """
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
     gres_conf_lines,
@@ -79,6 +79,39 @@ def links_valid(links):
             return False
         selves += int(tok) == -1
     return selves == 1
+
+
+def slurm_core_set(text, total=None):
+    """Cores= as slurmd reads it (bitstring.c ``bitfmt2int`` + ``inx2bitstr``): digits, '-' and ',' count, any other
+    character is skipped (``[0-3]`` is 0-3, ``0x3`` is core 3), ``A-B:S`` steps from A by S below B. Returns the
+    sorted core list, or None when slurmd rejects it (a core at or beyond ``total``, a bad step form)."""
+    pairs = []
+    if ":" in text:
+        match = re.match(r"^\s*([+-]?\d+)-([+-]?\d+):([+-]?\d+)$", text)
+        if not match:
+            return None
+        start, end, step = (int(g) for g in match.groups())
+        if end < start or step <= 0:
+            return None
+        pairs = [(i, i) for i in range(start, end, step)]
+    else:
+        total_sum, start = 0, -1
+        for pos, ch in enumerate(text + "\0"):
+            if ch.isdigit() and ch.isascii():
+                total_sum = total_sum * 10 + int(ch)
+            elif ch == "-":
+                start, total_sum = total_sum, 0
+            elif ch in ",\0":
+                if pos == 0:
+                    break
+                pairs.append((total_sum if start == -1 else start, total_sum))
+                start, total_sum = -1, 0
+    cores = set()
+    for low, high in pairs:
+        if low < 0 or high < 0 or (total is not None and (low >= total or high >= total)):
+            return None
+        cores.update(range(low, high + 1))
+    return sorted(cores)
 
 
 def gres_types_order(grestypes):
@@ -159,11 +192,8 @@ def _build_record(view, rec, contexts, prev_env):
     out["type"] = rec["type"]
     if rec["cores"] is not None:
         out["cores_text"] = rec["cores"]
-        try:
-            cores = parse_int_ranges(rec["cores"])
-        except ValueError:
-            cores = None
-        if cores is None or not cores or (view.total_cores is not None and max(cores) >= view.total_cores):
+        cores = slurm_core_set(rec["cores"], view.total_cores)
+        if not cores:
             view.msg("error", "Invalid GRES data for %s, Cores=%s" % (rec["name"], rec["cores"]), line)
         else:
             out["cores"] = format_int_ranges(cores)
