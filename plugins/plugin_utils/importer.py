@@ -325,7 +325,7 @@ def _node_gres(imp, conf, name, values):
     declared = view["declared"]
     autodetect = view["autodetect"]
     if autodetect and autodetect not in model_mod.AUTODETECT_CHOICES:
-        imp.refuse(fname, name, "AutoDetect=%s" % autodetect,
+        imp.refuse(at(view["autodetect_line"]), name, "AutoDetect=%s" % autodetect,
                    "the collection deploys NVIDIA GPUs (AutoDetect off, nvml or nvidia)")
         return
     if declared.get("gpu", {}).get("count"):
@@ -357,10 +357,15 @@ def _node_gres(imp, conf, name, values):
         total = declared.get(low, {}).get("count", 0)
         if not total:
             continue
-        if view["shared"].get(low) == "files":
-            by_file = {tuple(r["files"]): r["count"] for r in shares[low]}
+        form = view["shared"].get(low) or ("files" if any(r["files"] for r in shares[low]) else "spread")
+        if form == "files":
+            # slurmd divides a line's Count over its files (with AutoDetect the view has not split them yet)
+            by_file = {}
+            for rec in shares[low]:
+                for path in rec["files"]:
+                    by_file[path] = by_file.get(path, 0) + rec["count"] // len(rec["files"])
             for gpu in values.get("slurm_gres_gpus", []):
-                count = by_file.get(("/dev/nvidia%d" % gpu.get("minor", gpu.get("index")),), 0)
+                count = by_file.get("/dev/nvidia%d" % gpu.get("minor", gpu.get("index")), 0)
                 if count:
                     gpu[key] = count
         else:

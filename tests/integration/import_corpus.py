@@ -31,6 +31,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import Imp
 import testpaths
 
 CORPUS = os.path.join(testpaths.FIXTURES, "slurm", "import")
+DOCS = os.path.join(testpaths.FIXTURES, "slurm", "docs")
 DEFAULT_SHAPE = (2, 32, 2)
 
 
@@ -84,9 +85,14 @@ def _judge(name, slurm_text, gres_text, shape):
 
 
 def evaluate(part, case):
-    """{"case", "status": not-accepted | round-trip | refused | silent-change, "detail", "nodes"}."""
-    path = os.path.join(CORPUS, part, case)
-    out = {"case": case, "status": None, "detail": "", "nodes": []}
+    """{"case", "status": not-accepted | round-trip | refused | silent-change, "detail", "nodes", "refusals"}."""
+    return evaluate_dir(os.path.join(CORPUS, part, case))
+
+
+def evaluate_dir(path):
+    """evaluate() for any directory holding slurm.conf and gres.conf."""
+    case = os.path.basename(path.rstrip("/"))
+    out = {"case": case, "status": None, "detail": "", "nodes": [], "refusals": []}
     source = read_source_dir(path)
     try:
         slurm_text, _ = combine_slurm_conf(source["slurm.conf"], source["includes"])
@@ -109,7 +115,7 @@ def evaluate(part, case):
     try:
         done = run_import(source, ["corpus case %s" % case])
     except ImportError_ as exc:
-        out.update(status="refused", detail=" | ".join(str(r) for r in exc.refusals))
+        out.update(status="refused", detail=" | ".join(str(r) for r in exc.refusals), refusals=exc.refusals)
         return out
     if conf is None:
         out.update(status="silent-change", detail="imported although the collection's parser fails: %s" % parse_error)

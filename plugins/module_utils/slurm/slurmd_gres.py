@@ -162,6 +162,7 @@ class _View(object):
         self.messages = []
         self.autodetect = None
         self.local_autodetect = None
+        self.autodetect_line = None
         self.shared = {}
 
     def msg(self, level, text, line=None):
@@ -186,6 +187,7 @@ def _build_record(view, rec, contexts, prev_env):
                 view.fatal("gres.conf: duplicate node-local AutoDetect specification does not match the first", line)
             elif mode is not None:
                 view.local_autodetect = mode
+                view.autodetect_line = line
     if rec["name"] is None:
         return None
     out = _record(rec, rec["name"])
@@ -333,6 +335,9 @@ def _merge(view, records, context, declared):
         if count:
             rec = _record(None, context)
             rec.update(type=gtype, count=count, context=context)
+            if context == "mps":
+                # gres_c_s.c _create_shared_rec gives a record slurm.conf alone declares mps's default one_sharing
+                rec["flags"] = frozenset({"one_sharing"})
             merged.append(rec)
     return merged
 
@@ -424,7 +429,7 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
         total_cores = node_total_cores(node)
     view = _View(node_name, total_cores)
     result = {"node": node_name, "records": [], "messages": view.messages, "fatal": None, "autodetect": None,
-              "declared": {}, "shared": view.shared}
+              "autodetect_line": None, "declared": {}, "shared": view.shared}
     try:
         if node is None:
             view.fatal("Unable to determine this slurmd's NodeName (%s is not in slurm.conf)" % node_name)
@@ -458,7 +463,7 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
                 lines = gres_conf_lines(gres_text)
             except ConfSyntaxError as exc:
                 view.fatal(str(exc))
-            global_autodetect = None
+            global_autodetect = global_line = None
             prev_env = {}
             named, by_node = [], []
             for rec in lines:
@@ -470,7 +475,7 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
                         view.msg("info", rec["error"], rec["line"])
                     continue
                 if rec["nodes"] is None and rec["name"] is None:
-                    global_autodetect = rec["autodetect"]
+                    global_autodetect, global_line = rec["autodetect"], rec["line"]
                     continue
                 if not line_applies(rec, node_name):
                     continue
@@ -480,10 +485,12 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
             records = named + by_node
             mode = view.local_autodetect
             if mode is None and global_autodetect is not None:
+                view.autodetect_line = global_line
                 mode = autodetect_mode(global_autodetect)
                 if mode is None:
                     view.msg("error", "unknown autodetect flag '%s'" % global_autodetect)
             result["autodetect"] = mode if mode not in (None, "off") else None
+            result["autodetect_line"] = view.autodetect_line
         for context in contexts:
             _validate_gres_conf(view, records, context)
             _check_conf_mismatch(view, records, context, declared[context])
@@ -527,8 +534,13 @@ def view_units(view, with_flags=True):
             flags = (tuple(sorted(rec["env"])) if rec["env"] is not None else "default",
                      rec["no_gpu_env"], tuple(sorted(rec["flags"])))
         if name in SHARED_NAMES:
-            if rec["count"]:
-                units.setdefault(name, []).append((None, tuple(rec["files"]), rec["count"], None, None, flags))
+            # slurmd divides a shared line's Count over its files (_build_shared_list); with AutoDetect the view
+            # stops before that, so divide here to compare like with like
+            per = rec["count"] // len(rec["files"]) if len(rec["files"]) > 1 else rec["count"]
+            for path in rec["files"] if len(rec["files"]) > 1 else [None]:
+                if per:
+                    files = (path,) if path else tuple(rec["files"])
+                    units.setdefault(name, []).append((None, files, per, None, None, flags))
             continue
         if rec["files"] and len(rec["files"]) == rec["count"]:
             for path in rec["files"]:
