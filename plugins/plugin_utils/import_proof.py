@@ -2,9 +2,12 @@
 GRES (type, device files, count, Cores, Links, Flags, AutoDetect, as slurmd reads both), per NodeName definition,
 per slurm.conf option, partition and cgroup.conf option. Any difference refuses the import.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
+    node_definition,
+    parse_slurm_conf,
+    partition_definition,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import parse_cgroup_conf
@@ -15,37 +18,11 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import rende
 # slurm.conf options the renderer derives; compared through the model instead of as text
 DERIVED = ("clustername", "slurmctldhost", "controlmachine", "controladdr", "backupcontroller", "backupaddr",
            "grestypes", "accountingstoragetres")
-_NODE_ALIASES = {"procs": "cpus", "feature": "features"}
-
-
-def _node_def(node):
-    out = {}
-    for key, value in node.items():
-        if key in ("gres", "gres_spec", "line"):
-            continue
-        out[_NODE_ALIASES.get(key, key)] = str(value).strip()
-    if "sockets" not in out and "socketsperboard" in out and out.get("boards", "1") == "1":
-        out["sockets"] = out.pop("socketsperboard")
-        out.pop("boards", None)
-    return out
-
-
 def _declared(view):
     out = {}
     for context, counts in view["declared"].items():
         if counts["count"]:
             out[context] = (counts["count"], tuple((t.lower(), c) for t, c in counts["types"]), counts["no_consume"])
-    return out
-
-
-def _partition_def(part):
-    out = {k: str(v) for k, v in part.items() if k not in ("line",)}
-    nodes = out.get("nodes", "")
-    if nodes.upper() != "ALL":
-        out["nodes"] = tuple(sorted(hostlist.expand_hostlist(nodes))) if nodes else ()
-    else:
-        out["nodes"] = "ALL"
-    out["default"] = out.get("default", "NO").upper()
     return out
 
 
@@ -58,9 +35,9 @@ def compare(imported, files, source):
         if name not in new["nodes"]:
             diffs.append("node %s: missing from the rendered slurm.conf" % name)
             continue
-        if _node_def(old["nodes"][name]) != _node_def(new["nodes"][name]):
-            diffs.append("node %s: NodeName %s != rendered %s" % (name, _node_def(old["nodes"][name]),
-                                                                  _node_def(new["nodes"][name])))
+        if node_definition(old["nodes"][name]) != node_definition(new["nodes"][name]):
+            diffs.append("node %s: NodeName %s != rendered %s" % (name, node_definition(old["nodes"][name]),
+                                                                  node_definition(new["nodes"][name])))
         before = imported["views"][name]
         after = node_view(new, files.get("%s/gres.conf" % name), name)
         if after["fatal"]:
@@ -91,11 +68,11 @@ def compare(imported, files, source):
     new_types = set(filter(None, (new["options"].get("grestypes") or "").split(",")))
     if old_types != new_types:
         diffs.append("GresTypes %s != rendered %s" % (",".join(sorted(old_types)), ",".join(sorted(new_types))))
-    old_parts = {n: _partition_def(p) for n, p in old["partitions"].items()}
-    defaults = [n for n, p in old_parts.items() if p["default"] == "YES"]
+    old_parts = {n: partition_definition(p) for n, p in old["partitions"].items()}
+    defaults = [n for n, p in old_parts.items() if p["default"] == "YES"]  # partition_definition: YES/NO
     for name in defaults[:-1]:  # slurmctld: the last Default=YES partition is the default
         old_parts[name]["default"] = "NO"
-    new_parts = {n: _partition_def(p) for n, p in new["partitions"].items()}
+    new_parts = {n: partition_definition(p) for n, p in new["partitions"].items()}
     if old_parts and old_parts != new_parts:
         diffs.append("partitions %s != rendered %s" % (old_parts, new_parts))
     if _controllers(old) != _controllers(new):

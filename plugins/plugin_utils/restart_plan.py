@@ -14,7 +14,12 @@ higher report until slurmd restarts), and a count that goes *up* needs slurmd re
 *after*. A deploy with both restarts slurmctld twice; no node is drained on the way unless one node has one type
 go up and another go down (then the drain is resumed at the end).
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
+    ConfSyntaxError,
+    node_definition,
+    parse_slurm_conf,
+    partition_definition,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 
 FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
@@ -29,8 +34,7 @@ def _parse(text):
 
 
 def _node_def(node):
-    # gres_spec is the raw Gres= text; its meaning is compared through "gres"
-    return {k: v for k, v in node.items() if k not in ("line", "gres_spec")}
+    return node_definition(node)
 
 
 def slurm_conf_changes(old_text, new_text):
@@ -68,7 +72,7 @@ def slurm_conf_changes(old_text, new_text):
             result["gres_up"][name] = up
         if down:
             result["gres_down"][name] = down
-    strip = lambda parts: {n: {k: v for k, v in p.items() if k != "line"} for n, p in parts.items()}  # noqa: E731
+    strip = lambda parts: {n: partition_definition(p) for n, p in parts.items()}  # noqa: E731
     result["partitions_changed"] = strip(old["partitions"]) != strip(new["partitions"])
     result["changed"] = bool(result["options"] or result["nodes_added"] or result["nodes_removed"]
                              or result["nodes_changed"] or result["partitions_changed"])

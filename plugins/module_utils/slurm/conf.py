@@ -328,6 +328,39 @@ def parse_slurm_conf(text):
     return result
 
 
+# NodeName keys slurmctld reads as one (read_config.c: Procs is CPUs, Feature is Features)
+_NODE_KEY_ALIASES = {"procs": "cpus", "feature": "features"}
+
+
+def node_definition(node):
+    """A parsed slurm.conf node as slurmctld defines it: aliases folded (Procs=CPUs, Feature=Features), one
+    board's SocketsPerBoard read as Sockets, the raw Gres= and the line number left out (``gres`` stays)."""
+    out = {}
+    for key, value in node.items():
+        if key in ("gres_spec", "line"):
+            continue
+        out[_NODE_KEY_ALIASES.get(key, key)] = value if key == "gres" else str(value).strip()
+    if "sockets" not in out and "socketsperboard" in out and out.get("boards", "1") == "1":
+        out["sockets"] = out.pop("socketsperboard")
+        out.pop("boards", None)
+    return out
+
+
+def partition_definition(part):
+    """A parsed partition as slurmctld defines it: Default absent is NO, YES/NO in capitals, Nodes expanded."""
+    out = {k: str(v) for k, v in part.items() if k != "line"}
+    out["default"] = out.get("default", "NO").upper()
+    nodes = out.get("nodes", "")
+    if nodes.upper() == "ALL":
+        out["nodes"] = "ALL"
+    elif nodes:
+        try:
+            out["nodes"] = ",".join(sorted(hostlist.expand_hostlist(nodes), key=_natural_key))
+        except hostlist.BadHostlist:
+            pass
+    return out
+
+
 def gres_conf_lines(text):
     """Every line of a gres.conf, before slurmd picks the ones for a node (gres.c ``_parse_gres_config``).
 

@@ -152,7 +152,7 @@ def test_autodetect_of_the_cluster_and_one_node_off():
     ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0 Cores=0-7\n",
      "gres.conf line 1, node n1: gpu Cores=0-7 (slurmd drops this binding (Invalid GRES data for gpu)"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "AutoDetect=rsmi\nName=gpu File=/dev/nvidia0\n",
-     "gres.conf, node n1: AutoDetect=rsmi (the collection deploys NVIDIA GPUs"),
+     "gres.conf line 1, node n1: AutoDetect=rsmi (the collection deploys NVIDIA GPUs"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\nNodeSet=gpus Nodes=n1\n", "Name=gpu File=/dev/nvidia0\n",
      "slurm.conf line 8: NodeSet=gpus (the inventory has no NodeSet"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia0\nName=gpu Count=1\n",
