@@ -48,7 +48,13 @@ CLUSTER_VARS = {
     "slurm_conf_options": {},
     "slurm_cgroup_conf_options": {},
     "slurm_gres_types": [],
+    "slurm_gres_config_mode": "files",
+    "slurm_gres_include_file": "slurm_gres.conf",
 }
+# files: slurm.conf, cgroup.conf and each node's gres.conf on every node; configless: slurm.conf, cgroup.conf and
+# one cluster-wide gres.conf on the controllers, nothing on the nodes (SlurmctldParameters=enable_configless);
+# include: only a node/partition file the site's slurm.conf includes, and each node's gres.conf.
+CONFIG_MODES = ("files", "configless", "include")
 AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
@@ -313,6 +319,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "nodes": nodes,
         "gres_types": extra_types,
     }
+    model["config_mode"], model["include_file"] = _config_mode(col, cluster_host, cluster, nodes)
     if col.problems:
         raise GresError(col.problems)
     return model
@@ -642,6 +649,33 @@ def _autodetect(col, host, value, var="slurm_gres_autodetect"):
         return value.lower()
     col.add(host, var, "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
     return "off"
+
+
+def _config_mode(col, host, cluster, nodes):
+    mode = cluster.get("slurm_gres_config_mode", CLUSTER_VARS["slurm_gres_config_mode"])
+    if mode not in CONFIG_MODES:
+        col.add(host, "slurm_gres_config_mode", "one of %s" % ", ".join(CONFIG_MODES), _describe(mode))
+        mode = "files"
+    include = cluster.get("slurm_gres_include_file", CLUSTER_VARS["slurm_gres_include_file"])
+    if not isinstance(include, str) or not re.match(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", include) or (
+            ".." in include.split("/")) or include in ("slurm.conf", "gres.conf", "cgroup.conf"):
+        col.add(host, "slurm_gres_include_file", "a file name relative to the Slurm config directory, not "
+                "slurm.conf, gres.conf or cgroup.conf", _describe(include))
+        include = CLUSTER_VARS["slurm_gres_include_file"]
+    if mode == "configless":
+        for node in nodes:
+            for pos, gpu in enumerate(node["gpus"]):
+                if gpu["mig"]:
+                    col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos, "no MIG GPUs with configless Slurm",
+                            "mig on a configless cluster", "each MIG node completes its own gres.conf lines, and "
+                            "configless nodes get gres.conf from slurmctld")
+    if mode == "include":
+        for var in ("slurm_conf_options", "slurm_cgroup_conf_options"):
+            if cluster.get(var):
+                col.add(host, var, "nothing in include mode (the site's slurm.conf and cgroup.conf hold these)",
+                        "%d option(s)" % len(cluster[var]) if isinstance(cluster[var], dict) else _describe(
+                            cluster[var]))
+    return mode, include
 
 
 def _check_count_only_autodetect(col, nodes, cluster_mode):

@@ -105,14 +105,31 @@ def _tres(model, user_value):
     return ",".join(entries), has_gpus
 
 
+def _configless_options(options):
+    """SlurmctldParameters with enable_configless added (configless mode serves the files from slurmctld)."""
+    for key in list(options):
+        if key.lower() == "slurmctldparameters":
+            words = [w for w in options[key].split(",") if w]
+            if "enable_configless" not in [w.lower() for w in words]:
+                options[key] = ",".join(words + ["enable_configless"])
+            return options
+    options["SlurmctldParameters"] = "enable_configless"
+    return options
+
+
 def render_slurm_conf(model):
     """slurm.conf text for the whole cluster."""
     options = dict(model["settings"]["slurm_conf"])
+    if model.get("config_mode") == "configless":
+        options = _configless_options(options)
     user_tres = None
     for key in list(options):
         if key.lower() == "accountingstoragetres":
             user_tres = options.pop(key)
     out = ["# slurm.conf for cluster %s\n" % model["cluster_name"], GENERATED]
+    if model.get("config_mode") == "include":
+        out.append("# Include mode: checked, never installed. The site's slurm.conf holds the options and includes %s "
+                   "with the lines below.\n" % model["include_file"])
     out.append("ClusterName=%s\n" % model["cluster_name"])
     for ctl in model["controllers"]:
         if ctl["addr"]:
@@ -138,11 +155,14 @@ def render_slurm_conf(model):
             out.append("# GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
                        "# AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.\n")
 
-    groups = node_groups(model)
-    out.append("\n# Compute nodes (%d): identical nodes share one line\n" % len(model["nodes"]))
-    for expr, opts, _ in groups:
-        out.append(" ".join(["NodeName=%s" % expr] + opts) + "\n")
+    out.extend(_nodes_and_partitions(model))
+    return "".join(out)
 
+
+def _nodes_and_partitions(model):
+    out = ["\n# Compute nodes (%d): identical nodes share one line\n" % len(model["nodes"])]
+    for expr, opts, _ in node_groups(model):
+        out.append(" ".join(["NodeName=%s" % expr] + opts) + "\n")
     out.append("\n# Partitions\n")
     for part in model["partitions"]:
         nodes = part["nodes"] if part["nodes"] == "ALL" else trailing_hostlist(part["nodes"])
@@ -150,6 +170,18 @@ def render_slurm_conf(model):
                 "Default=%s" % ("YES" if part["default"] else "NO")]
         line.extend("%s=%s" % (k, conf_value(v)) for k, v in part["options"].items())
         out.append(" ".join(line) + "\n")
+    return out
+
+
+def render_include(model):
+    """Include mode: the node/partition part of slurm.conf (GresTypes, NodeName, PartitionName lines) that the
+    site's own slurm.conf pulls in with ``Include <slurm_gres_include_file>``."""
+    out = ["# %s for cluster %s: the site's slurm.conf includes it (Include %s)\n"
+           % (model["include_file"], model["cluster_name"], model["include_file"]), GENERATED]
+    names = gres_types(model)
+    if names:
+        out.append("GresTypes=%s\n" % ",".join(names))
+    out.extend(_nodes_and_partitions(model))
     return "".join(out)
 
 
@@ -263,13 +295,43 @@ def deferred_gres(model):
     return deferred
 
 
+def cluster_gres_conf(model):
+    """Configless mode: one gres.conf for every node (NodeName= on each line); nodes whose lines are the same
+    but for their name share one set of lines (NodeName=gpu-a[01-04])."""
+    bodies = {}
+    order = []
+    for node in model["nodes"]:
+        if not needs_gres_conf(model, node):
+            continue
+        prefix = "NodeName=%s " % node["name"]
+        lines = tuple(line[len(prefix):] for line in _gres_conf(model, node).splitlines()
+                      if line.startswith(prefix))
+        if lines not in bodies:
+            bodies[lines] = []
+            order.append(lines)
+        bodies[lines].append(node["name"])
+    out = ["# gres.conf for cluster %s (configless: slurmctld serves it to every node)\n" % model["cluster_name"],
+           GENERATED, "# Cores= are Slurm logical core indices; Slurm numbers the GPUs in the order of these lines.\n"]
+    for lines in order:
+        expr = trailing_hostlist(bodies[lines])
+        out.extend("NodeName=%s %s\n" % (expr, line) for line in lines)
+    return "".join(out)
+
+
 def render_all(model):
     """{"slurm.conf": text, "cgroup.conf": text, "<node>/gres.conf": text, ...}, proven consistent.
 
-    A gres.conf is rendered for every node that needs one (needs_gres_conf). Raises GresError if the count
-    proof fails.
+    A gres.conf is rendered for every node that needs one (needs_gres_conf). Configless mode adds the cluster-wide
+    "gres.conf" (the per-node ones are the lines each node reads from it, for the checks); include mode adds the
+    include file and leaves out cgroup.conf (its "slurm.conf" holds what the site's slurm.conf plus the include
+    file define for GRES: it is checked, never installed). Raises GresError if the count proof fails.
     """
-    files = {"slurm.conf": render_slurm_conf(model), "cgroup.conf": render_cgroup_conf(model)}
+    files = {"slurm.conf": render_slurm_conf(model)}
+    mode = model.get("config_mode", "files")
+    if mode != "include":
+        files["cgroup.conf"] = render_cgroup_conf(model)
+    else:
+        files[model["include_file"]] = render_include(model)
     gres_texts = {}
     for node in model["nodes"]:
         if needs_gres_conf(model, node):
@@ -277,6 +339,10 @@ def render_all(model):
             gres_texts[node["name"]] = text
             files["%s/gres.conf" % node["name"]] = text
     problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))
+    if mode == "configless":
+        files["gres.conf"] = cluster_gres_conf(model)
+        problems += consistency_problems(files["slurm.conf"], {n: files["gres.conf"] for n in gres_texts},
+                                         deferred_gres(model))
     if problems:
         raise GresError(problems)
     return files

@@ -60,3 +60,33 @@ def test_slurmd_reads_the_rendered_node_as_the_collection_does(rendered, name):
     view = node_view(conf, gres_text, name)
     assert view["fatal"] is None and [m for m in view["messages"] if m["level"] != "info"] == []
     assert view_units(view, with_flags=False) == result.units(), result.describe()
+
+
+SITE = """ClusterName=site
+SlurmctldHost=ctl
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+Include nodes.conf
+"""
+
+
+@pytest.mark.parametrize("mode", ["configless", "include"])
+def test_configless_and_include_files_read_by_slurmd(mode):
+    slurmd_oracle.require_oracle()
+    nodes = {k: v for k, v in NODES.items() if k != "off1"}
+    cluster = {"slurm_gres_config_mode": mode, "slurm_gres_include_file": "nodes.conf"}
+    if mode == "configless":
+        cluster["slurm_conf_options"] = {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none"}
+    model = build_cluster_model(dict(nodes, ctl={}), {"slurmctld": ["ctl"], "slurmd": list(nodes)}, cluster)
+    files = render_all(model)
+    for node in model["nodes"]:
+        own = files[node["name"] + "/gres.conf"]
+        if mode == "configless":
+            slurm_text, gres_text, extra = files["slurm.conf"], files["gres.conf"], {}
+        else:  # the site's own slurm.conf pulls in the rendered node part
+            slurm_text, gres_text, extra = SITE, own, {"nodes.conf": files["nodes.conf"]}
+        result = slurmd_oracle.run_for_node(node, slurm_text, gres_text, other_devices=True, extra_files=extra)
+        assert result.ok, result.describe()
+        view = node_view(parse_slurm_conf(files["slurm.conf"]), own, node["name"])
+        assert result.units() == view_units(view, with_flags=False), result.describe()
