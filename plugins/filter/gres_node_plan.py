@@ -16,6 +16,15 @@ description:
     were added or removed. Other nodes' lines and partitions do not restart it.
 positional: _input, applied, node_name, installed
 options:
+  mode:
+    description:
+      - The config mode (V(files), V(configless), V(include)); the inputs are then keyed by file name on disk
+        (the include file in include mode) and mapped to what slurmd reads (see P(hpc.slurm_gres.gres_deploy_files#filter)).
+    type: str
+    default: files
+  include_file:
+    description: The include file name in include mode.
+    type: str
   _input:
     description: The new files, C({"slurm.conf", "cgroup.conf", "gres.conf"}) to text (null or absent = no file).
     type: dict
@@ -57,29 +66,33 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_files import node_file_names, plan_slots
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import (
     FILES, expected_gres, node_restart_plan)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
-def _files(value, what):
+def _check(value, what):
     if not isinstance(value, dict):
         raise AnsibleFilterError("gres_node_plan: %s must be a dict of file name to text, got %s"
                                  % (what, type(value).__name__))
-    return {name: value.get(name) for name in FILES}
+    return value
 
 
-def gres_node_plan(new, applied, node_name, installed=None):
-    new, applied = _files(new, "the input"), _files(applied, "applied")
+def gres_node_plan(new, applied, node_name, installed=None, mode="files", include_file=None):
+    by_name = _check(new, "the input")
+    new, applied = plan_slots(by_name, mode, include_file), plan_slots(_check(applied, "applied"), mode, include_file)
     try:
         plan = node_restart_plan(node_name, applied, new)
         plan["expected_gres"] = expected_gres(new["slurm.conf"], node_name)
         plan["applied_gres"] = expected_gres(applied["slurm.conf"], node_name)
         plan["gres_changed"] = plan["expected_gres"] != plan["applied_gres"]
         if installed is not None:
-            installed = _files(installed, "installed")
-            plan["not_installed"] = [name for name in FILES
-                                     if new[name] is not None and installed[name] != new[name]]
+            installed = _check(installed, "installed")
+            names = node_file_names(mode, include_file)[0]
+            names = [n for n in FILES if n in names] + [n for n in names if n not in FILES]
+            plan["not_installed"] = [name for name in names
+                                     if by_name.get(name) is not None and installed.get(name) != by_name[name]]
     except (ConfSyntaxError, ValueError) as exc:
         raise AnsibleFilterError("gres_node_plan: node %s: %s" % (node_name, exc))
     return plan

@@ -662,13 +662,15 @@ def _config_mode(col, host, cluster, nodes):
         col.add(host, "slurm_gres_include_file", "a file name relative to the Slurm config directory, not "
                 "slurm.conf, gres.conf or cgroup.conf", _describe(include))
         include = CLUSTER_VARS["slurm_gres_include_file"]
-    if mode == "configless":
+    if mode != "files":
+        why = {"configless": "each MIG node completes its own gres.conf lines, and configless nodes get gres.conf "
+                             "from slurmctld",
+               "include": "the MIG runbook (mig-reconfigure.yml) installs the whole slurm.conf"}[mode]
         for node in nodes:
             for pos, gpu in enumerate(node["gpus"]):
                 if gpu["mig"]:
-                    col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos, "no MIG GPUs with configless Slurm",
-                            "mig on a configless cluster", "each MIG node completes its own gres.conf lines, and "
-                            "configless nodes get gres.conf from slurmctld")
+                    col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos, "no MIG GPUs with %s mode" % mode,
+                            "mig with slurm_gres_config_mode %s" % mode, why)
     if mode == "include":
         for var in ("slurm_conf_options", "slurm_cgroup_conf_options"):
             if cluster.get(var):

@@ -75,6 +75,6 @@ def test_mode_refusals(cluster, fragment):
 def test_configless_refuses_mig():
     hostvars = {"m1": {"slurm_gres_gpus": [{"index": 0, "type": "a100", "model": "A100-80GB", "mig": ["7g.80gb"]}]},
                 "ctl": {}}
-    with pytest.raises(GresError, match="m1: slurm_gres_gpus\\[0\\].mig: expected no MIG GPUs with configless Slurm"):
+    with pytest.raises(GresError, match="m1: slurm_gres_gpus\\[0\\].mig: expected no MIG GPUs with configless mode"):
         build_cluster_model(hostvars, {"slurmctld": ["ctl"], "slurmd": ["m1"]},
                             {"slurm_gres_config_mode": "configless"})
