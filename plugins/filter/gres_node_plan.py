@@ -19,7 +19,8 @@ options:
   mode:
     description:
       - The config mode (V(files), V(configless), V(include)); the inputs are then keyed by file name on disk
-        (the include file in include mode) and mapped to what slurmd reads (see P(hpc.slurm_gres.gres_deploy_files#filter)).
+        (the include file in include mode) and mapped to what slurmd reads
+        (see P(hpc.slurm_gres.gres_deploy_files#filter)).
     type: str
     default: files
   include_file:
@@ -59,7 +60,8 @@ _value:
   description:
     - C(restart) (bool), C(reasons) (list of text), C(files_changed) (file names whose bytes differ),
       C(expected_gres) (C({gres key = count}) the new slurm.conf declares for the node), C(applied_gres) (the same
-      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference) and, with O(installed), C(not_installed)
+      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference) and,
+      with O(installed), C(not_installed)
       (names of new files whose installed content differs).
   type: dict
 """

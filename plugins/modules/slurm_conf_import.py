@@ -84,7 +84,9 @@ groups:
   returned: success
   type: dict
 report:
-  description: What changed in form but not in meaning (null options, SocketsPerBoard written as Sockets, lines slurmd ignores and that were left out, ...), one line each.
+  description:
+    - What changed in form but not in meaning (null options, SocketsPerBoard written as Sockets, lines slurmd ignores
+      and that were left out, ...), one line each.
   returned: success
   type: list
   elements: str

@@ -202,12 +202,7 @@ def _plain(value):
     return value
 
 
-def _describe(value):
-    if isinstance(value, str):
-        return "%r (string)" % value
-    if value is None:
-        return "null"
-    return "%r (%s)" % (value, type(value).__name__)
+_describe = model_gres.describe
 
 
 class _Collector(object):
@@ -772,14 +767,8 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name):
     result = []
     names = set()
     defaults = []
-    for i, part in enumerate(value):
-        field = "slurm_partitions[%d]" % i
-        if not isinstance(part, dict):
-            col.add(host, field, "a mapping with name and group or nodes", _describe(part))
-            continue
-        for key in sorted(set(part) - set(PARTITION_KEYS), key=str):
-            col.add(host, "%s.%s" % (field, key), "a partition key (%s)" % ", ".join(PARTITION_KEYS),
-                    "unknown key %r" % key)
+    for i, field, part in model_gres.keyed_entries(col, host, "slurm_partitions", value, PARTITION_KEYS,
+                                                   "partition mappings", "{name: gpu, group: gpu_nodes}"):
         name = part.get("name")
         if not isinstance(name, str) or not _NAME_RE.match(name):
             col.add(host, field + ".name", "a partition name", _describe(name))

@@ -36,6 +36,7 @@ _NODE_OPTION_CANON = {k.lower(): k for k in NODE_OPTION_KEYS if k != "Features"}
 
 
 def describe(value):
+    """How a found value is named in a problem: 'a100' (string), 3 (int), null."""
     if isinstance(value, str):
         return "%r (string)" % value
     if value is None:
@@ -132,21 +133,29 @@ def _file_list(col, host, field, value):
         return None
 
 
+def keyed_entries(col, host, var, value, keys, what, example):
+    """(index, field, entry) of a list of mappings, each checked for unknown keys; problems for the rest."""
+    if not isinstance(value, (list, tuple)):
+        col.add(host, var, "a list of %s" % what, describe(value))
+        return
+    for i, entry in enumerate(value):
+        field = "%s[%d]" % (var, i)
+        if not isinstance(entry, dict):
+            col.add(host, field, "a mapping like %s" % example, describe(entry))
+            continue
+        for key in sorted(set(entry) - set(keys), key=str):
+            col.add(host, "%s.%s" % (field, key), "a %s key (%s)" % (what.split()[0], ", ".join(keys)),
+                    "unknown key %r" % key)
+        yield i, field, entry
+
+
 def generic_gres(col, host, value, cores_fn):
     """slurm_node_gres: other GRES (bandwidth, tmpdisk, mic, ...) -> list of model records."""
     if value is None:
         return []
-    if not isinstance(value, (list, tuple)):
-        col.add(host, "slurm_node_gres", "a list of GRES records ({name, count, ...})", describe(value))
-        return []
     out = []
-    for i, entry in enumerate(value):
-        field = "slurm_node_gres[%d]" % i
-        if not isinstance(entry, dict):
-            col.add(host, field, "a mapping like {name: bandwidth, type: lustre, count: 4G}", describe(entry))
-            continue
-        for key in sorted(set(entry) - set(GENERIC_KEYS), key=str):
-            col.add(host, "%s.%s" % (field, key), "a GRES key (%s)" % ", ".join(GENERIC_KEYS), "unknown key %r" % key)
+    for i, field, entry in keyed_entries(col, host, "slurm_node_gres", value, GENERIC_KEYS, "GRES records",
+                                         "{name: bandwidth, type: lustre, count: 4G}"):
         rec = {"name": None, "type": None, "count": None, "count_text": None, "no_consume": False, "files": None,
                "file": None, "cores": None, "flags": None}
         name = entry.get("name")

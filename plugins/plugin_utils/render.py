@@ -213,8 +213,9 @@ def _gres_conf(model, node):
     whole = [g for g in node["gpus"] if not g["mig"]]
     # A line holds a run of GPUs of one type, Cores and Flags; a GPU with Links is a line of its own (slurmd:
     # Links= describes one device).
-    same = lambda a, b: (a["type"], a["cores"], a["flags"]) == (b["type"], b["cores"], b["flags"]) and not (  # noqa: E731
-        a["links"] or b["links"])
+    def same(a, b):
+        return (a["type"], a["cores"], a["flags"]) == (b["type"], b["cores"], b["flags"]) and not (
+            a["links"] or b["links"])
     for run in _runs(whole, same):
         line = "NodeName=%s Name=gpu" % name
         if run[0]["type"]:

@@ -119,9 +119,10 @@ def node_restart_plan(node_name, applied, new):
     """Does slurmd on ``node_name`` need a restart to run the ``new`` files?
 
     ``applied`` / ``new`` map file names (``FILES``) to text or None (absent). slurmd restarts when its
-    gres.conf or cgroup.conf changed in meaning (``same_meaning``), when its own NodeName definition changed (except slurmctld-only keys such
-    as Weight or Features), when slurm.conf options changed, or when nodes were added or removed (Slurm
-    requires every slurmd to restart then). Changes to *other* nodes' lines or to partitions do not restart it.
+    gres.conf or cgroup.conf changed in meaning (``same_meaning``), when its own NodeName definition changed
+    (except slurmctld-only keys such as Weight or Features), when slurm.conf options changed, or when nodes were
+    added or removed (Slurm requires every slurmd to restart then). Changes to *other* nodes' lines or to
+    partitions do not restart it.
     Returns ``{"restart": bool, "reasons": [...], "files_changed": [...], "slurm_conf": changes}``.
     """
     reasons = []

@@ -1,4 +1,5 @@
-"""include: the site's slurm.conf and cgroup.conf stay the site's; the collection owns the include file and gres.conf."""
+"""include: the site's slurm.conf and cgroup.conf stay the site's; the collection owns the include file and
+gres.conf."""
 
 import os
 import sys

@@ -580,7 +580,8 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
             continue
         if view["fatal"] is not None:
             if not problems or problems[-1].host != node:
-                problems.append(Problem(node, "gres.conf", "a file slurmd accepts", "slurmd: fatal: %s" % view["fatal"]))
+                problems.append(Problem(node, "gres.conf", "a file slurmd accepts",
+                                        "slurmd: fatal: %s" % view["fatal"]))
             continue
         for msg in view["messages"]:
             if msg["level"] in ("error", "warning") and msg["line"] is not None and (

@@ -60,7 +60,8 @@ def test_links_get_a_line_per_gpu_and_bad_links_are_refused():
 
 
 def test_flags_are_exact_words_and_env_flags_agree():
-    gpus = [{"index": 0, "type": "a", "flags": "nvidia_gpu_env"}, {"index": 1, "type": "a", "flags": ["NVIDIA_GPU_ENV"]}]
+    gpus = [{"index": 0, "type": "a", "flags": "nvidia_gpu_env"},
+            {"index": 1, "type": "a", "flags": ["NVIDIA_GPU_ENV"]}]
     files = render_all(model({"n1": {"slurm_gres_gpus": gpus}}))
     assert "NodeName=n1 Name=gpu Type=a File=/dev/nvidia[0-1] Flags=nvidia_gpu_env\n" in files["n1/gres.conf"]
     assert problems({"n1": {"slurm_gres_gpus": [{"index": 0, "flags": ["nvidia_gpu"]}]}}) == [
@@ -78,7 +79,8 @@ def test_flags_are_exact_words_and_env_flags_agree():
 
 
 def test_mps_per_gpu_and_slurm_conf_only_counts():
-    m = model({"n1": {"slurm_gres_gpus": [{"index": 0, "type": "a", "mps": 100}, {"index": 1, "type": "a", "mps": 100}]},
+    m = model({"n1": {"slurm_gres_gpus": [{"index": 0, "type": "a", "mps": 100},
+                                          {"index": 1, "type": "a", "mps": 100}]},
                "n2": {"slurm_gres_gpus": [{"index": 0, "type": "a"}, {"index": 1, "type": "a"}],
                       "slurm_node_shards": 10, "slurm_node_mps": 200}})
     files = render_all(m)
