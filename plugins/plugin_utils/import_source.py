@@ -124,14 +124,18 @@ def source_from_texts(texts):
     ``gres_conf``, ``node_gres``)."""
     if not isinstance(texts, dict) or not isinstance(texts.get("slurm_conf"), str):
         raise SourceError("sources: expected the slurm.conf text in sources.slurm_conf")
-    node_gres = {str(k): str(v) for k, v in (texts.get("node_gres") or {}).items() if v is not None}
-    return {
+    read = texts.get("node_gres") or {}
+    source = {
         "slurm.conf": str(texts["slurm_conf"]),
         "includes": {str(k): str(v) for k, v in (texts.get("includes") or {}).items()},
         "cgroup.conf": texts.get("cgroup_conf"),
         "gres.conf": texts.get("gres_conf"),
-        "node_gres": node_gres,
+        "node_gres": {str(k): str(v) for k, v in read.items() if v is not None},
     }
+    if texts.get("gres_conf") is None:
+        # live, one gres.conf per node: the nodes that were read (a node without the file has none)
+        source["read_nodes"] = sorted(str(k) for k in read)
+    return source
 
 
 def write_new_files(dest, files, check=False, mode=0o644):

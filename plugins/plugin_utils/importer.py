@@ -288,7 +288,7 @@ def _node(imp, conf, name):
 
 
 def _gres_text(imp, name):
-    if imp.source.get("node_gres"):
+    if imp.source.get("read_nodes") is not None or imp.source.get("node_gres"):
         text = imp.source["node_gres"].get(name)
         return text, "%s/gres.conf" % name
     return imp.source.get("gres.conf"), "gres.conf"
@@ -296,6 +296,12 @@ def _gres_text(imp, name):
 
 def _node_gres(imp, conf, name, values):
     text, fname = _gres_text(imp, name)
+    read = imp.source.get("read_nodes")
+    if read is not None and name not in read and conf["nodes"][name].get("gres_spec"):
+        imp.refuse(imp.where(conf["nodes"][name]["line"]), name, "node %s is in slurm.conf but no host of the "
+                   "inventory's slurmd group is it" % name, "its gres.conf was not read; add the host (with "
+                   "slurm_node_name when its name differs)")
+        return
     view = node_view(conf, text, name)
     imp.views[name] = view
     node_where = imp.where(conf["nodes"][name]["line"])

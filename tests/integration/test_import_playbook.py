@@ -127,3 +127,57 @@ def test_check_mode_lists_the_files_and_writes_none(tmp_path):
 def test_missing_variables_are_named(tmp_path):
     rc, log = run("playbooks/import-config.yml", "-e", "slurm_gres_import_src=%s" % tmp_path)
     assert rc != 0 and "expected -e slurm_gres_import_dest=DEST" in log
+
+
+def live_inventory(base, configless=False):
+    """Controller and nodes as local hosts, each reading its own /etc/slurm stand-in (slurm_gres_import_config_dir)."""
+    dirs = {host: base / host for host in ("head01", "gpu01", "gpu02", "gpu03", "gpu04", "mix01")}
+    for path in dirs.values():
+        path.mkdir(parents=True)
+    slurm = SLURM.replace("Include nodes.conf\n", NODES)
+    if configless:
+        slurm += "SlurmctldParameters=enable_configless\n"
+        (dirs["head01"] / "gres.conf").write_text(GRES)
+    else:
+        for node in ("gpu01", "gpu02", "gpu03", "gpu04", "mix01"):
+            (dirs[node] / "gres.conf").write_text(GRES)
+    (dirs["head01"] / "slurm.conf").write_text(slurm)
+    (dirs["head01"] / "cgroup.conf").write_text(CGROUP)
+    lines = ["[slurmctld]", "head01.site.example slurm_node_name=head01 slurm_gres_import_config_dir=%s" % dirs["head01"],
+             "[slurmd]"]
+    lines += ["%s.site.example slurm_node_name=%s slurm_gres_import_config_dir=%s" % (n, n, dirs[n])
+              for n in ("gpu01", "gpu02", "gpu03", "gpu04", "mix01")]
+    lines += ["[all:vars]", "ansible_connection=local", "ansible_python_interpreter=%s" % os.path.join(
+        ROOT, ".venv", "bin", "python")]
+    inventory = base / "inventory.ini"
+    inventory.write_text("\n".join(lines) + "\n")
+    return inventory
+
+
+@pytest.mark.parametrize("configless", [False, True], ids=["per-node-gres-conf", "configless"])
+def test_live_import_keeps_the_inventory_host_names(tmp_path, configless):
+    inventory = live_inventory(tmp_path / "cluster", configless)
+    dest = tmp_path / "dest"
+    rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "slurm_gres_import_live=true",
+                  "-e", "slurm_gres_import_dest=%s" % dest)
+    assert rc == 0, log
+    hosts = (dest / "hosts.yml").read_text()
+    assert "head01.site.example:" in hosts and "mix01.site.example:" in hosts and "gpu[01:04].site.example:" in hosts
+    # the Slurm names are the short host names: only the controller's address is a host variable
+    assert os.listdir(dest / "host_vars") == ["head01.site.example.yml"]
+    rendered = tmp_path / "rendered"
+    rc, log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "slurm_gres_render_dir=%s" % rendered)
+    assert rc == 0, log
+    assert "NodeName=mix01 Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-7 Links=-1,12 Flags=nvidia_gpu_env\n" in (
+        rendered / "mix01" / "gres.conf").read_text()
+
+
+def test_live_import_refuses_a_node_the_inventory_does_not_have(tmp_path):
+    inventory = live_inventory(tmp_path / "cluster")
+    inventory.write_text(inventory.read_text().replace("\ngpu04.site.example", "\n#gpu04.site.example"))
+    rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "slurm_gres_import_live=true",
+                  "-e", "slurm_gres_import_dest=%s" % (tmp_path / "dest"))
+    assert rc != 0
+    assert "slurm.conf line 10, node gpu04: node gpu04 is in slurm.conf but no host of the inventory's slurmd " \
+           "group is it" in log
+    assert not (tmp_path / "dest").exists()
