@@ -170,11 +170,13 @@ def node_autodetect(model, node):
     return node.get("autodetect") or model["autodetect"]
 
 
-def gres_types(model):
-    """GresTypes: gpu, the shared GRES in use, the other GRES in use, then slurm_gres_types, each once."""
+def gres_types(model, elements=None):
+    """GresTypes: gpu, the shared GRES in use, the other GRES in use, then slurm_gres_types, each once.
+
+    ``elements``: {node name: node_gres_elements(node)} when the caller has them already."""
     names = []
     for node in model["nodes"]:
-        for key in node_gres(node):
+        for key, _, _ in (elements[node["name"]] if elements else node_gres_elements(node)):
             name = key.split(":", 1)[0]
             if name not in names:
                 names.append(name)

@@ -11,7 +11,6 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     mig_gres_type,
     natural_key,
     node_autodetect,
-    node_gres,
     node_gres_elements,
     uses_slurmdbd,
 )
@@ -56,18 +55,20 @@ def _node_line(node, elements):
     return parts
 
 
-def node_groups(model):
+def node_groups(model, elements=None):
     """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
     groups = {}
     order = []
     for node in model["nodes"]:
-        elements = node_gres_elements(node)
-        gres = node_gres(node)
+        elements_ = elements[node["name"]] if elements else node_gres_elements(node)
+        gres = {}
+        for key, count, _ in elements_:
+            gres[key] = gres.get(key, 0) + count
         key = (node["sockets"], node["cores_per_socket"], node["threads_per_core"], node["real_memory"],
                tuple(node["features"]), node["weight"], tuple((node.get("options") or {}).items()),
-               tuple(e for _, _, e in elements))
+               tuple(e for _, _, e in elements_))
         if key not in groups:
-            groups[key] = {"names": [], "node": node, "gres": gres, "elements": elements}
+            groups[key] = {"names": [], "node": node, "gres": gres, "elements": elements_}
             order.append(key)
         groups[key]["names"].append(node["name"])
     result = []
@@ -80,13 +81,13 @@ def node_groups(model):
     return [(expr, opts, gres) for _, expr, opts, gres in result]
 
 
-def _tres(model, user_value):
+def _tres(model, user_value, elements):
     """AccountingStorageTRES: the user's entries, then gres/gpu, gres/gpu:TYPE per type, gres/shard, gres/mps."""
     types = set()
     has_gpus = False
     shared = []
     for node in model["nodes"]:
-        for key in node_gres(node):
+        for key, _, _ in elements[node["name"]]:
             name, _, gtype = key.partition(":")
             if name == "gpu":
                 has_gpus = True
@@ -139,8 +140,9 @@ def render_slurm_conf(model):
     for key, value in options.items():
         out.append("%s=%s\n" % (key, conf_value(value)))
 
-    tres, has_gpus = _tres(model, user_tres)
-    names = gres_types(model)
+    elements = {node["name"]: node_gres_elements(node) for node in model["nodes"]}
+    tres, has_gpus = _tres(model, user_tres, elements)
+    names = gres_types(model, elements)
     if names:
         out.append("\n# Generic resources: every node's Gres= below is proven equal to its gres.conf\n")
         out.append("GresTypes=%s\n" % ",".join(names))
@@ -155,13 +157,13 @@ def render_slurm_conf(model):
             out.append("# GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
                        "# AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.\n")
 
-    out.extend(_nodes_and_partitions(model))
+    out.extend(_nodes_and_partitions(model, elements))
     return "".join(out)
 
 
-def _nodes_and_partitions(model):
+def _nodes_and_partitions(model, elements=None):
     out = ["\n# Compute nodes (%d): identical nodes share one line\n" % len(model["nodes"])]
-    for expr, opts, _ in node_groups(model):
+    for expr, opts, _ in node_groups(model, elements):
         out.append(" ".join(["NodeName=%s" % expr] + opts) + "\n")
     out.append("\n# Partitions\n")
     for part in model["partitions"]:

@@ -108,6 +108,7 @@ def _strip_escapes(line):
 # parse_config.c keyvalue_pattern: ^[[:space:]]*([[:alnum:]_.]+)[[:space:]]*([-*+/]?)=[[:space:]]*
 # (("([^"]*)")|([^[:space:]]+))([[:space:]]|$), a POSIX (leftmost-longest) regex.
 _KEY_RE = re.compile(r"\s*([A-Za-z0-9_.]+)\s*([-*+/]?)=\s*")
+_FAST_KEY_RE = re.compile(r"^[A-Za-z0-9_.]+$")
 _BARE_RE = re.compile(r"\S+")
 
 
@@ -134,6 +135,17 @@ def _tokens(line, fname, lineno):
 
     What slurmd cannot read as Key=Value is a parse error there ("Parse error in file ... line N").
     """
+    if '"' not in line:
+        # the common line: whitespace-separated Key=value pieces, read the same as the regex reads them
+        fast = []
+        for piece in line.split():
+            key, sep, value = piece.partition("=")
+            if not sep or not value or not _FAST_KEY_RE.match(key):
+                break
+            fast.append((key, value))
+        else:
+            if fast:
+                return fast
     pos = 0
     out = []
     while True:
@@ -362,6 +374,12 @@ def partition_definition(part):
 
 
 def gres_conf_lines(text):
+    """Every line of a gres.conf (a list the caller must not change; the same text is parsed once)."""
+    return _gres_conf_lines_cached(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _gres_conf_lines_cached(text):
     """Every line of a gres.conf, before slurmd picks the ones for a node (gres.c ``_parse_gres_config``).
 
     Each line is a record ``{"name", "type", "files": [...], "multiple_files": [...], "count": int or None,
@@ -426,7 +444,7 @@ def parse_gres_conf(text, node_name):
     (a bad NodeName hostlist, no Name=) are left out. A bare ``AutoDetect=`` line gives a record with ``name``
     None. Raises ConfSyntaxError for anything slurmd would refuse to parse.
     """
-    return [rec for rec in gres_conf_lines(text) if line_applies(rec, node_name)]
+    return [dict(rec) for rec in gres_conf_lines(text) if line_applies(rec, node_name)]
 
 
 def gres_counts_from_records(records):
@@ -554,57 +572,97 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
         problems.append(Problem("(all)", "slurm.conf", "a file slurmctld accepts", err))
     nodes = conf["nodes"]
     gres_nodes = {n for n, d in nodes.items() if d["gres"]}
+    memo = {}
     for node in sorted(set(gres_texts) | gres_nodes, key=_natural_key):
         if node not in nodes:
             problems.append(Problem(node, "gres.conf", "a NodeName line for this node in slurm.conf", "none"))
             continue
-        expected = nodes[node]["gres"]
-        for name in {k.split(":", 1)[0] for k in expected}:
-            if name in expected and any(k.startswith(name + ":") for k in expected):
-                problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
-                                        "both (slurmctld refuses this)"))
         text = gres_texts.get(node)
-        records = []
-        if text is not None:
-            try:
-                records = parse_gres_conf(text, node)
-            except ConfSyntaxError as exc:
-                problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
-                continue
-            problems.extend(gres_record_problems(records, node))
-        view = node_view(conf, text, node)
         pending = deferred.get(node, {})
-        if text is None and (view["fatal"] is not None or any(
-                view_counts(view).get(k, 0) < v and not pending.get(k) for k, v in expected.items())):
-            problems.append(Problem(node, "gres.conf", "a gres.conf providing %s" % _fmt(expected), "no file"))
-            continue
-        if view["fatal"] is not None:
-            if not problems or problems[-1].host != node:
-                problems.append(Problem(node, "gres.conf", "a file slurmd accepts",
-                                        "slurmd: fatal: %s" % view["fatal"]))
-            continue
-        for msg in view["messages"]:
-            if msg["level"] in ("error", "warning") and msg["line"] is not None and (
-                    "more configured than expected" not in msg["text"]):
-                problems.append(Problem(node, "gres.conf line %d" % msg["line"], "a line slurmd uses as written",
-                                        "slurmd: %s: %s" % (msg["level"], msg["text"])))
-        configured = fold_untyped(expected, gres_counts_from_records(records))
-        # What slurmd registers; more in gres.conf than declared is cut by slurmd, and reported here as found.
-        found = dict(view_counts(view))
-        for key, count in configured.items():
-            if count > expected.get(key, 0) and key not in pending:
-                found[key] = count
-        for key in sorted(set(expected) | set(found)):
-            want = expected.get(key, 0)
-            got = found.get(key, 0)
-            if want == got or (got == 0 and pending.get(key) == want):
+        key = _same_as_key(text, node)
+        if key is not None:
+            key = (key, tuple(str(nodes[node].get(k)) for k in _GRES_NODE_KEYS), tuple(sorted(pending.items())))
+            if key in memo:
+                problems.extend(Problem(node, p.field, p.expected, p.found, p.hint) for p in memo[key])
                 continue
-            hint = None
-            if got < want and any(r["name"] and r["name"].lower() == "gpu" and not (r["files"] or r["multiple_files"])
-                                  for r in records) and not view["autodetect"]:
-                hint = "slurmd drops GPU records without File= unless AutoDetect is on"
-            problems.append(Problem(node, "gres.conf count of %s" % key,
-                                    "%d (slurm.conf Gres=)" % want, "%d" % got, hint))
+        found = _node_problems(conf, node, text, pending, node_view, view_counts)
+        if key is not None:
+            memo[key] = found
+        problems.extend(found)
+    return problems
+
+
+# slurm.conf node keys a node's GRES verdict depends on (its Gres= and, for Cores=, its cores)
+_GRES_NODE_KEYS = ("gres_spec", "sockets", "socketsperboard", "boards", "corespersocket")
+
+
+def _same_as_key(text, node):
+    """A key under which two nodes' gres.conf get the same verdict: the text with the node's own name taken out.
+
+    Only for files whose every line is a comment or starts ``NodeName=<node> `` (how the collection renders them):
+    then a node of the same definition with the same key reads its file exactly as this one. None otherwise."""
+    if text is None:
+        return None
+    prefix = "NodeName=%s " % node
+    out = []
+    for line in text.split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            out.append("#")
+        elif line.startswith(prefix) and "#" not in line and not line.endswith("\\"):
+            out.append(line[len(prefix):])
+        else:
+            return None
+    return "\n".join(out)
+
+
+def _node_problems(conf, node, text, pending, node_view, view_counts):
+    """consistency_problems for one node."""
+    problems = []
+    expected = conf["nodes"][node]["gres"]
+    for name in {k.split(":", 1)[0] for k in expected}:
+        if name in expected and any(k.startswith(name + ":") for k in expected):
+            problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
+                                    "both (slurmctld refuses this)"))
+    records = []
+    if text is not None:
+        try:
+            records = parse_gres_conf(text, node)
+        except ConfSyntaxError as exc:
+            problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
+            return problems
+        problems.extend(gres_record_problems(records, node))
+    view = node_view(conf, text, node)
+    if text is None and (view["fatal"] is not None or any(
+            view_counts(view).get(k, 0) < v and not pending.get(k) for k, v in expected.items())):
+        problems.append(Problem(node, "gres.conf", "a gres.conf providing %s" % _fmt(expected), "no file"))
+        return problems
+    if view["fatal"] is not None:
+        if not problems:
+            problems.append(Problem(node, "gres.conf", "a file slurmd accepts",
+                                    "slurmd: fatal: %s" % view["fatal"]))
+        return problems
+    for msg in view["messages"]:
+        if msg["level"] in ("error", "warning") and msg["line"] is not None and (
+                "more configured than expected" not in msg["text"]):
+            problems.append(Problem(node, "gres.conf line %d" % msg["line"], "a line slurmd uses as written",
+                                    "slurmd: %s: %s" % (msg["level"], msg["text"])))
+    configured = fold_untyped(expected, gres_counts_from_records(records))
+    # What slurmd registers; more in gres.conf than declared is cut by slurmd, and reported here as found.
+    found = dict(view_counts(view))
+    for key, count in configured.items():
+        if count > expected.get(key, 0) and key not in pending:
+            found[key] = count
+    for key in sorted(set(expected) | set(found)):
+        want = expected.get(key, 0)
+        got = found.get(key, 0)
+        if want == got or (got == 0 and pending.get(key) == want):
+            continue
+        hint = None
+        if got < want and any(r["name"] and r["name"].lower() == "gpu" and not (r["files"] or r["multiple_files"])
+                              for r in records) and not view["autodetect"]:
+            hint = "slurmd drops GPU records without File= unless AutoDetect is on"
+        problems.append(Problem(node, "gres.conf count of %s" % key, "%d (slurm.conf Gres=)" % want, "%d" % got,
+                                hint))
     return problems
 
 

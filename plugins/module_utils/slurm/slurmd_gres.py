@@ -24,6 +24,7 @@ since 23.02), so that the collection judges a file the way the daemon reads it:
 With AutoDetect on, slurmd merges the hardware it finds into this list; that part cannot be known from the files,
 so the view then stops before it (``"autodetect"`` names the mode) and keeps configured GPUs without File.
 """
+import functools
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
@@ -79,6 +80,12 @@ def links_valid(links):
             return False
         selves += int(tok) == -1
     return selves == 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _canonical_cores(text, total):
+    cores = slurm_core_set(text, total)
+    return format_int_ranges(cores) if cores else None
 
 
 def slurm_core_set(text, total=None):
@@ -194,11 +201,11 @@ def _build_record(view, rec, contexts, prev_env):
     out["type"] = rec["type"]
     if rec["cores"] is not None:
         out["cores_text"] = rec["cores"]
-        cores = slurm_core_set(rec["cores"], view.total_cores)
-        if not cores:
+        cores = _canonical_cores(rec["cores"], view.total_cores)
+        if cores is None:
             view.msg("error", "Invalid GRES data for %s, Cores=%s" % (rec["name"], rec["cores"]), line)
         else:
-            out["cores"] = format_int_ranges(cores)
+            out["cores"] = cores
     if rec["files"]:
         out["files"] = list(rec["files"])
         out["count"] = len(rec["files"])
