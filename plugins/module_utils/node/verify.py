@@ -19,6 +19,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.gpu_types im
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import normalize_bus_id
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     consistency_problems,
     gres_counts_from_records,
@@ -379,7 +380,9 @@ def count_summary(node_name, slurm_text, gres_text, hw_facts, type_patterns=None
         return {}
     node = _Node(node_name, slurm, records, hw_facts, {}, compiled)
     declared = node.declared()
-    from_gres = gres_counts_from_records(records)
+    # what slurmd registers from gres.conf (file-less GPUs dropped, surplus cut), as the count check reads it
+    view = node_view(slurm, gres_text, node_name)
+    from_gres = gres_counts_from_records(records) if view["fatal"] else view_counts(view)
     mig_types = _mig_types(node)
     summary = {}
     for key in list(declared) + [k for k in from_gres if k not in declared]:
