@@ -123,14 +123,16 @@ def render_slurm_conf(model):
     options = dict(model["settings"]["slurm_conf"])
     if model.get("config_mode") == "configless":
         options = _configless_options(options)
+    elif model.get("config_mode") == "include":
+        options = {}  # the site's slurm.conf holds them; this check-only file needs the GRES lines alone
     user_tres = None
     for key in list(options):
         if key.lower() == "accountingstoragetres":
             user_tres = options.pop(key)
     out = ["# slurm.conf for cluster %s\n" % model["cluster_name"], GENERATED]
     if model.get("config_mode") == "include":
-        out.append("# Include mode: checked, never installed. The site's slurm.conf holds the options and includes %s "
-                   "with the lines below.\n" % model["include_file"])
+        out.append("# Include mode: checked, never installed. The site's slurm.conf holds the options and includes "
+                   "%s with the GRES, node and partition lines below.\n" % model["include_file"])
     out.append("ClusterName=%s\n" % model["cluster_name"])
     for ctl in model["controllers"]:
         if ctl["addr"]:
