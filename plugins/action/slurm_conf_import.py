@@ -12,7 +12,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source impor
     source_from_texts,
     write_new_files,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportError_
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportRefused
 
 ARGS = {
     "src": {"type": "path"},
@@ -37,7 +37,7 @@ class ActionModule(ActionBase):
         except SourceError as exc:
             result.update(failed=True, msg="import refused, nothing written: %s" % exc, refusals=[str(exc)])
             return result
-        except ImportError_ as exc:
+        except ImportRefused as exc:
             result.update(failed=True, msg=str(exc), refusals=[str(r) for r in exc.refusals])
             return result
         try:

@@ -11,7 +11,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import parse_cgroup_conf
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportError_, Refusal, import_cluster
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportRefused, Refusal, import_cluster
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
@@ -115,7 +115,7 @@ def run_import(source, header, hosts=None):
     """Import, lay out, read the layout back the way Ansible does, render, compare.
 
     Returns ``{"files": {relative path: text}, "groups": {group: [hosts]}, "report": [str], "rendered": {...}}``;
-    raises ImportError_ with every refusal (or difference) found.
+    raises ImportRefused with every refusal (or difference) found.
     """
     imported = import_cluster(source, hosts)
     files, groups = import_layout.layout_inventory(imported, header)
@@ -124,11 +124,11 @@ def run_import(source, header, hosts=None):
         model = build_cluster_model(hostvars, inv_groups, cluster)
         rendered = render_all(model)
     except GresError as exc:
-        raise ImportError_([Refusal("imported inventory", p.host, "%s: expected %s, found %s" % (
+        raise ImportRefused([Refusal("imported inventory", p.host, "%s: expected %s, found %s" % (
             p.field, p.expected, p.found), p.hint) for p in exc.problems])
     diffs = compare(imported, rendered, source)
     if diffs:
-        raise ImportError_([Refusal("proof", None, d, "the rendered files would differ from what runs today; "
+        raise ImportRefused([Refusal("proof", None, d, "the rendered files would differ from what runs today; "
                                     "nothing written") for d in diffs])
     report = list(imported["report"])
     note = tres_note(imported, rendered)

@@ -55,13 +55,13 @@ class Refusal(object):
         return text
 
 
-class ImportError_(Exception):
+class ImportRefused(Exception):
     """Raised with every refusal found; nothing is written."""
 
     def __init__(self, refusals):
         self.refusals = list(refusals)
         lines = [str(r) for r in self.refusals]
-        super(ImportError_, self).__init__("import refused, nothing written: %d problem(s):\n- %s"
+        super(ImportRefused, self).__init__("import refused, nothing written: %d problem(s):\n- %s"
                                            % (len(lines), "\n- ".join(lines)))
 
 
@@ -115,7 +115,7 @@ def import_cluster(source, hosts=None):
     None (one file for every node), "node_gres": {node: text} (per node)}`` as read_source_dir returns.
     ``hosts``: {Slurm node or controller name: inventory host name} (live imports keep the inventory's names).
     Returns ``{"hostvars", "groups", "cluster", "node_hosts": {node: host}, "controllers": [hosts],
-    "report": [str], "views": {node: node_view}, "conf": parsed slurm.conf}``; raises ImportError_ with every
+    "report": [str], "views": {node: node_view}, "conf": parsed slurm.conf}``; raises ImportRefused with every
     refusal.
     """
     imp = _Import(source, hosts)
@@ -123,12 +123,12 @@ def import_cluster(source, hosts=None):
         text, imp.origin = combine_slurm_conf(source["slurm.conf"], source.get("includes") or {})
     except SourceError as exc:
         where, _, what = str(exc).partition(": ")
-        raise ImportError_([Refusal(where, None, what)])
+        raise ImportRefused([Refusal(where, None, what)])
     try:
         conf = parse_slurm_conf(text)
     except ConfSyntaxError as exc:
         where, what = imp._map_message(str(exc))
-        raise ImportError_([Refusal(where, None, what, "slurmctld cannot read this line")])
+        raise ImportRefused([Refusal(where, None, what, "slurmctld cannot read this line")])
     imp.conf = conf
     for err in conf["errors"]:
         where, what = imp._map_message(err)
@@ -143,7 +143,7 @@ def import_cluster(source, hosts=None):
     _gres_types(imp, conf, node_vars, cluster)
     _cgroup(imp, source, cluster)
     if imp.refusals:
-        raise ImportError_(imp.refusals)
+        raise ImportRefused(imp.refusals)
     node_hosts = {name: imp.hosts.get(name, name) for name in node_vars}
     hostvars = {}
     for name, values in node_vars.items():

@@ -26,7 +26,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source impor
     combine_slurm_conf,
     read_source_dir,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportError_
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportRefused
 
 import testpaths
 
@@ -114,7 +114,7 @@ def evaluate_dir(path):
                 return out
     try:
         done = run_import(source, ["corpus case %s" % case])
-    except ImportError_ as exc:
+    except ImportRefused as exc:
         out.update(status="refused", detail=" | ".join(str(r) for r in exc.refusals), refusals=exc.refusals)
         return out
     if conf is None:

@@ -12,7 +12,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source impor
     read_source_dir,
     write_new_files,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportError_, import_cluster
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportRefused, import_cluster
 
 HEAD = """ClusterName=lab
 SlurmctldHost=ctl01(10.0.0.1)
@@ -32,7 +32,7 @@ def imported(slurm, gres=None, **kwargs):
 
 
 def refusals(slurm, gres=None, **kwargs):
-    with pytest.raises(ImportError_) as err:
+    with pytest.raises(ImportRefused) as err:
         run_import(source(slurm, gres, **kwargs), ["test"])
     return [str(r) for r in err.value.refusals]
 
@@ -168,7 +168,7 @@ def test_refusals_name_file_line_and_node(slurm, gres, expected):
 
 
 def test_no_cluster_name_is_refused():
-    with pytest.raises(ImportError_) as err:
+    with pytest.raises(ImportRefused) as err:
         run_import({"slurm.conf": "SlurmctldHost=c\nNodeName=n1\n", "includes": {}, "cgroup.conf": None,
                     "gres.conf": None, "node_gres": {}}, [])
     assert "slurm.conf: no ClusterName (slurmctld and slurmd stop: ClusterName needs to be specified)" in str(
