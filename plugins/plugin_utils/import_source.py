@@ -93,8 +93,8 @@ def read_source_dir(src):
         target = pending.pop(0)
         if target in includes:
             continue
-        for candidate in (target if os.path.isabs(target) and os.path.isfile(target) else None,
-                          os.path.join(src, target) if not os.path.isabs(target) else None,
+        # only inside SRC: an absolute path on this machine could be another cluster's file
+        for candidate in (os.path.join(src, target) if not os.path.isabs(target) else None,
                           os.path.join(src, os.path.basename(target))):
             if candidate and os.path.isfile(candidate):
                 includes[target] = _read(candidate)
