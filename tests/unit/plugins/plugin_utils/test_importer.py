@@ -247,3 +247,12 @@ def test_source_dir_with_both_gres_forms_is_refused(tmp_path):
     (tmp_path / "n1" / "gres.conf").write_text("")
     with pytest.raises(SourceError, match="both a cluster-wide gres.conf and per-node"):
         read_source_dir(str(tmp_path))
+
+
+def test_source_dir_reads_include_files_from_src_only(tmp_path):
+    (tmp_path / "slurm.conf").write_text(HEAD + "GresTypes=gpu\nInclude /etc/slurm/nodes.conf\n")
+    (tmp_path / "nodes.conf").write_text("NodeName=n1 Gres=gpu:1\n")
+    (tmp_path / "gres.conf").write_text("Name=gpu File=/dev/nvidia0\n")
+    source = read_source_dir(str(tmp_path))
+    assert source["includes"] == {"/etc/slurm/nodes.conf": "NodeName=n1 Gres=gpu:1\n"}
+    assert "NodeName=n1 Gres=gpu:1" in run_import(source, [])["rendered"]["slurm.conf"]
