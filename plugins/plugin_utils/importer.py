@@ -12,6 +12,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists imp
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     SHARED_NAMES,
     gres_types_order,
+    merge_count_only,
     node_view,
     view_counts,
 )
@@ -341,9 +342,13 @@ def _node_gres(imp, conf, name, values):
         _check_registered(imp, name, node_where, declared, view)
     gpus, counts, generic = [], [], []
     shares = {"shard": [], "mps": []}
-    for rec in view["records"]:
+    for rec, parts in merge_count_only(view["records"]):
         low = rec["name"].lower()
         where = at(rec["line"])
+        if len(parts) > 1:
+            imp.note("%s, node %s: %s %s without File or Cores are one count for slurmctld; imported as Count=%d"
+                     % (where, name, ":".join(filter(None, (rec["name"], rec["type"]))),
+                        " + ".join(_part_text(r) for r in parts), rec["count"]))
         if low == "gpu":
             _gpu_record(imp, name, where, rec, gpus, counts)
         elif low in SHARED_NAMES:
@@ -378,6 +383,10 @@ def _node_gres(imp, conf, name, values):
             values["slurm_node_%s" % key] = total
     if generic:
         values["slurm_node_gres"] = generic
+
+
+def _part_text(rec):
+    return "%d (%s)" % (rec["count"], "line %d" % rec["line"] if rec["line"] else "slurmd's rest of slurm.conf's count")
 
 
 def _check_registered(imp, name, where, declared, view):

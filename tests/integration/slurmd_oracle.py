@@ -142,6 +142,8 @@ class OracleResult(object):
         A record whose file count equals its Count becomes one unit per file; shard/mps placeholders with
         Count=0 are left out; a Cores value slurmd logged as invalid ("Invalid GRES data") is no binding (None);
         Cores are written canonically. Unit: ``(type, (files...), count, cores, links, None)``.
+        Records of one name and type with no File, Cores or Links are one unit holding their total: slurmctld
+        keeps no topology for them and adds them up (gres.c ``_foreach_get_tot_from_slurmd_conf``).
         """
         invalid = set()
         for text in self.errors:
@@ -162,7 +164,14 @@ class OracleResult(object):
                 for path in files:
                     units.setdefault(name, []).append((rec.type, (path,), 1, cores, rec.links, None))
             else:
-                units.setdefault(name, []).append((rec.type, files, rec.count, cores, rec.links, None))
+                unit = (rec.type, files, rec.count, cores, rec.links, None)
+                same = [i for i, u in enumerate(units.get(name, [])) if not files and u[1:2] == ((),)
+                        and u[0] == rec.type and u[3] is None and u[4] is None and cores is None and not rec.links]
+                if same:
+                    old = units[name][same[0]]
+                    units[name][same[0]] = old[:2] + (old[2] + rec.count,) + old[3:]
+                else:
+                    units.setdefault(name, []).append(unit)
         return units
 
     def describe(self):

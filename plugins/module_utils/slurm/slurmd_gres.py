@@ -526,15 +526,49 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
     return result
 
 
+def _count_only_key(rec):
+    """What makes records of one GRES interchangeable for slurmctld when they carry no File, Cores or Links;
+    None for any other record (or a shard/mps record, whose placement follows the GPUs)."""
+    if rec["files"] or rec["cores"] is not None or rec["links"] or rec["name"].lower() in SHARED_NAMES:
+        return None
+    env = tuple(sorted(rec["env"])) if rec["env"] is not None else None
+    return (rec["name"].lower(), rec["type"], env, rec["no_gpu_env"], tuple(sorted(rec["flags"])))
+
+
+def merge_count_only(records):
+    """[(record, [records it sums])]: records of one GRES and type without File, Cores or Links summed into the
+    first of them; every other record alone.
+
+    slurmctld adds these up into one count (gres.c _foreach_get_tot_from_slurmd_conf: no File and no CPU set
+    means no topology per record), so ``Name=qpu Count=2`` plus the remainder slurmd adds for
+    ``Gres=qpu:10`` is the same node as one ``Count=10``.
+    """
+    out = []
+    first = {}
+    for rec in records:
+        key = _count_only_key(rec)
+        if key is None or key not in first:
+            entry = (dict(rec), [rec])
+            out.append(entry)
+            if key is not None:
+                first[key] = entry
+            continue
+        merged, parts = first[key]
+        merged["count"] += rec["count"]
+        parts.append(rec)
+    return out
+
+
 def view_units(view, with_flags=True):
     """A view's records as comparable units per GRES name (lower-case), in slurmd's order.
 
     A record with files becomes one unit per file (a MultipleFiles record is one unit with all its files);
-    shard/mps units with count 0 (slurmd's placeholders) are left out. Units are tuples
-    ``(type, files, count, cores, links, flags)`` (``flags`` only when with_flags).
+    shard/mps units with count 0 (slurmd's placeholders) are left out; records slurmctld adds up
+    (``merge_count_only``) are one unit. Units are tuples ``(type, files, count, cores, links, flags)``
+    (``flags`` only when with_flags).
     """
     units = {}
-    for rec in view["records"]:
+    for rec, _ in merge_count_only(view["records"]):
         name = rec["name"].lower()
         flags = None
         if with_flags:
