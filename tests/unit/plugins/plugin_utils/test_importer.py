@@ -256,3 +256,15 @@ def test_source_dir_reads_include_files_from_src_only(tmp_path):
     source = read_source_dir(str(tmp_path))
     assert source["includes"] == {"/etc/slurm/nodes.conf": "NodeName=n1 Gres=gpu:1\n"}
     assert "NodeName=n1 Gres=gpu:1" in run_import(source, [])["rendered"]["slurm.conf"]
+
+
+def test_a_count_below_slurm_conf_and_slurmds_rest_are_one_count():
+    """gres.conf Count=2 for Gres=qpu:10: slurmd registers 2 and the rest (8) as two records without File or
+    Cores, which slurmctld adds up: the import writes one record of 10 and says so."""
+    done = imported("GresTypes=qpu\nNodeName=q1 Gres=qpu:10 CPUs=8\nNodeName=q2 Gres=qpu:1 CPUs=8\n"
+                    "PartitionName=q Nodes=q[1-2]\n", "Name=qpu Count=2\n")
+    records = [(load(done["files"], name) or {}).get("slurm_node_gres") for name in done["files"]
+               if name.startswith(("group_vars/", "host_vars/"))]
+    assert sorted(r[0]["count"] for r in records if r) == ["1", "10"]
+    assert any("qpu 2 (line 1) + 8 (slurmd's rest of slurm.conf's count) without File or Cores are one count for "
+               "slurmctld; imported as Count=10" in line for line in done["report"])
