@@ -184,7 +184,7 @@ def _cluster_options(imp, conf):
             imp.refuse(where, None, "%s=%s" % (key, entry["value"]),
                        "the inventory has no %s; list the nodes in the partitions instead" % key)
             continue
-        if low in seen:
+        if low in seen and low != "slurmctldhost":  # one line per controller, the first the primary
             imp.note("%s: %s is set again (first on %s); slurmctld uses this last value" % (where, key, seen[low]))
         seen[low] = where
         if low == "clustername":
