@@ -22,11 +22,14 @@ def main(argv):
     for case in names:
         result = import_corpus.evaluate(part, case)
         results.append(result)
-        print("%-14s %-60s %s" % (result["status"], case, result["detail"][:400]))
+        status = result["status"] + ("*" if result["drained"] else "")
+        print("%-15s %-60s %s" % (status, case, result["detail"][:400]))
         sys.stdout.flush()
     total = import_corpus.summary(results)
     print("\n%(cases)d cases, %(accepted)d accepted by slurmd: %(round_trip)d round-trip exactly (%(rate).0f%%), "
           "%(refused)d refused by name, %(silent_change)d silent changes" % total)
+    print("* %(drained)d of the accepted drain a node today (slurm.conf declares more GRES than slurmd registers); "
+          "of the other %(working)d: %(working_round_trip)d round-trip exactly (%(working_rate).0f%%)" % total)
     return 1 if total["silent_change"] else 0
 
 

@@ -1,17 +1,21 @@
 """Judge the import on real cluster configs with the real slurmd (used by test_import_corpus.py and
 scripts/import-corpus-report.py).
 
-A case is a directory of tests/fixtures/slurm/import/{dev,heldout}/ holding a site's slurm.conf and gres.conf
-(each file starts with its ``# source:`` line). Per case:
+A case is a directory of tests/fixtures/slurm/import/{dev,heldout,heldout2}/ holding a site's slurm.conf and
+gres.conf (each file starts with its ``# source:`` line). Per case:
 
-* accepted: the real ``slurmd -N NODE -G`` starts on the original files for every GRES node (no fatal);
+* accepted: the real ``slurmd -N NODE -G`` starts on the original files for every GRES node (no fatal; a
+  slurm.conf that Includes a file the repository does not publish is judged as published: slurmd stops);
   cases it refuses are not counted;
+* drained today: slurmd starts, but registers fewer GRES than slurm.conf declares for a node, so slurmctld drains
+  that node (counted apart: the import must refuse them);
 * the import runs (``import_proof.run_import``): it either refuses, naming file and line, or writes an inventory;
 * round trip: the rendered files, judged by the real slurmd on the same node shapes, give every node the same
   GRES records (types, device files, counts, Cores, Links) and the rendered slurm.conf declares the same counts.
   Anything else is a silent change: the import's one forbidden outcome.
 """
 import os
+import re
 
 import slurmd_oracle
 
@@ -84,6 +88,48 @@ def _judge(name, slurm_text, gres_text, shape):
     return slurmd_oracle.run_slurmd_g(name, slurm_text, gres_text, *shape, other_devices=True, timeout=120)
 
 
+_AUTODETECT_ON = re.compile(r"(?im)^[^#]*\bAutoDetect\s*=\s*(?!off\b)\w")
+
+
+def drained_today(name, declared, result, gres_text):
+    """["node: gpu:4 declared, 2 registered"] for each slurm.conf Gres= count above what the real slurmd
+    registers: slurmctld drains such a node (gres count reported lower than configured), so the site's files do
+    not run it today. Skipped where gres.conf turns AutoDetect on (this machine has no GPU to detect)."""
+    if _AUTODETECT_ON.search(gres_text or ""):
+        return []
+    out = []
+    for key, count in sorted(declared.items()):
+        gname, _, gtype = key.lower().partition(":")
+        found = sum(r.count for r in result.records if r.name.lower() == gname
+                    and (not gtype or (r.type or "").lower() == gtype))
+        if found < count:
+            out.append("%s: %s:%d declared, %d registered" % (name, key, count, found))
+    return out
+
+
+def _slurmd_refuses_as_published(source):
+    """The real slurmd's fatal on slurm.conf exactly as published (e.g. an Include of a file the repository
+    lacks), or None when it starts. Judged on the first node slurm.conf names (any name when it names none:
+    slurmd reads the whole file before it looks for its node)."""
+    try:
+        nodes = sorted(parse_slurm_conf(source["slurm.conf"])["nodes"])
+    except ConfSyntaxError:
+        nodes = []
+    name = nodes[0] if nodes else "probe"
+    try:
+        result = slurmd_oracle.run_slurmd_g(name, source["slurm.conf"], _gres_text(source, name), *DEFAULT_SHAPE,
+                                            other_devices=True, timeout=10)
+    except slurmd_oracle.OracleSetupError as exc:
+        # a missing file: slurmd retries it for 60 s, then stops (fatal: Unable to process configuration file)
+        missing = re.search(r"error: (s_p_parse_file: cannot stat file [^\n]*)", str(exc))
+        if missing:
+            return "%s: %s" % (name, missing.group(1))
+        raise
+    if result.returncode != 0 or result.fatals:
+        return "%s: %s" % (name, "; ".join(result.problems)[:300])
+    return None
+
+
 def evaluate(part, case):
     """{"case", "status": not-accepted | round-trip | refused | silent-change, "detail", "nodes", "refusals"}."""
     return evaluate_dir(os.path.join(CORPUS, part, case))
@@ -92,7 +138,7 @@ def evaluate(part, case):
 def evaluate_dir(path):
     """evaluate() for any directory holding slurm.conf and gres.conf."""
     case = os.path.basename(path.rstrip("/"))
-    out = {"case": case, "status": None, "detail": "", "nodes": [], "refusals": []}
+    out = {"case": case, "status": None, "detail": "", "nodes": [], "refusals": [], "drained": []}
     source = read_source_dir(path)
     try:
         slurm_text, _ = combine_slurm_conf(source["slurm.conf"], source["includes"])
@@ -100,6 +146,10 @@ def evaluate_dir(path):
     except (SourceError, ConfSyntaxError) as exc:
         conf = None
         parse_error = str(exc)
+        refused_by_slurmd = _slurmd_refuses_as_published(source)
+        if refused_by_slurmd:
+            out.update(status="not-accepted", detail=refused_by_slurmd)
+            return out
     if conf is not None:
         nodes = gres_nodes(source, conf) or sorted(conf["nodes"])[:1]
         if not nodes:
@@ -112,6 +162,8 @@ def evaluate_dir(path):
             if before.returncode != 0 or before.fatals:
                 out.update(status="not-accepted", detail="%s: %s" % (name, "; ".join(before.problems)[:300]))
                 return out
+            out["drained"].extend(drained_today(name, conf["nodes"][name]["gres"], before,
+                                                _gres_text(source, name)))
     try:
         done = run_import(source, ["corpus case %s" % case])
     except ImportRefused as exc:
@@ -142,9 +194,16 @@ def evaluate_dir(path):
 
 
 def summary(results):
+    """Totals; ``rate`` over every case slurmd starts on, ``working_rate`` over those whose nodes slurmctld
+    also keeps (no node drained today for a GRES count its gres.conf does not give it)."""
     accepted = [r for r in results if r["status"] != "not-accepted"]
     exact = [r for r in accepted if r["status"] == "round-trip"]
+    working = [r for r in accepted if not r.get("drained")]
+    working_exact = [r for r in working if r["status"] == "round-trip"]
     return {"cases": len(results), "accepted": len(accepted), "round_trip": len(exact),
             "refused": sum(r["status"] == "refused" for r in accepted),
             "silent_change": sum(r["status"] == "silent-change" for r in accepted),
-            "rate": (100.0 * len(exact) / len(accepted)) if accepted else 0.0}
+            "rate": (100.0 * len(exact) / len(accepted)) if accepted else 0.0,
+            "drained": len(accepted) - len(working), "working": len(working),
+            "working_round_trip": len(working_exact),
+            "working_rate": (100.0 * len(working_exact) / len(working)) if working else 0.0}

@@ -81,6 +81,9 @@ CASES = [
      {"gpu": gpus("/dev/nvidia0", "/dev/nvidia1", cores="0-3", links="-1,2"),
       "bandwidth": [("lustre", (), 4 * 1024 ** 3, None, None, None)],
       "tmpdisk": [(None, (), 100 * 1024 ** 3, None, None, None)]}),
+    # slurmd registers Count=2 and a second record with the other 8: slurmctld adds them up (one unit)
+    ("count-below-slurm-conf-gets-the-rest", "gpu,qpu", "gpu:1,qpu:10", "Name=gpu File=/dev/nvidia0\nName=qpu Count=2\n",
+     {"gpu": gpus("/dev/nvidia0"), "qpu": [(None, (), 10, None, None, None)]}),
     ("mig-record-split-when-shard-in-grestypes", "gpu,shard", "gpu:1g.5gb:1",
      "Name=gpu Type=1g.5gb MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22\n",
      {"gpu": gpus("/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap21", "/dev/nvidia-caps/nvidia-cap22", gtype="1g.5gb")}),
