@@ -184,11 +184,12 @@ def layout_inventory(imported, header):
 
 def _hosts_yaml(controllers, groups, header):
     lines = ["---"] + ["# " + h for h in header] + ["all:", "  children:", "    slurmctld:", "      hosts:"]
-    lines.extend("        %s:" % pattern for pattern in ansible_patterns(controllers))
+    # scalar(): a host YAML would read as a number (5090) or a boolean is quoted, as Ansible needs a string
+    lines.extend("        %s:" % scalar(pattern) for pattern in ansible_patterns(controllers))
     lines.extend(["    slurmd:", "      children:"])
     for name in groups:
         lines.extend(["        %s:" % name, "          hosts:"])
-        lines.extend("            %s:" % pattern for pattern in ansible_patterns(groups[name]))
+        lines.extend("            %s:" % scalar(pattern) for pattern in ansible_patterns(groups[name]))
     return "\n".join(lines) + "\n"
 
 

@@ -327,6 +327,10 @@ def _node_gres(imp, conf, name, values):
                 "SHARING configuration lacks" in text_):
             # an invalid Cores= matters only on a record slurmd keeps (refused there); the rest are cut records
             continue
+        elif text_.startswith("Invalid GRES configured on node"):
+            # the rendered Gres= holds only names GresTypes lists: this count cannot be written back as it is
+            imp.refuse(node_where, name, "Gres=%s names a GRES that GresTypes does not list" % text_.split(": ", 1)[1],
+                       "slurmd ignores it (%s); list it in GresTypes or drop it from Gres=, then import" % text_)
         else:
             imp.note("%s, node %s: slurmd: %s; not imported (slurmd ignores it too)" % (at(msg["line"]), name, text_))
     declared = view["declared"]

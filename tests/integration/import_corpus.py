@@ -91,15 +91,19 @@ def _judge(name, slurm_text, gres_text, shape):
 _AUTODETECT_ON = re.compile(r"(?im)^[^#]*\bAutoDetect\s*=\s*(?!off\b)\w")
 
 
-def drained_today(name, declared, result, gres_text):
+def drained_today(name, declared, result, gres_text, grestypes):
     """["node: gpu:4 declared, 2 registered"] for each slurm.conf Gres= count above what the real slurmd
     registers: slurmctld drains such a node (gres count reported lower than configured), so the site's files do
-    not run it today. Skipped where gres.conf turns AutoDetect on (this machine has no GPU to detect)."""
+    not run it today. Skipped where gres.conf turns AutoDetect on (this machine has no GPU to detect) and for
+    names GresTypes does not list (no daemon tracks those)."""
     if _AUTODETECT_ON.search(gres_text or ""):
         return []
+    tracked = {t.strip().lower() for t in (grestypes or "").split(",")}
     out = []
     for key, count in sorted(declared.items()):
         gname, _, gtype = key.lower().partition(":")
+        if gname not in tracked:
+            continue
         found = sum(r.count for r in result.records if r.name.lower() == gname
                     and (not gtype or (r.type or "").lower() == gtype))
         if found < count:
@@ -163,7 +167,7 @@ def evaluate_dir(path):
                 out.update(status="not-accepted", detail="%s: %s" % (name, "; ".join(before.problems)[:300]))
                 return out
             out["drained"].extend(drained_today(name, conf["nodes"][name]["gres"], before,
-                                                _gres_text(source, name)))
+                                                _gres_text(source, name), conf["options"].get("grestypes")))
     try:
         done = run_import(source, ["corpus case %s" % case])
     except ImportRefused as exc:

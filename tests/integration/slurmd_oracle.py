@@ -354,17 +354,19 @@ def _private_slurm_conf(slurm_text, workdir):
     return "\n".join(lines) + "\n"
 
 
+BASIC_DEVICES = (("/dev/null", 1, 3), ("/dev/zero", 1, 5), ("/dev/random", 1, 8), ("/dev/urandom", 1, 9))
+
+
 def _namespace_script(devices):
     """sh script run under unshare: tmpfs on /dev, the basic nodes, the GPU nodes, then exec slurmd."""
     cmds = [
         "set -e",
         "mount -t tmpfs -o mode=0755,size=1m slurmd-oracle-dev /dev",
-        "mknod -m 0666 /dev/null c 1 3",
-        "mknod -m 0666 /dev/zero c 1 5",
-        "mknod -m 0666 /dev/random c 1 8",
-        "mknod -m 0666 /dev/urandom c 1 9",
-    ]
+    ] + ["mknod -m 0666 %s c %d %d" % dev for dev in BASIC_DEVICES]
+    basic = {path for path, _, _ in BASIC_DEVICES}
     for path, major, minor in devices:
+        if path in basic:  # a gres.conf naming /dev/null (fake GPUs in test clusters): it exists already
+            continue
         parent = os.path.dirname(path)
         if parent != "/dev":
             cmds.append("mkdir -p %s" % shlex.quote(parent))
