@@ -268,3 +268,17 @@ def test_a_count_below_slurm_conf_and_slurmds_rest_are_one_count():
     assert sorted(r[0]["count"] for r in records if r) == ["1", "10"]
     assert any("qpu 2 (line 1) + 8 (slurmd's rest of slurm.conf's count) without File or Cores are one count for "
                "slurmctld; imported as Count=10" in line for line in done["report"])
+
+
+def test_a_gres_name_gres_types_lacks_is_refused_by_name():
+    found = refusals("GresTypes=bandwidth\nNodeName=g1 Gres=gpu:2 CPUs=8\nPartitionName=p Nodes=g1\n",
+                     "Name=gpu File=/dev/nvidia[0-1]\n")
+    assert any(r.startswith("slurm.conf line 7, node g1: Gres=gpu:2 names a GRES that GresTypes does not list")
+               for r in found), found
+
+
+def test_a_numeric_node_name_stays_a_string_host():
+    done = imported("GresTypes=gpu\nNodeName=5090 Gres=gpu:1 CPUs=8\nPartitionName=p Nodes=5090\n",
+                    "Name=gpu File=/dev/nvidia0\n")
+    hosts = load(done["files"], "hosts.yml")["all"]["children"]["slurmd"]["children"]
+    assert [list(g["hosts"]) for g in hosts.values()] == [["5090"]]
