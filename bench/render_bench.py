@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model  # noqa: E402
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all  # noqa: E402
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import users_guide_files  # noqa: E402
 
 NODES_PER_SHAPE = 512
 GPUS_PER_NODE = 8
@@ -103,9 +104,14 @@ def time_pure():
     t1 = time.perf_counter()
     files = render_all(model)
     t2 = time.perf_counter()
+    guide = users_guide_files(model, files)
+    t3 = time.perf_counter()
     node_lines = sum(1 for line in files["slurm.conf"].splitlines() if line.startswith("NodeName="))
     gpus = sum(len(n["gpus"]) for n in model["nodes"])
-    return {"build_cluster_model_s": t1 - t0, "render_all_s": t2 - t1, "pure_total_s": t2 - t0,
+    return {"build_cluster_model_s": t1 - t0, "render_all_s": t2 - t1, "users_guide_s": t3 - t2,
+            "users_guide_request_lines": sum(1 for line in guide["USERS.md"].splitlines()
+                                             if line.startswith("sbatch ")),
+            "pure_total_s": t2 - t0,
             "nodes": len(model["nodes"]), "gpus": gpus, "files": len(files), "nodename_lines": node_lines}
 
 
@@ -163,6 +169,8 @@ def main():
     print("inventory: %d nodes, %d GPUs, %d shapes (%s)" % (pure["nodes"], pure["gpus"], len(SHAPES), inv))
     print("pure functions: build_cluster_model %.3f s, render_all (with proof) %.3f s, total %.3f s"
           % (pure["build_cluster_model_s"], pure["render_all_s"], pure["pure_total_s"]))
+    print("users' guide (USERS.md, USERS.motd): %.3f s, %d request lines"
+          % (pure["users_guide_s"], pure["users_guide_request_lines"]))
     print("slurm.conf: %d NodeName lines; files rendered: %d, written: %d"
           % (pure["nodename_lines"], pure["files"], written))
     print("floor playbook (read every slurm_gres_gpus): %.2f s (median of %d)" % (pb["floor_s"], opts.runs))

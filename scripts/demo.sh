@@ -17,5 +17,8 @@ echo
 echo "== $dir/gpu-mix01/gres.conf"
 grep -v '^#' "$dir/gpu-mix01/gres.conf"
 echo
+echo "== $dir/USERS.md (the users' GPU guide): its request lines"
+grep -E '^sbatch ' "$dir/USERS.md"
+echo
 echo "== files"
 (cd "$dir" && find . -type f | sort | sed 's|^\./||')

@@ -14,6 +14,9 @@ description:
     Ansible's templating, which costs seconds for thousands of nodes.
   - Fails, naming host, field, expected and found, on any inventory problem, and when the rendered files do not
     agree per node and GPU type.
+  - Also renders the users' GPU guide C(USERS.md) and its login banner C(USERS.motd) from the same model (see
+    C(docs/users-guide.md)). When the inventory group C(slurm_gres_users_guide) has hosts, the guide names the
+    directory they install it in (their C(slurm_gres_users_guide_dir), which must be the same on all of them).
 positional: groups, cluster, cluster_host
 options:
   _input:
@@ -46,8 +49,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(files) (relative path to content, as P(hpc.slurm_gres.gres_render#filter) returns) and
-    C(summary) (as P(hpc.slurm_gres.gres_summary#filter) returns).
+  description: C(files) (relative path to content, as P(hpc.slurm_gres.gres_render#filter) returns, plus
+    C(USERS.md) and C(USERS.motd)) and C(summary) (as P(hpc.slurm_gres.gres_summary#filter) returns).
   type: dict
 """
 
@@ -56,6 +59,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all, summarize
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
 
 
 def gres_render_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
@@ -67,6 +71,10 @@ def gres_render_inventory(hostvars, groups, cluster=None, cluster_host="localhos
         files = render_all(model)
     except GresError as exc:
         raise AnsibleFilterError("rendered files are inconsistent, nothing was written: %s" % exc)
+    try:
+        files.update(inventory_guide_files(model, files, hostvars, groups))
+    except GresError as exc:
+        raise AnsibleFilterError("users guide: nothing was rendered or written: %s" % exc)
     return {"files": files, "summary": summarize(model, files)}
 
 

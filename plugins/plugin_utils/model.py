@@ -149,7 +149,7 @@ def node_gres_elements(node):
     mps = (node.get("mps") or 0) + sum(g.get("mps") or 0 for g in node["gpus"])
     if mps:
         out.append(("mps", mps, "mps:%d" % mps))
-    for rec in node.get("gres") or ():
+    for rec in node.get("generic_gres") or ():
         key = rec["name"] + (":" + rec["type"] if rec["type"] else "")
         element = key + (":no_consume" if rec["no_consume"] else "") + ":" + rec["count_text"]
         out.append((key, rec["count"], element))
@@ -431,7 +431,7 @@ def _build_node(col, host, hv):
         "sockets": layout["sockets"], "cores_per_socket": layout["cores_per_socket"],
         "threads_per_core": layout["threads_per_core"], "real_memory": real_memory,
         "features": [str(f) for f in features], "weight": weight,
-        "autodetect": autodetect, "shards": shards, "mps": mps, "gres": generic, "options": options,
+        "autodetect": autodetect, "shards": shards, "mps": mps, "generic_gres": generic, "options": options,
         "gpus": gpus, "gpu_counts": gpu_counts,
     }
 

@@ -246,7 +246,7 @@ def _gres_conf(model, node):
                        % (name, shared, run[0][key] * len(run), _files_expr([g["minor"] for g in run])))
         if node.get(key):
             out.append("# %s: %d in slurm.conf, spread over the GPUs by slurmd\n" % (shared, node[key]))
-    for rec in node.get("gres") or ():
+    for rec in node.get("generic_gres") or ():
         if not (rec["files"] or rec["cores"] or rec["flags"]):
             continue
         line = "NodeName=%s Name=%s" % (name, rec["name"])
@@ -270,7 +270,7 @@ def _gres_conf(model, node):
 def needs_gres_conf(model, node):
     """A node gets a gres.conf when it has GPUs, gres.conf-only GRES settings or its own AutoDetect."""
     return bool(node["gpus"] or node.get("gpu_counts") or node.get("autodetect") or any(
-        rec["files"] or rec["cores"] or rec["flags"] for rec in node.get("gres") or ()))
+        rec["files"] or rec["cores"] or rec["flags"] for rec in node.get("generic_gres") or ()))
 
 
 def render_gres_conf(model, node_name):
@@ -399,6 +399,8 @@ def summarize(model, files=None):
         text.append("shards: %d" % shards)
     text.append("slurm.conf: %d NodeName lines" % lines)
     if files is not None:
-        text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf)" % (len(files), summary["gres_conf_files"]))
+        others = sorted(p for p in files if "/" not in p and p not in ("slurm.conf", "cgroup.conf"))
+        text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf%s)" % (
+            len(files), summary["gres_conf_files"], "".join(", " + p for p in others)))
     summary["lines"] = text
     return summary

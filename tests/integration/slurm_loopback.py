@@ -17,12 +17,10 @@ import pytest
 NODE = "itest01"
 SHAPE = (2, 4, 2)  # sockets, cores per socket, threads per core (HWLOC_SYNTHETIC)
 
-SLURM_CONF = """\
-ClusterName=itest
+# A private instance's own daemon settings: ports, paths, munge socket (rendered_slurm.py uses them too).
+DAEMON_CONF = """\
 SlurmctldHost={host}(127.0.0.1)
-AuthType=auth/munge
-AuthInfo=socket={dir}/munge/sock
-CredType=cred/munge
+AuthInfo={auth}
 SlurmUser=root
 SlurmctldPort={ctld_port}
 SlurmdPort={slurmd_port}
@@ -33,6 +31,13 @@ SlurmdPidFile={dir}/slurmd.pid
 SlurmctldLogFile={dir}/slurmctld.log
 SlurmdLogFile={dir}/slurmd.log
 ProctrackType=proctrack/linuxproc
+"""
+
+SLURM_CONF = """\
+ClusterName=itest
+AuthType=auth/munge
+CredType=cred/munge
+""" + DAEMON_CONF + """\
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -92,7 +97,8 @@ class LoopbackSlurm(object):
         self.gres_declared = gres
         with open(self.conf, "w") as handle:
             handle.write(SLURM_CONF.format(host=socket.gethostname(), dir=self.dir, ctld_port=self.ports[0],
-                                           slurmd_port=self.ports[1], node=NODE, gres=gres))
+                                           slurmd_port=self.ports[1], node=NODE, gres=gres,
+                                           auth="socket=%s/munge/sock" % self.dir))
 
     def write_gres_conf(self, a100):
         """``a100`` GPUs of type a100 on /dev/nvidia0.. (two GPUs of type h100 follow them)."""

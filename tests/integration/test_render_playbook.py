@@ -30,7 +30,9 @@ def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path)
     rc, out = render(inventory, dest)
     assert rc == 0, out
     written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs)
-    assert written == ["cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf", "slurm.conf"]
+    assert written == ["USERS.md", "USERS.motd", "cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf",
+                       "gpu03/gres.conf", "slurm.conf"]
+    assert "sbatch -p main --gres=gpu:a100:4 job.sh" in (dest / "USERS.md").read_text()
     slurm = (dest / "slurm.conf").read_text()
     assert "NodeName=gpu[01-03] Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=500000 Gres=gpu:a100:4" \
         in slurm
@@ -41,7 +43,7 @@ def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path)
     assert "cluster lab: 5 nodes (3 with GPUs, 2 CPU-only), controller head" in out
     assert "GPUs: 12 (a100 12)" in out
     rc, out = render(inventory, dest)
-    assert rc == 0 and "0 changed, 5 unchanged" in out and "changed=0" in out, out
+    assert rc == 0 and "0 changed, 7 unchanged" in out and "changed=0" in out, out
 
 
 def test_duplicate_index_fails_naming_host_and_index_and_writes_nothing(tmp_path):
@@ -71,10 +73,11 @@ def test_failed_render_leaves_a_previous_tree_as_it_was(tmp_path):
 
 def test_config_modes_reach_the_render_through_the_playbook(tmp_path):
     """slurm_gres_config_mode and slurm_gres_include_file are read from the inventory by the playbook."""
-    for mode, expected in (("configless", ["cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf",
-                                           "gres.conf", "slurm.conf"]),
-                           ("include", ["gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf", "nodes.conf",
-                                        "slurm.conf"])):
+    guide = ["USERS.md", "USERS.motd"]
+    for mode, expected in (("configless", guide + ["cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf",
+                                                   "gpu03/gres.conf", "gres.conf", "slurm.conf"]),
+                           ("include", guide + ["gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf",
+                                                "nodes.conf", "slurm.conf"])):
         cluster = {"slurm_cluster_name": "lab", "slurm_gres_config_mode": mode, "slurm_gres_include_file": "nodes.conf"}
         inventory = write_inventory(tmp_path / mode / "inv", HOSTS, group_vars={"a100": A100, "all": cluster})
         dest = tmp_path / mode / "out"

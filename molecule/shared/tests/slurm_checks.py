@@ -84,3 +84,16 @@ def srun_env(ctl, node, gres, variable="CUDA_VISIBLE_DEVICES", timeout=60):
     assert cmd.rc == 0, "srun -w %s --gres=%s failed (rc %s): %s%s" % (node, gres, cmd.rc, cmd.stdout, cmd.stderr)
     value = cmd.stdout.strip().split("=", 1)[1]
     return None if value == "__unset__" else value
+
+
+def refused_requests(ctl, requests):
+    """Submit each request (sbatch options) with ``sbatch --test-only ... --wrap=true`` from ctl; returns the ones
+    Slurm did not accept, each with its answer (empty when all were accepted). Prints every answer."""
+    refused = []
+    for options in requests:
+        cmd = ctl.run("sbatch --test-only %s --wrap=true" % options)
+        answer = (cmd.stdout + cmd.stderr).strip()
+        print("%-45s %s" % (options, answer))
+        if cmd.rc != 0 or " to start at " not in answer:
+            refused.append("%s: %s" % (options, answer))
+    return refused

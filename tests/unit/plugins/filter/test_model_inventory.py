@@ -50,12 +50,15 @@ def test_render_inventory_returns_files_and_summary(tmp_path):
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"slurm_cluster_name": "lab"}})
     hostvars, groups, cluster = load_inventory(source)
     out = gres_render_inventory(hostvars, groups, cluster)
-    assert sorted(out["files"]) == ["cgroup.conf", "gpu-a01/gres.conf", "gpu-a02/gres.conf", "gpu-a03/gres.conf",
-                                    "slurm.conf"]
+    assert sorted(out["files"]) == ["USERS.md", "USERS.motd", "cgroup.conf", "gpu-a01/gres.conf", "gpu-a02/gres.conf",
+                                    "gpu-a03/gres.conf", "slurm.conf"]
+    assert "sbatch -p main --gres=gpu:a100:2 job.sh" in out["files"]["USERS.md"]
+    assert "`roles/slurm_gres_users_guide/files/job-templates/`" in out["files"]["USERS.md"]
     assert "NodeName=gpu-a[01-03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
         "slurm.conf"]
     assert out["summary"]["gpus_by_type"] == {"a100": 6}
     assert out["summary"]["cluster"] == "lab"
+    assert out["summary"]["lines"][-1] == "files: 7 (slurm.conf, cgroup.conf, 3 gres.conf, USERS.md, USERS.motd)"
 
 
 def test_plain_dict_hostvars_work_too():

@@ -1,0 +1,38 @@
+"""Cluster models for the users' guide tests: the example inventory, and a small cluster with shards.
+
+The model refuses MIG and shards in one cluster (Slurm 22.05 cannot have both), so shards get their own cluster.
+"""
+from render_helpers import EXAMPLE, load_inventory
+
+from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import model_from_inventory
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+
+
+def example_model():
+    return model_from_inventory(*load_inventory(EXAMPLE))
+
+
+def _node(sockets, cores, gpus, threads=2, memory=256000):
+    return {"slurm_node_sockets": sockets, "slurm_node_cores_per_socket": cores, "slurm_node_threads_per_core": threads,
+            "slurm_node_real_memory": memory, "slurm_gres_gpus": gpus}
+
+
+def shards_model(**cluster):
+    """Two L40S inference nodes (8 shards per GPU), one A40 node with unequal shards, two H100 training nodes
+    without shards, a CPU node; partitions "shared" (the sharded nodes) and "train" (H100 plus one L40S node)."""
+    l40s = [{"index": i, "type": "l40s", "cores": "0-15" if i < 2 else "16-31", "shards": 8} for i in range(4)]
+    a40 = [{"index": 0, "type": "a40", "cores": "0-7", "shards": 4},
+           {"index": 1, "type": "a40", "cores": "0-7", "shards": 4},
+           {"index": 2, "type": "a40", "cores": "8-15", "shards": 2}]
+    h100 = [{"index": i, "type": "h100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
+    hostvars = {"ctl": {}, "inf01": _node(2, 16, l40s), "inf02": _node(2, 16, l40s), "inf03": _node(2, 8, a40),
+                "trn01": _node(2, 32, h100, memory=1000000), "trn02": _node(2, 32, h100, memory=1000000),
+                "cpu01": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1}}
+    groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": [h for h in hostvars if h != "ctl"]}
+    settings = {"slurm_cluster_name": "inference",
+                "slurm_partitions": [
+                    {"name": "shared", "nodes": ["inf01", "inf02", "inf03"], "default": True},
+                    {"name": "train", "nodes": ["trn01", "trn02", "inf01", "cpu01"],
+                     "options": {"MaxTime": "3-00:00:00", "State": "UP"}}]}
+    settings.update(cluster)
+    return build_cluster_model(hostvars, groups, settings)
