@@ -79,39 +79,14 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
-    HOST_VAR_PREFIXES,
-    HOST_VARS,
-    build_cluster_model,
-)
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import schema_hostvars
-
-
-def _wanted(name):
-    return name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES)
-
-
-def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
-    """Read only the schema variables of every inventory host and build the model (GresError on problems)."""
-    if not isinstance(groups, dict):
-        raise AnsibleFilterError("groups must be the play's groups mapping")
-    if cluster is not None and not isinstance(cluster, dict):
-        raise AnsibleFilterError("cluster must be a mapping of cluster-wide variables")
-    hosts = list(groups.get("all") or [])
-    known = set(hosts)
-    for name in ("slurmctld", "slurmd"):
-        for host in groups.get(name) or []:
-            if host not in known:
-                hosts.append(host)
-                known.add(host)
-    extracted = schema_hostvars(hostvars, hosts, _wanted)
-    plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
-    return build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 
 
 def gres_cluster_model(hostvars, groups, cluster=None, cluster_host="localhost"):
     try:
         return model_from_inventory(hostvars, groups, cluster, cluster_host)
+    except TypeError as exc:
+        raise AnsibleFilterError(str(exc))
     except GresError as exc:
         raise AnsibleFilterError("inventory check failed, nothing was rendered or written: %s" % exc)
 

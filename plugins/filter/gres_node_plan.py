@@ -14,7 +14,7 @@ description:
   - slurmd restarts when its C(gres.conf) or C(cgroup.conf) changed, when its own C(NodeName) definition changed
     (except slurmctld-only keys such as C(Weight) or C(Features)), when C(slurm.conf) options changed, or when nodes
     were added or removed. Other nodes' lines and partitions do not restart it.
-positional: _input, applied, node_name, installed
+positional: _input, applied, node_name, installed, installed_attributes, wanted
 options:
   mode:
     description:
@@ -42,6 +42,16 @@ options:
     description: The files installed now, same shape; when given, RV(_value.not_installed) lists the new files that
       differ from them.
     type: dict
+  installed_attributes:
+    description:
+      - The installed files' ownership and permissions, as M(hpc.slurm_gres.slurm_conf_files) returns them for that
+        directory (file name to C(mode), C(uid), C(gid), C(owner), C(group)).
+      - With O(installed) and O(wanted), RV(_value.install) is false when every new file is installed with the
+        wanted content, mode, owner and group already.
+    type: dict
+  wanted:
+    description: The C(mode), C(owner) and C(group) the install gives the files.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -60,9 +70,10 @@ _value:
   description:
     - C(restart) (bool), C(reasons) (list of text), C(files_changed) (file names whose bytes differ),
       C(expected_gres) (C({gres key = count}) the new slurm.conf declares for the node), C(applied_gres) (the same
-      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference) and,
-      with O(installed), C(not_installed)
-      (names of new files whose installed content differs).
+      for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference), with
+      O(installed), C(not_installed) (names of new files whose installed content differs), and C(install) (false
+      only when the installed files are the new ones with the wanted attributes, see O(installed_attributes), and
+      in V(configless) mode, which installs nothing on the node).
   type: dict
 """
 
@@ -70,7 +81,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_files import node_file_names, plan_slots
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import (
-    FILES, expected_gres, node_restart_plan)
+    FILES, expected_gres, install_needed, node_restart_plan)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
@@ -81,7 +92,8 @@ def _check(value, what):
     return value
 
 
-def gres_node_plan(new, applied, node_name, installed=None, mode="files", include_file=None):
+def gres_node_plan(new, applied, node_name, installed=None, installed_attributes=None, wanted=None, mode="files",
+                   include_file=None):
     by_name = _check(new, "the input")
     new, applied = plan_slots(by_name, mode, include_file), plan_slots(_check(applied, "applied"), mode, include_file)
     try:
@@ -95,6 +107,10 @@ def gres_node_plan(new, applied, node_name, installed=None, mode="files", includ
             names = [n for n in FILES if n in names] + [n for n in names if n not in FILES]
             plan["not_installed"] = [name for name in names
                                      if by_name.get(name) is not None and installed.get(name) != by_name[name]]
+        # configless: nothing is installed on the node (slurmd fetches its files from slurmctld)
+        to_install = {n: by_name.get(n) for n in node_file_names(mode, include_file)[0]}
+        plan["install"] = bool(to_install) and install_needed(to_install, plan.get("not_installed"),
+                                                              installed_attributes, wanted)
     except (ConfSyntaxError, ValueError) as exc:
         raise AnsibleFilterError("gres_node_plan: node %s: %s" % (node_name, exc))
     return plan

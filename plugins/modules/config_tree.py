@@ -12,8 +12,8 @@ short_description: Write a tree of text files under one directory, all or nothin
 description:
   - Writes every entry of O(files) (relative path to content) under O(dest) in one task, so thousands of files
     (a whole cluster's C(slurm.conf), C(cgroup.conf) and per-node C(gres.conf)) cost one module run.
-  - Files whose bytes and mode already match are left alone; the task reports a change only when a file is
-    created or its content or mode differs, so a second run is idempotent.
+  - Files whose bytes, mode and (with O(owner), O(group)) ownership already match are left alone; the task reports
+    a change only when a file is created or differs, so a second run is idempotent.
   - Changed files are first written to a staging directory next to O(dest), then renamed into place. When O(dest)
     does not exist, the whole tree appears in one rename. If anything fails while staging, nothing under O(dest)
     is changed. Top-level files are moved last.
@@ -35,6 +35,17 @@ options:
     description: Permissions of directories this module creates.
     type: raw
     default: "0755"
+  owner:
+    description: Owner (name or uid) of the written files; a file with another owner counts as changed.
+    type: str
+  group:
+    description: Group (name or gid) of the written files; a file with another group counts as changed.
+    type: str
+  backup:
+    description:
+      - Keep each replaced file next to it as C(FILE.<pid>.<date>@<time>~), as C(ansible.builtin.copy) does.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -53,13 +64,22 @@ EXAMPLES = r"""
   hpc.slurm_gres.config_tree:
     dest: /srv/slurm-config
     files:
-      slurm.conf: "{{ slurm_gres_files['slurm.conf'] }}"
-      gpu-a01/gres.conf: "{{ slurm_gres_files['gpu-a01/gres.conf'] }}"
+      slurm.conf: "{{ slurm_gres_render_result.files['slurm.conf'] }}"
+      gpu-a01/gres.conf: "{{ slurm_gres_render_result.files['gpu-a01/gres.conf'] }}"
 
 - name: Write every rendered file
   hpc.slurm_gres.config_tree:
     dest: "{{ playbook_dir }}/out"
-    files: "{{ slurm_gres_files }}"
+    files: "{{ slurm_gres_render_result.files }}"
+
+- name: Install a node's files, keeping a backup of each replaced one
+  hpc.slurm_gres.config_tree:
+    dest: /etc/slurm
+    files: {slurm.conf: "{{ slurm_conf }}", gres.conf: "{{ gres_conf }}"}
+    owner: root
+    group: root
+    mode: "0644"
+    backup: true
 """
 
 RETURN = r"""
@@ -84,21 +104,18 @@ unchanged:
   returned: always
   type: int
   sample: 7
+backups:
+  description: Relative path of each replaced file to its backup, with O(backup).
+  returned: always
+  type: dict
+  sample: {"slurm.conf": "/etc/slurm/slurm.conf.4711.2026-12-01@10:00:00~"}
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, plan, write
-
-
-def _octal(module, value, name):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value, 8)
-    module.fail_json(msg="%s: expected an octal mode such as '0644', found %r" % (name, value))
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_tree
 
 
 def main():
@@ -108,27 +125,21 @@ def main():
             files=dict(type="dict", required=True),
             mode=dict(type="raw", default="0644"),
             directory_mode=dict(type="raw", default="0755"),
+            owner=dict(type="str"),
+            group=dict(type="str"),
+            backup=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     dest = os.path.abspath(module.params["dest"])
-    files = module.params["files"]
-    mode = _octal(module, module.params["mode"], "mode")
-    directory_mode = _octal(module, module.params["directory_mode"], "directory_mode")
     try:
-        todo = plan(dest, files, mode)
-    except (TreeError, OSError) as exc:
+        p = module.params
+        result = apply_tree(dest, p["files"], p["mode"], p["directory_mode"], check_mode=module.check_mode,
+                            diff=module._diff, owner=p["owner"], group=p["group"], backup=p["backup"])
+    except TreeError as exc:
         module.fail_json(msg="nothing was written: %s" % exc, dest=dest)
-    result = dict(changed=bool(todo["changed"]), dest=dest, files=len(files), written=todo["changed"],
-                  unchanged=todo["unchanged"])
-    if module._diff and todo["changed"]:
-        result["diff"] = [dict(before_header=os.path.join(dest, rel), after_header=os.path.join(dest, rel),
-                               before=todo["before"][rel] or "", after=files[rel]) for rel in todo["changed"]]
-    if todo["changed"] and not module.check_mode:
-        try:
-            write(dest, files, todo["changed"], mode, directory_mode)
-        except OSError as exc:
-            module.fail_json(msg="writing %s failed: %s" % (dest, exc), **result)
+    except OSError as exc:
+        module.fail_json(msg="writing %s failed: %s" % (dest, exc), dest=dest)
     module.exit_json(**result)
 
 

@@ -24,26 +24,17 @@ description:
     task; it is listed in RV(ansible_facts.slurm_gres_hw.lost_gpus) and the GPUs that answered are returned.
     C(No devices were found) returns an empty GPU list.
   - Changes nothing on the node.
-options:
-  nvidia_smi:
-    description:
-      - The nvidia-smi command, either a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
-    description:
-      - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia-caps/mig-minors),
-        C(proc/driver/nvidia/gpus/*/information) and C(proc/<pid>) are read. Tests point it at a fake tree.
-    type: path
-    default: /
+options: {}
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.nvidia_smi
 attributes:
   check_mode:
     support: full
     description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
   facts:
     support: full
+    description: Sets facts.
   platform:
     platforms: posix
     support: full
@@ -112,7 +103,7 @@ ansible_facts:
               elements: int
             numa_affinity: {description: NUMA nodes of the GPU (C(topo -m)); null when not reported., type: list,
                             elements: int}
-            numa_node: {description: The GPU's NUMA node, or null when unknown or ambiguous., type: int}
+            numa_node: {description: "The GPU's NUMA node, or null when unknown or ambiguous.", type: int}
             slurm_cores:
               description: Slurm core indices local to the GPU as a range string (C(Cores=) syntax); null when the
                 affinity or the CPU topology is unknown.
@@ -147,15 +138,12 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
-        ),
+        argument_spec=dict(**COLLECT_ARGS),
         supports_check_mode=True,
     )
 

@@ -22,29 +22,39 @@ description:
     C(doesn't match socket boundaries); a warning before); the Slurm GPU order follows PCI bus order, the order
     C(CUDA_DEVICE_ORDER=PCI_BUS_ID) numbers GPUs in; C(Sockets)/C(CoresPerSocket)/C(ThreadsPerCore) match the
     CPUs; and, with O(slurmd), what the real C(slurmd -N NODE -G) makes of the staged files."
+  - "A node with MIG GPUs: with O(gres_spec), the module first writes the node's C(MultipleFiles) lines from its
+    live GPU and compute instance ids and C(/proc/driver/nvidia-caps/mig-minors), with the same renderer the
+    controller used for the rest of the file, and verifies the completed file (returned as RV(gres_conf_text), the
+    file to install). A GPU whose live MIG layout differs from the inventory is an error naming the GPU, what is
+    declared and what is live, and the way out (C(playbooks/mig-reconfigure.yml --limit HOST))."
   - Errors fail the task with a table of findings; warnings are returned and shown. Changes nothing on the node.
+  - The files are given as paths of staged files or as their content (one module run, nothing written on the node;
+    the C(slurmd) cross-check copies them into a private temporary directory).
 options:
   gres_conf:
-    description: Path of the staged gres.conf on the node.
+    description: Path of the staged gres.conf on the node. One of O(gres_conf) and O(gres_conf_content) is required.
     type: path
-    required: true
+  gres_conf_content:
+    description: The gres.conf to verify, as rendered on the controller.
+    type: str
   slurm_conf:
-    description: Path of the staged slurm.conf on the node.
+    description: Path of the staged slurm.conf on the node. One of O(slurm_conf) and O(slurm_conf_content) is required.
     type: path
-    required: true
+  slurm_conf_content:
+    description: The slurm.conf to verify.
+    type: str
+  gres_spec:
+    description:
+      - What the node's gres.conf was rendered from (C(cluster_name), C(autodetect) and the cluster model's C(node)),
+        as the render step publishes it for nodes with MIG GPUs (C(mig_nodes[host].spec) of
+        M(hpc.slurm_gres.gres_render_cluster)).
+      - The gres.conf is rendered again from it with the node's live MIG facts, after checking that without them it
+        renders exactly the given gres.conf.
+    type: dict
   node_name:
     description: The Slurm node name of this host (its C(NodeName) in slurm.conf).
     type: str
     required: true
-  nvidia_smi:
-    description: The nvidia-smi command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
-    description: Root under which C(sys/devices/system/cpu) and C(proc/driver/nvidia*) are read. Tests point it at a
-      fake tree.
-    type: path
-    default: /
   dev_root:
     description:
       - Root under which the device files gres.conf names are checked, C(<dev_root>/dev/nvidia0) for
@@ -85,12 +95,13 @@ options:
         with spaces as underscores (C(nvidia_a100-sxm4-80gb)); failing that, a warning asks for a pattern.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.nvidia_smi
 attributes:
   check_mode:
     support: full
     description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
   platform:
     platforms: posix
     support: full
@@ -104,6 +115,17 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Verify the rendered files on the node (nothing is written there)
+  hpc.slurm_gres.gres_verify:
+    slurm_conf_content: "{{ rendered.files['slurm.conf'] }}"
+    gres_conf_content: "{{ rendered.files[node ~ '/gres.conf'] }}"
+    gres_spec: "{{ (rendered.mig_nodes[inventory_hostname] | default({})).spec | default(omit) }}"
+    node_name: "{{ node }}"
+  vars:
+    rendered: "{{ hostvars['localhost'].slurm_gres_render_result }}"
+    node: "{{ rendered.nodes[inventory_hostname] }}"
+  register: verified
+
 - name: Verify staged files before installing them
   hpc.slurm_gres.gres_verify:
     slurm_conf: "{{ stage.path }}/slurm.conf"
@@ -143,7 +165,7 @@ findings:
     gpu: {description: "nvidia-smi index, a range string for several GPUs, or null.", type: raw}
     expected: {description: What the check wanted., type: str}
     found: {description: What it found., type: str}
-    hint: {description: Consequence and remedy, or null., type: str}
+    hint: {description: "Consequence and remedy, or null.", type: str}
   sample: [{"severity": "error", "check": "present", "gpu": null,
             "expected": "8 GPUs of type a100 visible to nvidia-smi",
             "found": "declares 8 a100, nvidia-smi sees 7", "hint": "a GPU fell off the bus, ..."}]
@@ -174,6 +196,16 @@ slurmd_version:
   description: The Slurm version the socket-boundary rule was judged for, or null when unknown.
   returned: always
   type: str
+gres_conf_text:
+  description:
+    - The gres.conf that was verified, the one to install. With O(gres_spec) on a node with MIG GPUs, the given
+      file with its C(MultipleFiles) lines written from the live MIG devices; otherwise the given file.
+  returned: always
+  type: str
+gres_conf_completed:
+  description: Whether MIG lines were written from the node's live facts.
+  returned: always
+  type: bool
 hw:
   description: The gathered hardware facts (the same shape as C(ansible_facts.slurm_gres_hw) of gpu_facts).
   returned: success
@@ -192,27 +224,31 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import CollectError, collect
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_gres_conf, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
     device_paths,
     find_gpu_plugins,
+    finding,
     format_findings_table,
     parse_slurm_version,
+    parse_staged,
     stat_device_files,
     summarize,
     verify_node,
 )
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import deferred_gres, node_gres_conf
 
 
-def _read(module, param):
-    path = module.params[param]
+def _text(module, path_param, content_param):
+    if module.params[content_param] is not None:
+        return module.params[content_param]
+    path = module.params[path_param]
     try:
         with open(path) as handle:
             return handle.read()
     except (IOError, OSError) as exc:
-        module.fail_json(msg="%s: expected a readable staged file, found %s (%s)" % (param, path, exc.strerror))
+        module.fail_json(msg="%s: expected a readable staged file, found %s (%s)" % (path_param, path, exc.strerror))
 
 
 def _slurmd_version(module, slurmd, commands):
@@ -246,37 +282,54 @@ def _run_slurmd_g(module, slurmd, node, slurm_text, gres_text, commands):
     return {"ran": True, "rc": rc, "output": output}
 
 
-def _gpu_plugins(plugin_dir, slurm_text):
+def _gpu_plugins(plugin_dir, staged):
     """The node's gpu_*.so plugins: from slurm_plugin_dir, else slurm.conf's PluginDir, else the usual places."""
-    if not plugin_dir:
-        try:
-            plugin_dir = parse_slurm_conf(slurm_text)["options"].get("plugindir")
-        except (GresError, ValueError):
-            plugin_dir = None
+    if not plugin_dir and staged["slurm"] is not None:
+        plugin_dir = staged["slurm"]["options"].get("plugindir")
     return find_gpu_plugins(plugin_dir.split(":")[0] if plugin_dir else None)
+
+
+def _with_live_mig(module, spec, gres_text, hw):
+    """(gres.conf from the spec and the live MIG facts, deferred counts, findings); findings refuse the node."""
+    try:
+        if node_gres_conf(spec) != gres_text:
+            module.fail_json(msg="gres_spec: expected the spec node %s's gres.conf was rendered from, found one that "
+                                 "renders another file (pass mig_nodes[host].spec of the same render)"
+                                 % module.params["node_name"])
+        return node_gres_conf(spec, hw), deferred_gres(spec, hw), []
+    except GresError as exc:
+        return gres_text, {}, [finding("error", "mig", None, "%s: %s" % (p.field, p.expected), p.found, p.hint)
+                               for p in exc.problems]
+    except (KeyError, TypeError, ValueError) as exc:
+        module.fail_json(msg="gres_spec: expected {cluster_name, autodetect, node: {host, name, gpus}} as the render "
+                             "step publishes it, found %r (%s)" % (spec, exc))
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            gres_conf=dict(type="path", required=True),
-            slurm_conf=dict(type="path", required=True),
+            gres_conf=dict(type="path"),
+            gres_conf_content=dict(type="str"),
+            slurm_conf=dict(type="path"),
+            slurm_conf_content=dict(type="str"),
+            gres_spec=dict(type="dict"),
             node_name=dict(type="str", required=True),
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
             dev_root=dict(type="path", default="/"),
             slurmd=dict(type="path"),
             slurmd_version=dict(type="str"),
             slurmd_timeout=dict(type="int", default=60),
             type_patterns=dict(type="dict", default={}),
             slurm_plugin_dir=dict(type="path"),
+            **COLLECT_ARGS
         ),
+        mutually_exclusive=[("gres_conf", "gres_conf_content"), ("slurm_conf", "slurm_conf_content")],
+        required_one_of=[("gres_conf", "gres_conf_content"), ("slurm_conf", "slurm_conf_content")],
         supports_check_mode=True,
     )
     params = module.params
     node = params["node_name"]
-    slurm_text = _read(module, "slurm_conf")
-    gres_text = _read(module, "gres_conf")
+    slurm_text = _text(module, "slurm_conf", "slurm_conf_content")
+    gres_text = _text(module, "gres_conf", "gres_conf_content")
 
     def run(argv):
         return module.run_command(argv, check_rc=False, environ_update={"LC_ALL": "C"})
@@ -289,11 +342,13 @@ def main():
     for warning in warnings:
         module.warn(warning)
 
-    try:
-        paths = device_paths(parse_gres_conf(gres_text, node))
-    except ValueError:
-        paths = []  # verify_node reports the parse error
-    dev_stat = stat_device_files(paths, params["dev_root"])
+    deferred, refused, rendered = None, [], gres_text
+    if params["gres_spec"]:
+        gres_text, deferred, refused = _with_live_mig(module, params["gres_spec"], gres_text, hw)
+    completed = gres_text != rendered
+
+    staged = parse_staged(node, slurm_text, gres_text)
+    dev_stat = stat_device_files(device_paths(staged["records"] or []), params["dev_root"])
 
     version = params["slurmd_version"]
     slurmd_g = {"ran": False, "reason": "no slurmd given"}
@@ -305,16 +360,22 @@ def main():
         if not version:
             version = _slurmd_version(module, slurmd, commands)
         missing = [p for p, st in dev_stat.items() if st is None]
-        if missing:
+        if refused:
+            slurmd_g = {"ran": False, "reason": "the live MIG layout differs from the inventory"}
+        elif missing:
             slurmd_g = {"ran": False, "reason": "device files missing (%s); slurmd would only wait 20 s and exit"
                         % ", ".join(missing)}
         else:
             slurmd_g = _run_slurmd_g(module, slurmd, node, slurm_text, gres_text, commands)
 
-    findings = verify_node(node, slurm_text, gres_text, hw, dev_stat,
-                           slurmd_g_output=slurmd_g.get("output") if slurmd_g.get("ran") else None,
-                           slurmd_version=version, type_patterns=params["type_patterns"],
-                           gpu_plugins=_gpu_plugins(params["slurm_plugin_dir"], slurm_text))
+    if refused:
+        findings = refused
+    else:
+        findings = verify_node(node, slurm_text, gres_text, hw, dev_stat,
+                               slurmd_g_output=slurmd_g.get("output") if slurmd_g.get("ran") else None,
+                               slurmd_version=version, type_patterns=params["type_patterns"],
+                               gpu_plugins=_gpu_plugins(params["slurm_plugin_dir"], staged), staged=staged,
+                               deferred=deferred)
     try:
         parsed_version = parse_slurm_version(version)
     except ValueError:
@@ -328,10 +389,12 @@ def main():
         findings=findings,
         errors=counts["errors"],
         warnings_count=counts["warnings"],
-        counts=count_summary(node, slurm_text, gres_text, hw, params["type_patterns"]),
+        counts=count_summary(node, slurm_text, gres_text, hw, params["type_patterns"], staged=staged),
         table=table,
         slurmd_g=slurmd_g,
         slurmd_version="%d.%02d.%d" % parsed_version if parsed_version else None,
+        gres_conf_text=gres_text,
+        gres_conf_completed=completed,
         hw=hw,
         commands=commands,
     )
@@ -342,7 +405,7 @@ def main():
                 "; %s" % f["hint"] if f["hint"] else ""))
     if counts["errors"]:
         # the table is the message; the bulky facts would bury it in the failure output
-        for key in ("table", "hw", "commands"):
+        for key in ("table", "hw", "commands", "gres_conf_text"):
             result.pop(key)
         module.fail_json(msg=table, **result)
     module.exit_json(**result)

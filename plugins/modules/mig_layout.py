@@ -46,27 +46,26 @@ options:
       - A GPU not named here is looked up by the name nvidia-smi reports.
     type: dict
     default: {}
-  nvidia_smi:
-    description: The nvidia-smi command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: nvidia-smi
-  sysfs_root:
+  processes:
     description:
-      - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia*) and C(proc/<pid>) are read. Tests point
-        it at a fake tree.
-    type: path
-    default: /
+      - What compute processes on a GPU that must change do to the run.
+      - V(refuse) fails the task naming each process (pid, process, user), changing nothing.
+      - V(report), in check mode only, lists them in RV(busy) and does not refuse, so a caller can read the plan
+        before it drains the node and waits for the jobs. A run that changes the GPUs always refuses them.
+    type: str
+    choices: [refuse, report]
+    default: refuse
   host:
     description: The name used in messages. Defaults to the node's host name.
     type: str
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.nvidia_smi
 attributes:
   check_mode:
     support: full
-    details: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+    description: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
 notes:
   - Needs root, as nvidia-smi does to change MIG mode and instances.
   - Drain the node and stop slurmd first; the runbook C(playbooks/mig-reconfigure.yml) does all of it, including
@@ -150,6 +149,12 @@ plan:
         - [/usr/bin/nvidia-smi, mig, -i, "0", -gi, "0", -ci, "0", -dci]
         - [/usr/bin/nvidia-smi, mig, -i, "0", -gi, "0", -dgi]
         - [/usr/bin/nvidia-smi, mig, -i, "0", -cgi, "3g.40gb:4", -C]
+busy:
+  description: Compute processes on GPUs whose layout must change (with O(processes=report) they do not refuse).
+  type: list
+  elements: dict
+  returned: always
+  sample: [{"gpu": 0, "pid": 4711, "process_name": "python3", "user": "alice", "used_memory": 1024}]
 gpus:
   description: Per GPU named in O(layouts), MIG mode and MIG devices after the run (before it in check mode).
   type: list
@@ -186,6 +191,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.apply import ApplyError, apply_layouts
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS
 
 
 def main():
@@ -193,9 +199,9 @@ def main():
         argument_spec=dict(
             layouts=dict(type="dict", required=True),
             models=dict(type="dict", default={}),
-            nvidia_smi=dict(type="str", default="nvidia-smi"),
-            sysfs_root=dict(type="path", default="/"),
+            processes=dict(type="str", choices=["refuse", "report"], default="refuse"),
             host=dict(type="str"),
+            **COLLECT_ARGS
         ),
         supports_check_mode=True,
     )
@@ -208,7 +214,7 @@ def main():
     try:
         result = apply_layouts(run, host, params["layouts"], params["models"], check_mode=module.check_mode,
                                sysfs_root=params["sysfs_root"], nvidia_smi_path=params["nvidia_smi"],
-                               which=module.get_bin_path)
+                               which=module.get_bin_path, report_busy=params["processes"] == "report")
     except ApplyError as exc:
         details = dict(exc.result)
         for warning in details.pop("warnings", None) or ():

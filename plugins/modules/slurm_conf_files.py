@@ -10,10 +10,11 @@ author: hpc.slurm_gres contributors
 version_added: "0.1.0"
 short_description: Read Slurm configuration files (installed ones, the ones a daemon last started with) at once
 description:
-  - Reads each of O(names) from each directory of O(dirs) and returns their text, C(null) for a file that does
-    not exist. One call instead of one M(ansible.builtin.slurp) per file and directory.
+  - Reads each of O(names) from each directory of O(dirs) and returns their text and their ownership and
+    permissions, C(null) for a file that does not exist. One call instead of one M(ansible.builtin.slurp) and
+    M(ansible.builtin.stat) per file and directory.
   - The deploy roles use it to compare the installed files, the files a daemon last started with and the
-    rendered ones.
+    rendered ones, and to leave out the install when the installed files are the rendered ones already.
 options:
   dirs:
     description: Label to directory, for example C({installed = /etc/slurm, applied = /var/lib/slurm-gres/slurmd}).
@@ -28,15 +29,13 @@ options:
     description: Refuse files larger than this many bytes (Slurm configuration files are small).
     type: int
     default: 4194304
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
 attributes:
   check_mode:
     support: full
     description: Read-only.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    support: full
 """
 
 EXAMPLES = r"""
@@ -61,12 +60,21 @@ present:
   returned: always
   type: dict
   sample: {"installed": 1, "applied": 0}
+attributes:
+  description:
+    - Label to (file name to its C(mode) (octal text), C(uid), C(gid), C(owner) and C(group) (names, C(null) when
+      unknown here), or C(null) when the file does not exist).
+  returned: always
+  type: dict
+  sample: {"installed": {"slurm.conf": {"mode": "0644", "uid": 0, "gid": 0, "owner": "root", "group": "root"}}}
 """
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import file_attributes
 
 
 def main():
@@ -80,24 +88,29 @@ def main():
     )
     contents = {}
     present = {}
+    attributes = {}
     for label, directory in sorted(module.params["dirs"].items()):
         contents[label] = {}
         present[label] = 0
+        attributes[label] = {}
         for name in module.params["names"]:
             if "/" in name or name in (".", ".."):
                 module.fail_json(msg="names: %r is not a plain file name" % name)
             path = os.path.join(str(directory), name)
             try:
-                if os.path.getsize(path) > module.params["max_size"]:
+                st = os.stat(path)
+                if st.st_size > module.params["max_size"]:
                     module.fail_json(msg="%s is larger than %d bytes" % (path, module.params["max_size"]))
                 with open(path, "rb") as handle:
                     contents[label][name] = to_text(handle.read(), errors="surrogate_or_strict")
+                attributes[label][name] = file_attributes(st)
                 present[label] += 1
             except FileNotFoundError:
                 contents[label][name] = None
+                attributes[label][name] = None
             except (OSError, UnicodeError) as exc:
                 module.fail_json(msg="cannot read %s: %s" % (path, exc))
-    module.exit_json(changed=False, contents=contents, present=present)
+    module.exit_json(changed=False, contents=contents, present=present, attributes=attributes)
 
 
 if __name__ == "__main__":

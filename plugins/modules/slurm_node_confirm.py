@@ -51,24 +51,15 @@ options:
     description: Seconds between polls.
     type: float
     default: 2
-  scontrol:
-    description: The scontrol command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: scontrol
-  slurm_conf:
-    description: Path of the slurm.conf scontrol reads (E(SLURM_CONF)); the system default when unset.
-    type: path
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.scontrol
 attributes:
   check_mode:
     support: full
     description: Waits and judges as usual; a resume is reported as a change but not made.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    support: full
 notes:
-  - Run it where scontrol reaches slurmctld, typically with C(delegate_to) a controller.
   - Slurm 22.05 pins a node's GRES count at its first registration after slurmctld starts; see the deploy guide
     (docs/deploy.md) for the restart order that avoids drains.
 seealso:
@@ -119,28 +110,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
-    describe, parse_show_node, registration_verdict)
-
-
-class Scontrol(object):
-    def __init__(self, module):
-        self.module = module
-        self.path = module.get_bin_path(module.params["scontrol"], required=True)
-        self.environ = {"LC_ALL": "C"}
-        if module.params.get("slurm_conf"):
-            self.environ["SLURM_CONF"] = module.params["slurm_conf"]
-
-    def run(self, *args):
-        return self.module.run_command([self.path] + list(args), environ_update=self.environ)
-
-    def node(self, name):
-        rc, out, err = self.run("show", "node", name)
-        if rc != 0 and "not found" in (err + out).lower():
-            return None, None
-        if rc != 0:
-            # slurmctld unreachable (restarting): worth waiting for
-            return None, "scontrol show node %s failed (rc %d): %s" % (name, rc, (err or out).strip())
-        return parse_show_node(out).get(name), None
+    SCONTROL_ARGS, Scontrol, describe, registration_verdict)
 
 
 def main():
@@ -153,15 +123,14 @@ def main():
             resume=dict(type="bool", default=True),
             timeout=dict(type="int", default=120),
             interval=dict(type="float", default=2),
-            scontrol=dict(type="str", default="scontrol"),
-            slurm_conf=dict(type="path"),
+            **SCONTROL_ARGS
         ),
         supports_check_mode=True,
     )
     p = module.params
     name = p["node"]
     expected = {str(k): int(v) for k, v in p["expected_gres"].items()}
-    scontrol = Scontrol(module)
+    scontrol = Scontrol(module.run_command, module.get_bin_path(p["scontrol"], required=True), p["slurm_conf"])
     start = time.monotonic()
     deadline = start + max(p["timeout"], 0)
     resumed = False

@@ -24,22 +24,14 @@ options:
   expected_gres:
     description: Node name to a dict of GRES key to count (for example C(gpu:a100) to 4). When set, RV(verdicts) is returned.
     type: dict
-  scontrol:
-    description: The scontrol command, a name looked up in E(PATH) or an absolute path.
-    type: str
-    default: scontrol
-  slurm_conf:
-    description: Path of the slurm.conf scontrol reads (E(SLURM_CONF)); the system default when unset.
-    type: path
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes
+  - hpc.slurm_gres.scontrol
 attributes:
   check_mode:
     support: full
     description: Read-only.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
-    support: full
 seealso:
   - module: hpc.slurm_gres.slurm_node_confirm
 """
@@ -87,30 +79,25 @@ verdicts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_show_node, registration_verdict
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
+    SCONTROL_ARGS,
+    Scontrol,
+    parse_show_node,
+    registration_verdict,
+)
 
 
 def read_nodes(module, scontrol, names):
     """{name: record or None} from ``scontrol show node``; fails the module on any other scontrol error."""
-    environ = {"LC_ALL": "C"}
-    if module.params.get("slurm_conf"):
-        environ["SLURM_CONF"] = module.params["slurm_conf"]
     if not names:
-        rc, out, err = module.run_command([scontrol, "show", "node"], environ_update=environ)
+        rc, out, err = scontrol.run("show", "node")
         if rc != 0:
             module.fail_json(msg="scontrol show node failed (rc %d): %s" % (rc, err.strip() or out.strip()),
                              rc=rc, stdout=out, stderr=err)
         return parse_show_node(out)
-    result = {}
-    for name in names:
-        rc, out, err = module.run_command([scontrol, "show", "node", name], environ_update=environ)
-        if rc != 0 and "not found" in (err + out).lower():
-            result[name] = None
-            continue
-        if rc != 0:
-            module.fail_json(msg="scontrol show node %s failed (rc %d): %s" % (name, rc, err.strip() or out.strip()),
-                             rc=rc, stdout=out, stderr=err)
-        result[name] = parse_show_node(out).get(name)
+    result, error = scontrol.nodes(names)
+    if error:
+        module.fail_json(msg=error)
     return result
 
 
@@ -119,12 +106,12 @@ def main():
         argument_spec=dict(
             nodes=dict(type="list", elements="str", default=[]),
             expected_gres=dict(type="dict"),
-            scontrol=dict(type="str", default="scontrol"),
-            slurm_conf=dict(type="path"),
+            **SCONTROL_ARGS
         ),
         supports_check_mode=True,
     )
-    scontrol = module.get_bin_path(module.params["scontrol"], required=True)
+    scontrol = Scontrol(module.run_command, module.get_bin_path(module.params["scontrol"], required=True),
+                        module.params["slurm_conf"])
     nodes = read_nodes(module, scontrol, module.params["nodes"])
     result = {"changed": False, "nodes": nodes}
     expected = module.params.get("expected_gres")

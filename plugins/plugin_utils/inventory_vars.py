@@ -12,6 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
+    CTLD_GROUP,
+    HOST_VAR_PREFIXES,
+    HOST_VARS,
+    SLURMD_GROUP,
+    build_cluster_model,
+)
+
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
@@ -92,3 +100,41 @@ def schema_hostvars(hostvars, hosts, wanted):
                 values[key] = _plain(templated[key])
         result[host] = values
     return result
+
+
+def _schema_var(name):
+    return name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES)
+
+
+def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
+    """Read only the schema variables of every inventory host and build the model.
+
+    ``hostvars``/``groups`` as a play sees them; ``cluster``: the cluster-wide variables (``model.CLUSTER_VARS``).
+    Raises GresError on inventory problems, TypeError when ``groups`` or ``cluster`` is not a mapping.
+    """
+    if not isinstance(groups, Mapping):
+        raise TypeError("groups must be the play's groups mapping")
+    if cluster is not None and not isinstance(cluster, Mapping):
+        raise TypeError("cluster must be a mapping of cluster-wide variables")
+    hosts = list(groups.get("all") or [])
+    known = set(hosts)
+    for name in (CTLD_GROUP, SLURMD_GROUP):
+        for host in groups.get(name) or []:
+            if host not in known:
+                hosts.append(host)
+                known.add(host)
+    extracted = schema_hostvars(hostvars, hosts, _schema_var)
+    plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
+    return build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+
+
+def host_values(hostvars, hosts, names):
+    """``{host: {name: value}}`` of the variables ``names`` that each host has (facts the roles set, as stored)."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    out = {}
+    for host in hosts:
+        values = raw_get(host) if raw_get is not None else hostvars.get(host, {})
+        if not isinstance(values, Mapping):
+            values = {}
+        out[host] = {name: values[name] for name in names if name in values}
+    return out

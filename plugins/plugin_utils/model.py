@@ -10,6 +10,7 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
@@ -106,16 +107,6 @@ def natural_key(text):
 def short_name(host):
     """inventory_hostname_short: the host name up to the first dot."""
     return host.split(".", 1)[0]
-
-
-def mig_gres_type(gpu_type, profile):
-    """GRES type of one MIG instance in slurm.conf: the profile itself, ``3g.40gb`` (``+me`` kept).
-
-    This is the collection's contract (``Gres=gpu:1g.10gb:2,gpu:a100:1``; ``srun --gres=gpu:1g.10gb:1``), checked
-    live on Slurm 22.05: types match exactly, so a ``1g.10gb`` job never lands on the ``1g.10gb+me`` instance.
-    ``gpu_type`` is accepted so that a prefixing scheme could be added without touching callers.
-    """
-    return profile
 
 
 def gpu_key(gtype):

@@ -14,6 +14,7 @@ higher report until slurmd restarts), and a count that goes *up* needs slurmd re
 *after*. A deploy with both restarts slurmctld twice; no node is drained on the way unless one node has one type
 go up and another go down (then the drain is resumed at the end).
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
     node_definition,
@@ -197,3 +198,20 @@ def expected_gres(slurm_text, node_name):
         return {}
     node = parse_slurm_conf(slurm_text)["nodes"].get(node_name)
     return dict(node["gres"]) if node else {}
+
+
+def install_needed(new, not_installed, installed_attributes, wanted):
+    """Whether the install must run: unless the installed files are known to be the new ones, with the wanted
+    ``mode``/``owner``/``group`` (``installed_attributes`` as slurm_conf_files reads them), it must.
+
+    ``not_installed`` (new files whose installed content differs) None means the installed files were not read.
+    """
+    if not_installed is None or not_installed or installed_attributes is None or wanted is None:
+        return True
+    for name, text in new.items():
+        if text is None:
+            continue
+        if not attributes_match(installed_attributes.get(name), wanted.get("mode"), wanted.get("owner"),
+                                wanted.get("group")):
+            return True
+    return False

@@ -4,10 +4,10 @@ import os
 import yaml
 import testpaths
 
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import cluster_vars
+
 ROOT = testpaths.ROOT
 EXAMPLE = os.path.join(ROOT, "inventories", "example", "hosts.yml")
-CLUSTER_VARS = ("slurm_cluster_name", "slurm_gres_autodetect", "slurm_partitions", "slurm_conf_options",
-                "slurm_cgroup_conf_options", "slurm_gres_types")
 
 
 def load_inventory(source):
@@ -23,8 +23,7 @@ def load_inventory(source):
     hostvars = HostVars(inventory, variables, loader)
     groups = {name: [h.name for h in group.get_hosts()] for name, group in inventory.groups.items()}
     local = variables.get_vars(host=inventory.localhost or inventory.get_host("localhost"))
-    cluster = {k: local[k] for k in CLUSTER_VARS if k in local}
-    return hostvars, groups, cluster
+    return hostvars, groups, cluster_vars(local)
 
 
 def write_inventory(path, hosts_yaml, host_vars=None, group_vars=None):

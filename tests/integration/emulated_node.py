@@ -195,3 +195,14 @@ def write_inventory(directory, nodes, host_vars=None, cluster_vars=None):
     with open(path, "w") as handle:
         handle.write(yaml.safe_dump(inventory))
     return path
+
+
+def apply_mig_layout(node, layouts):
+    """Give the emulated GPUs a MIG layout the way the runbook does (mig_layout's logic, real emulator calls)."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.apply import apply_layouts
+    env = dict(node.env, NVSMI_EMU_ROOT=node.root, NVSMI_EMU_DEV_ROOT=node.dev_root, LC_ALL="C")
+
+    def run(argv):
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        return proc.returncode, proc.stdout, proc.stderr
+    return apply_layouts(run, node.name, layouts, sysfs_root=node.root, nvidia_smi_path=node_nvidia_smi(node))

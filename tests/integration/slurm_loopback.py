@@ -42,6 +42,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=1
+SlurmdTimeout={slurmd_timeout}
 GresTypes=gpu
 NodeName={node} NodeAddr=127.0.0.1 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=1000 Gres={gres}
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP
@@ -86,6 +87,7 @@ class LoopbackSlurm(object):
         self.ports = (_free_port(), _free_port())
         self.env = dict(os.environ, SLURM_CONF=self.conf, LC_ALL="C")
         self.gres_declared = None
+        self.slurmd_timeout = 300
         for sub in ("state", "spool", "dev"):
             os.makedirs(os.path.join(directory, sub), exist_ok=True)
         for minor in range(8):
@@ -93,12 +95,13 @@ class LoopbackSlurm(object):
                            check=True)
 
     # --- configuration ------------------------------------------------------------------------------
-    def write_slurm_conf(self, gres):
+    def write_slurm_conf(self, gres, slurmd_timeout=300):
         self.gres_declared = gres
+        self.slurmd_timeout = slurmd_timeout
         with open(self.conf, "w") as handle:
             handle.write(SLURM_CONF.format(host=socket.gethostname(), dir=self.dir, ctld_port=self.ports[0],
                                            slurmd_port=self.ports[1], node=NODE, gres=gres,
-                                           auth="socket=%s/munge/sock" % self.dir))
+                                           slurmd_timeout=slurmd_timeout, auth="socket=%s/munge/sock" % self.dir))
 
     def write_gres_conf(self, a100):
         """``a100`` GPUs of type a100 on /dev/nvidia0.. (two GPUs of type h100 follow them)."""
@@ -135,6 +138,9 @@ class LoopbackSlurm(object):
     def restart_slurmd(self):
         self._stop("slurmd.pid")
         self.start_slurmd()
+
+    def stop_slurmd(self):
+        self._stop("slurmd.pid")
 
     def _stop(self, pidfile):
         path = os.path.join(self.dir, pidfile)

@@ -187,3 +187,77 @@ def test_slurmd_is_skipped_when_a_device_file_is_missing(node):
     assert rc != 0
     assert result["slurmd_g"]["ran"] is False and "device files missing" in result["slurmd_g"]["reason"]
     assert [f["check"] for f in errors(result)] == ["device"]
+
+
+def test_content_mode_and_a_spec_that_does_not_belong_to_the_file(node):
+    """Files as arguments (nothing staged); a gres_spec must render exactly the given gres.conf."""
+    args = {"slurm_conf_content": SLURM_CONF, "gres_conf_content": GRES_CONF, "node_name": node.name,
+            "nvidia_smi": os.path.join(testpaths.EMULATOR, "nvidia-smi"), "sysfs_root": node.root,
+            "dev_root": node.dev_root, "slurmd_version": "24.11.1"}
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", args)
+    assert rc == 0, result.get("msg")
+    assert result["gres_conf_text"] == GRES_CONF and result["gres_conf_completed"] is False
+    spec = {"cluster_name": "verify", "autodetect": "off",
+            "node": {"host": node.name, "name": node.name,
+                     "gpus": [{"index": i, "type": "a100", "minor": i, "cores": "0-31", "mig": None, "shards": None}
+                              for i in range(8)]}}
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", dict(args, gres_spec=spec))
+    assert rc != 0
+    assert result["msg"].startswith("gres_spec: expected the spec node %s's gres.conf was rendered from" % node.name)
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", dict(args, gres_conf="/x"))
+    assert rc != 0 and "mutually exclusive" in result["msg"]
+
+
+def test_one_mig_verification_parses_each_file_and_each_nvidia_smi_output_once(tmp_path, monkeypatch, capsys):
+    """gres_verify's main() in process on an emulated MIG node (real emulator calls, real device nodes), the
+    parsers counted: the completed gres.conf and slurm.conf once each, every nvidia-smi listing once."""
+    import json
+
+    from ansible.module_utils.testing import patch_module_args
+
+    from emulated_node import apply_mig_layout, node_nvidia_smi
+    from ansible_collections.hpc.slurm_gres.plugins.modules import gres_verify
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import verify as node_verify
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import smi
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import gres_spec, render_all
+
+    node = Node(tmp_path / "m01", name="gpu-m01")
+    apply_mig_layout(node, {0: ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]})
+    gpus = [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
+    gpus[0].update(model="A100-80GB", mig=["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])
+    model = build_cluster_model({"ctl01": {}, node.name: {
+        "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+        "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus}},
+        {"all": ["ctl01", node.name], "slurmctld": ["ctl01"], "slurmd": [node.name]}, {})
+    files = render_all(model)
+
+    counted = {}
+
+    def count(owner, name):
+        real = getattr(owner, name)
+
+        def wrapper(*args, **kwargs):
+            counted[name] = counted.get(name, 0) + 1
+            return real(*args, **kwargs)
+        monkeypatch.setattr(owner, name, wrapper)
+    for name in ("parse_slurm_conf", "parse_gres_conf"):
+        count(node_verify, name)
+    for name in ("parse_query_gpu", "parse_query_apps", "parse_topo_matrix", "parse_list_gpus", "parse_mig_lgi",
+                 "parse_mig_lci", "parse_mig_minors"):
+        count(smi, name)
+    for key, value in dict(node.env, NVSMI_EMU_ROOT=node.root, NVSMI_EMU_DEV_ROOT=node.dev_root).items():
+        monkeypatch.setenv(key, value)
+    args = {"slurm_conf_content": files["slurm.conf"], "gres_conf_content": files[node.name + "/gres.conf"],
+            "gres_spec": gres_spec(model, model["nodes"][0]), "node_name": node.name,
+            "nvidia_smi": node_nvidia_smi(node), "sysfs_root": node.root, "dev_root": node.dev_root,
+            "slurmd_version": "22.05.8"}
+    with patch_module_args(args), pytest.raises(SystemExit) as exited:
+        gres_verify.main()
+    result = json.loads(capsys.readouterr().out)
+    assert exited.value.code == 0, result.get("msg")
+    assert result["gres_conf_completed"] and result["errors"] == 0
+    assert result["gres_conf_text"].count("MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap") == 4
+    assert counted == {"parse_slurm_conf": 1, "parse_gres_conf": 1, "parse_query_gpu": 1, "parse_query_apps": 1,
+                       "parse_topo_matrix": 1, "parse_list_gpus": 1, "parse_mig_lgi": 1, "parse_mig_lci": 1,
+                       "parse_mig_minors": 1}, counted

@@ -5,17 +5,15 @@ slurm.conf ``Gres=`` counts from ``mig.mig_gres_types``: slurmd must accept ever
 type, and report one device per MIG instance with its three device files.
 """
 
-import os
-
 from slurmd_oracle import require_oracle, run_slurmd_g
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import profiles as mig
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_types
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import render as mig_render
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_minors
 
 import fake_sysfs  # noqa: E402
-import testpaths
 
 SLURM_CONF = """\
 ClusterName=migtest
@@ -46,7 +44,7 @@ def test_mixed_mig_and_whole_gpu_node_is_accepted_by_slurmd():
     minors = parse_mig_minors(fake_sysfs.mig_minors_text())
     lines = mig_render.render_mig_gres_lines("gpu-m01", 0, devices, minors, cores="0-3")
     gres = "\n".join(lines + ["NodeName=gpu-m01 Name=gpu Type=a100 File=/dev/nvidia1 Cores=4-7"]) + "\n"
-    slurm = SLURM_CONF % gres_field(mig.mig_gres_types(layout), whole=("a100", 1))
+    slurm = SLURM_CONF % gres_field(mig_gres_types(layout), whole=("a100", 1))
 
     result = run_slurmd_g("gpu-m01", slurm, gres, 1, 8, 1)
     assert result.ok, result.describe()
@@ -67,7 +65,7 @@ def test_real_gh200_layout_is_accepted_by_slurmd():
     devices.append({"profile": "1g.12gb", "gi_id": 13, "ci_id": 0})
     minors = parse_mig_minors(fake_sysfs.mig_minors_text())
     lines = mig_render.render_mig_gres_lines("gpu-m01", 0, devices, minors)
-    slurm = SLURM_CONF % gres_field(mig.mig_gres_types(d["profile"] for d in devices))
+    slurm = SLURM_CONF % gres_field(mig_gres_types(d["profile"] for d in devices))
     result = run_slurmd_g("gpu-m01", slurm, "\n".join(lines) + "\n", 1, 8, 1)
     assert result.ok, result.describe()
     assert result.counts("gpu") == {"gpu:1g.12gb": 1, "gpu:1g.24gb": 3}, result.describe()

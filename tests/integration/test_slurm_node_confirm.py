@@ -20,6 +20,7 @@ from slurm_loopback import NODE
 
 ROOT = testpaths.ROOT
 GOOD = {"gpu:a100": 2, "gpu:h100": 2}
+GOOD_SPEC = "gpu:a100:2,gpu:h100:2"
 
 
 def run_module(name, args, cluster, check=False):
@@ -62,8 +63,8 @@ def cluster():
 @pytest.fixture
 def healthy(cluster):
     """Every test starts from the good configuration, node IDLE and not drained."""
-    if "gpu:a100:2,gpu:h100:2" not in open(cluster.conf).read():
-        cluster.write_slurm_conf("gpu:a100:2,gpu:h100:2")
+    if cluster.gres_declared != GOOD_SPEC or cluster.slurmd_timeout != 300:
+        cluster.write_slurm_conf(GOOD_SPEC)
         cluster.restart_slurmctld()
     if "DRAIN" in cluster.node_line():
         cluster.scontrol("update", "NodeName=" + NODE, "State=RESUME")
@@ -146,7 +147,8 @@ def test_admin_drain_is_left_alone(healthy):
 def test_waits_for_the_registration_after_a_restart(healthy):
     before = run_module("slurm_node_info", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
     time.sleep(1.1)  # SlurmdStartTime has a resolution of one second
-    restart = threading.Timer(3, healthy.restart_slurmd)
+    # late enough that the module polls before it even on a loaded machine (ansible takes seconds to start it)
+    restart = threading.Timer(12, healthy.restart_slurmd)
     restart.start()
     try:
         result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,
@@ -165,3 +167,98 @@ def test_times_out_when_slurmd_does_not_come_back(healthy):
     assert result["failed"] and result["status"] == "timeout"
     assert "not registered as expected within 3 s" in result["msg"]
     assert "has not registered since the restart" in result["msg"]
+
+
+# --- slurm_node_drain: the runbook's drain and resume, against the real slurmctld ---------------------------------
+
+def drain(cluster, check=False, **args):
+    return run_module("slurm_node_drain", dict({"node": NODE, "reason": "MIG reconfiguration"}, **args), cluster,
+                      check=check)
+
+
+def test_drain_sets_the_reason_once_and_resume_lifts_only_that_drain(healthy):
+    checked = drain(healthy, check=True)
+    assert checked["changed"] and checked["ours"]
+    assert "DRAIN" not in healthy.node_line(), "check mode must not drain"
+
+    first = drain(healthy)
+    assert not first.get("failed"), first
+    assert first["changed"] and first["ours"] and first["drained_by_other"] is None
+    assert "DRAIN" in first["node"]["state_flags"] and first["node"]["reason"] == "MIG reconfiguration"
+    again = drain(healthy)
+    assert again["changed"] is False and again["ours"], "a second drain changes nothing"
+
+    resumed = drain(healthy, state="resumed")
+    assert resumed["changed"] and resumed["ours"]
+    healthy.wait_state("State=IDLE ")
+    assert drain(healthy, state="resumed")["changed"] is False
+
+
+def test_an_admins_drain_is_kept_and_never_resumed(healthy):
+    healthy.scontrol("update", "NodeName=" + NODE, "State=DRAIN", "Reason=admin: fan swap")
+    healthy.wait_state("DRAIN")
+    kept = drain(healthy)
+    assert kept["changed"] is False and kept["ours"] is False
+    assert kept["drained_by_other"] == "admin: fan swap"
+    left = drain(healthy, state="resumed")
+    assert left["changed"] is False and left["drained_by_other"] == "admin: fan swap"
+    assert "Reason=admin: fan swap" in healthy.node_line()
+
+
+def test_waiting_for_jobs_fails_naming_them_and_the_node_stays_drained(healthy):
+    job = subprocess.run(["sbatch", "--parsable", "--nodelist=" + NODE, "--job-name=hold", "--output=/dev/null",
+                          "--wrap", "sleep 120"], env=healthy.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, check=False)
+    assert job.returncode == 0, job.stderr
+    job_id = job.stdout.strip().split(";")[0]
+    try:
+        healthy.wait(lambda: "RUNNING" in subprocess.run(["squeue", "--noheader", "--jobs=" + job_id, "--format=%T"],
+                                                         env=healthy.env, stdout=subprocess.PIPE, text=True).stdout,
+                     "the job to run")
+        result = drain(healthy, wait_for_jobs=True, timeout=3, interval=0.5)
+        assert result["failed"]
+        assert ("node %s: expected no running jobs after 3 s, found job %s (user root, RUNNING, hold); the node "
+                "stays drained (MIG reconfiguration)" % (NODE, job_id)) in result["msg"]
+        assert "Reason=MIG reconfiguration" in healthy.node_line()
+    finally:
+        subprocess.run(["scancel", job_id], env=healthy.env, check=False)
+    done = drain(healthy, wait_for_jobs=True, timeout=60, interval=0.5)
+    assert not done.get("failed"), done
+    assert done["jobs"] == [] and done["changed"] is False and done["ours"]
+
+
+def test_a_drained_node_set_down_while_slurmd_was_stopped_registers_and_is_resumed(healthy):
+    # The MIG runbook drains the node, then keeps slurmd stopped (layout, verification, installs, slurmctld restart)
+    # for longer than SlurmdTimeout on a loaded machine: slurmctld sets it DOWN ("Nodes ... not responding, setting
+    # DOWN") and keeps the drain's reason, so ReturnToService=1 never returns it. Its fresh registration is judged
+    # at once (not waited on until the timeout); the runbook's resume then brings it back.
+    healthy.write_slurm_conf(GOOD_SPEC, slurmd_timeout=6)
+    healthy.scontrol("reconfigure")
+    try:
+        first = drain(healthy)
+        assert first["ours"], first
+        before = first["node"]["slurmd_start_time"]
+        healthy.stop_slurmd()
+        healthy.wait_state("State=DOWN", "Reason=MIG reconfiguration", timeout=90)
+        healthy.start_slurmd()
+        start = time.monotonic()
+        result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,
+                                                   "timeout": 90, "interval": 0.5}, healthy)
+        assert not result.get("failed"), result.get("msg")
+        assert result["status"] == "ok" and not result["resumed"], result
+        assert result["node"]["state_base"] == "DOWN" and result["node"]["slurmd_start_time"] != before
+        assert "DOWN" in result["message"] and "MIG reconfiguration" in result["message"]
+        assert time.monotonic() - start < 60, "a registered node must not be waited on until the timeout"
+
+        resumed = drain(healthy, state="resumed")
+        assert not resumed.get("failed") and resumed["changed"] and resumed["ours"], resumed
+        final = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 60,
+                                                  "interval": 0.5}, healthy)
+        assert final["status"] == "ok", final
+        assert final["node"]["state_base"] == "IDLE" and final["node"]["state_flags"] == [], final["node"]
+    finally:
+        healthy.write_slurm_conf(GOOD_SPEC)
+        healthy.restart_slurmctld()
+        healthy.restart_slurmd()
+        if "DOWN" in healthy.node_line() or "DRAIN" in healthy.node_line():
+            healthy.scontrol("update", "NodeName=" + NODE, "State=RESUME")

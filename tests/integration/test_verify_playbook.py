@@ -1,14 +1,14 @@
-"""playbooks/verify-gres.yml end to end: render from an inventory, stage on two emulated nodes (local
-connection), verify, report, clean up, change nothing."""
+"""playbooks/verify-gres.yml end to end: render from an inventory, verify on two emulated nodes (local
+connection) in one module run each, report, write nothing on the nodes, change nothing."""
 import glob
 import os
 
 import pytest
 
-from emulated_node import Node, flat, node_nvidia_smi, run_playbook_json, write_inventory
+from emulated_node import Node, apply_mig_layout, flat, node_nvidia_smi, run_playbook_json, write_inventory
 
 SUMMARY = "One line per node (counts per GPU type as slurm.conf/gres.conf/nvidia-smi)"
-VERIFY = "Verify the staged files against this node"
+VERIFY = "Verify the rendered files against this node"
 
 
 def run(tmp_path, nodes, *extra):
@@ -55,10 +55,11 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
     assert summary(tasks) == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8", "gpu-a02: ok, 0 warning(s); gpu:a100 8/8/8"]
     assert tasks["Report"]["gpu-a01"]["msg"][0] == "gres_verify: the staged files fit node gpu-a01 (0 error(s), " \
                                                    "0 warning(s))"
-    # the node checked exactly what the render role produced for it
+    # the node checked exactly what the render role produced for it, and nothing was staged on it
     assert tasks[VERIFY]["gpu-a01"]["counts"] == {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 8}}
-    staged = tasks["Create the temporary staging directory"]["gpu-a01"]["path"]
-    assert staged.startswith(private_tmp(tmp_path)) and not os.path.exists(staged)
+    assert tasks[VERIFY]["gpu-a01"]["gres_conf_completed"] is False
+    assert "NodeName=gpu-a01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in \
+        tasks[VERIFY]["gpu-a01"]["gres_conf_text"]
     assert stage_dirs(tmp_path) == []
     assert all(not r.get("changed") for results in tasks.values() for r in results.values())
 
@@ -75,9 +76,73 @@ def test_a_broken_node_fails_with_its_table_the_other_is_still_verified(tmp_path
     assert stage_dirs(tmp_path) == []
 
 
+def test_a_limit_without_localhost_renders_once_with_the_cluster_variables(tmp_path, two_nodes):
+    rc, tasks, out = run(tmp_path, two_nodes, "--limit", "gpu-a02")
+    assert rc == 0, out
+    assert list(tasks[VERIFY]) == ["gpu-a02"]
+    render = tasks["Render slurm.conf, cgroup.conf and every gres.conf from the inventory, on the control machine"]
+    assert list(render) == ["gpu-a02"]  # run_once: one render for the play
+    shown = tasks["Show the summary"]["gpu-a02"]["msg"]
+    assert shown[0].startswith("cluster verify: 2 nodes"), shown  # slurm_cluster_name read from localhost
+    assert SUMMARY not in tasks  # the localhost play is outside the limit
+
+
 def test_check_mode_verifies_too(tmp_path, two_nodes):
     two_nodes[0].remove_device(1)
     rc, tasks, out = run(tmp_path, two_nodes, "--check")
     assert rc != 0
     assert "/dev/nvidia1 does not exist" in flat(tasks[VERIFY]["gpu-a01"]["msg"])
     assert summary(tasks)[1].startswith("gpu-a02: ok")
+
+
+# --- a MIG node: gres.conf written from its live MIG devices, or refused with the way out -----------------------
+
+MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+
+
+def mig_inventory_vars(node, layout):
+    gpus = [{"index": i, "type": "a100", "model": "A100-80GB", "cores": "0-31" if i < 4 else "32-63"}
+            for i in range(8)]
+    gpus[0]["mig"] = list(layout)
+    return {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+            "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus,
+            "slurm_gres_verify_nvidia_smi": node_nvidia_smi(node), "slurm_gres_verify_sysfs_root": node.root,
+            "slurm_gres_verify_dev_root": node.dev_root, "slurm_gres_verify_slurmd_version": "24.11.1"}
+
+
+def run_mig(tmp_path, node, layout):
+    inventory = write_inventory(tmp_path, [node], {node.name: mig_inventory_vars(node, layout)},
+                                {"slurm_cluster_name": "verify"})
+    return run_playbook_json(inventory, "verify-gres.yml", env={"TMPDIR": private_tmp(tmp_path),
+                                                                "NVSMI_EMU_ROOT": node.root,
+                                                                "NVSMI_EMU_DEV_ROOT": node.dev_root})
+
+
+def test_a_mig_nodes_gres_conf_is_written_from_its_live_devices_and_verified(tmp_path):
+    node = Node(tmp_path / "m01", name="gpu-m01")
+    assert apply_mig_layout(node, {0: MIG_LAYOUT})["changed"]
+    rc, tasks, out = run_mig(tmp_path, node, MIG_LAYOUT)
+    assert rc == 0, out
+    result = tasks[VERIFY]["gpu-m01"]
+    assert result["gres_conf_completed"] is True
+    lines = [l for l in result["gres_conf_text"].splitlines() if "MultipleFiles=" in l]
+    assert len(lines) == 4
+    assert all(l.startswith("NodeName=gpu-m01 Name=gpu Type=") and "/dev/nvidia0,/dev/nvidia-caps/nvidia-cap" in l
+               for l in lines)
+    # the caps the lines name exist under the node's dev root, and the counts agree three ways
+    assert result["counts"]["gpu:1g.10gb"] == {"slurm_conf": 2, "gres_conf": 2, "nvidia_smi": 2}
+    assert result["counts"]["gpu:a100"] == {"slurm_conf": 7, "gres_conf": 7, "nvidia_smi": 7}
+    # slurm.conf order: types by their lowest GPU index, so the MIG GPU 0's instances come first
+    assert summary(tasks) == ["gpu-m01: ok, 0 warning(s); gpu:3g.40gb 1/1/1 gpu:2g.20gb 1/1/1 gpu:1g.10gb 2/2/2 "
+                              "gpu:a100 7/7/7"]
+
+
+def test_a_mig_node_whose_live_layout_differs_is_refused_by_name_with_the_way_out(tmp_path):
+    node = Node(tmp_path / "m01", name="gpu-m01")
+    apply_mig_layout(node, {0: MIG_LAYOUT})
+    rc, tasks, out = run_mig(tmp_path, node, ["3g.40gb", "3g.40gb"])
+    assert rc != 0
+    msg = flat(tasks[VERIFY]["gpu-m01"]["msg"])
+    assert "the staged files do not fit node gpu-m01" in msg
+    assert "missing 1 x 3g.40gb" in msg and "not declared 2 x 1g.10gb, 1 x 2g.20gb" in msg
+    assert "ansible-playbook playbooks/mig-reconfigure.yml --limit gpu-m01" in msg

@@ -5,10 +5,13 @@ place. If the destination does not exist yet, the whole staged tree is renamed i
 staging leaves the destination untouched. Top-level files are moved last, so a partly applied update (only
 possible if a rename itself fails) never shows a new top-level file (slurm.conf) beside old node files.
 """
+import grp
 import os
+import pwd
 import shutil
 import stat
 import tempfile
+import time
 
 
 class TreeError(Exception):
@@ -27,8 +30,27 @@ def check_relpath(path):
     return path
 
 
-def plan(dest, files, mode):
-    """Which files need writing: {"changed": [relpath], "unchanged": int, "before": {relpath: old text or None}}."""
+def owner_ids(owner=None, group=None):
+    """``(uid or None, gid or None)`` for user and group names (or numbers); TreeError for unknown ones."""
+    ids = []
+    for name, lookup, what in ((owner, pwd.getpwnam, "an owner"), (group, grp.getgrnam, "a group")):
+        if name is None or name == "":
+            ids.append(None)
+        elif isinstance(name, int) or str(name).isdigit():
+            ids.append(int(name))
+        else:
+            try:
+                ids.append(lookup(str(name))[2])
+            except KeyError:
+                raise TreeError("%s: expected %s known on this host, found %r" % (what.split()[1], what, name))
+    return tuple(ids)
+
+
+def plan(dest, files, mode, uid=None, gid=None):
+    """Which files need writing: {"changed": [relpath], "unchanged": int, "before": {relpath: old text or None}}.
+
+    A file needs writing when it is missing, or its bytes, mode, or (when given) owner uid or group gid differ.
+    """
     if os.path.exists(dest) and not os.path.isdir(dest):
         raise TreeError("dest %s: expected a directory, found a file" % dest)
     changed = []
@@ -52,7 +74,8 @@ def plan(dest, files, mode):
             raise TreeError("file %s: %s exists and is not a regular file" % (rel, target))
         with open(target, "rb") as handle:
             old = handle.read()
-        if old != content.encode("utf-8") or stat.S_IMODE(st.st_mode) != mode:
+        if (old != content.encode("utf-8") or stat.S_IMODE(st.st_mode) != mode
+                or (uid is not None and st.st_uid != uid) or (gid is not None and st.st_gid != gid)):
             changed.append(rel)
             before[rel] = old.decode("utf-8", "replace")
         else:
@@ -60,36 +83,144 @@ def plan(dest, files, mode):
     return {"changed": changed, "unchanged": unchanged, "before": before}
 
 
-def write(dest, files, changed, mode, directory_mode):
-    """Stage ``changed`` files next to ``dest`` and move them into place."""
+def file_attributes(st):
+    """What an installed file's ownership and permissions are, as slurm_conf_files reports them."""
+    attrs = {"mode": "%04o" % stat.S_IMODE(st.st_mode), "uid": st.st_uid, "gid": st.st_gid, "owner": None,
+             "group": None}
+    try:
+        attrs["owner"] = pwd.getpwuid(st.st_uid)[0]
+    except KeyError:
+        pass
+    try:
+        attrs["group"] = grp.getgrgid(st.st_gid)[0]
+    except KeyError:
+        pass
+    return attrs
+
+
+def attributes_match(attrs, mode, owner=None, group=None):
+    """Whether ``file_attributes`` of a file show ``mode`` and (when given) ``owner``/``group`` (names or ids).
+
+    False when they differ or cannot be compared here (no attributes, a mode that is not octal): the file is then
+    written by config_tree, which decides on the node.
+    """
+    if not attrs:
+        return False
+    try:
+        if int(attrs["mode"], 8) != parse_mode(mode, "mode"):
+            return False
+    except (TreeError, ValueError, TypeError, KeyError):
+        return False
+    for wanted, name_key, id_key in ((owner, "owner", "uid"), (group, "group", "gid")):
+        if wanted is None or wanted == "":
+            continue
+        if isinstance(wanted, int) or str(wanted).isdigit():
+            if attrs.get(id_key) != int(wanted):
+                return False
+        elif attrs.get(name_key) != str(wanted):
+            return False
+    return True
+
+
+def backup_name(path):
+    """``FILE.<pid>.<date>@<time>~``, the name Ansible's ``backup: true`` gives a replaced file."""
+    return "%s.%s.%s" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S~"))
+
+
+def _make_folders(folder, made, mode):
+    """Create ``folder`` and its missing parents inside the staging tree with ``mode``."""
+    if folder in made:
+        return
+    _make_folders(os.path.dirname(folder), made, mode)
+    if not os.path.isdir(folder):
+        os.mkdir(folder, mode)
+    made.add(folder)
+
+
+def write(dest, files, changed, mode, directory_mode, uid=None, gid=None, backup=False):
+    """Stage ``changed`` files next to ``dest`` and move them into place; returns ``{relpath: backup path}``.
+
+    With ``backup``, a file that is replaced is first hard-linked (copied where links fail) to ``backup_name``.
+    """
+    backups = {}
     dest = os.path.abspath(dest)
     parent = os.path.dirname(dest)
     os.makedirs(parent, exist_ok=True)
     stage = tempfile.mkdtemp(prefix=".%s.stage-" % os.path.basename(dest), dir=parent)
+    # created with their final modes (umask 0 while staging): no chmod per file or folder
+    umask = os.umask(0)
     try:
-        made = set()
+        os.chmod(stage, directory_mode)
+        made = {stage}
         for rel in changed:
             path = os.path.join(stage, rel)
-            folder = os.path.dirname(path)
-            if folder not in made:
-                os.makedirs(folder, exist_ok=True)
-                made.add(folder)
-            with open(path, "wb") as handle:
-                handle.write(files[rel].encode("utf-8"))
-            os.chmod(path, mode)
-        for folder in made | {stage}:
-            os.chmod(folder, directory_mode)
+            _make_folders(os.path.dirname(path), made, directory_mode)
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            try:
+                os.write(handle, files[rel].encode("utf-8"))
+                if uid is not None or gid is not None:
+                    os.fchown(handle, -1 if uid is None else uid, -1 if gid is None else gid)
+            finally:
+                os.close(handle)
+    except BaseException:
+        os.umask(umask)
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    os.umask(umask)
+    try:
         if not os.path.exists(dest):
             os.rename(stage, dest)
             stage = None
-            return
+            return backups
         # Deeper paths first, top-level files (slurm.conf, cgroup.conf) last.
         for rel in sorted(changed, key=lambda r: (-r.count("/"), r)):
             target = os.path.join(dest, rel)
             folder = os.path.dirname(target)
             if not os.path.isdir(folder):
                 os.makedirs(folder, mode=directory_mode, exist_ok=True)
+            if backup and os.path.lexists(target):
+                backups[rel] = backup_name(target)
+                try:
+                    os.link(target, backups[rel])
+                except OSError:
+                    shutil.copy2(target, backups[rel])
             os.replace(os.path.join(stage, rel), target)
+        return backups
     finally:
         if stage is not None:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def parse_mode(value, name):
+    """An octal permission from ``0644``, ``"0644"`` or 420; TreeError naming ``name`` otherwise."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value, 8)
+    raise TreeError("%s: expected an octal mode such as '0644', found %r" % (name, value))
+
+
+def apply_tree(dest, files, mode, directory_mode, check_mode=False, diff=False, owner=None, group=None,
+               backup=False):
+    """Plan, then (unless ``check_mode``) write; the result a task reports.
+
+    ``{"changed", "dest", "files", "written": [rel], "unchanged": n, "backups": {rel: path}}`` plus ``diff``
+    (before/after of each changed file) when asked. Raises TreeError (nothing written) or OSError (from the
+    final renames).
+    """
+    dest = os.path.abspath(dest)
+    mode = parse_mode(mode, "mode")
+    directory_mode = parse_mode(directory_mode, "directory_mode")
+    uid, gid = owner_ids(owner, group)
+    try:
+        todo = plan(dest, files, mode, uid, gid)
+    except OSError as exc:
+        raise TreeError(str(exc))
+    result = dict(changed=bool(todo["changed"]), dest=dest, files=len(files), written=todo["changed"],
+                  unchanged=todo["unchanged"], backups={})
+    if diff and todo["changed"]:
+        result["diff"] = [dict(before_header=os.path.join(dest, rel), after_header=os.path.join(dest, rel),
+                               before=todo["before"][rel] or "", after=files[rel]) for rel in todo["changed"]]
+    if todo["changed"] and not check_mode:
+        result["backups"] = write(dest, files, todo["changed"], mode, directory_mode, uid, gid, backup)
+    return result

@@ -76,20 +76,11 @@ def read_state(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
 
     Returns ``{"smi", "gpus", "processes", "hw", "warnings", "commands"}``; raises CollectError.
     """
-    outputs = {}
-
-    def recording(argv):
-        rc, out, err = run(argv)
-        outputs[tuple(argv[1:])] = (rc, out or "", err or "")
-        return rc, out, err
-
-    hw, warnings, commands = collect(recording, sysfs_root, nvidia_smi_path, which)
+    parsed = {}
+    hw, warnings, commands = collect(run, sysfs_root, nvidia_smi_path, which, parsed=parsed)
     smi = commands[0][0]
-    gis = cis = []
-    if ("mig", "-lgi") in outputs and outputs[("mig", "-lgi")][0] == 0:
-        gis = nvidia_smi.parse_mig_lgi(outputs[("mig", "-lgi")][1])
-    if ("mig", "-lci") in outputs and outputs[("mig", "-lci")][0] == 0:
-        cis = nvidia_smi.parse_mig_lci(outputs[("mig", "-lci")][1])
+    gis = parsed.get("lgi") or []
+    cis = parsed.get("lci") or []
     pending = {}
     if hw["gpus"]:
         argv = pending_command(smi)
@@ -151,13 +142,14 @@ def _problem_text(problems):
 
 
 def apply_layouts(run, host, layouts, models=None, check_mode=False, sysfs_root="/", nvidia_smi_path="nvidia-smi",
-                  which=None):
+                  which=None, report_busy=False):
     """Bring the GPUs named in ``layouts`` to their layouts. Returns the result dict; raises ApplyError.
 
     Result: ``changed``, ``plan`` (per GPU: action, current and desired counts, placement, commands),
-    ``commands`` (every argv run, reads included), ``results`` (each mutating argv with rc/stdout/stderr),
-    ``gpus`` (MIG mode and devices after), ``hw`` (the facts after, as ``gpu_facts`` returns them),
-    ``warnings``.
+    ``busy`` (compute processes on GPUs that must change), ``commands`` (every argv run, reads included),
+    ``results`` (each mutating argv with rc/stdout/stderr), ``gpus`` (MIG mode and devices after), ``hw`` (the
+    facts after, as ``gpu_facts`` returns them), ``warnings``. ``report_busy`` (check mode only) lists busy
+    processes in ``busy`` without refusing; a run that changes the GPUs always refuses them.
     """
     try:
         layouts = normalize_layouts(layouts, host)
@@ -173,8 +165,10 @@ def apply_layouts(run, host, layouts, models=None, check_mode=False, sysfs_root=
     smi = state["smi"]
     commands = list(state["commands"])
     warnings = list(state["warnings"])
-    plan = plan_node(host, layouts, state["gpus"], state["processes"], models=models)
-    result = {"changed": plan["changed"], "plan": _plan_view(plan, smi), "commands": commands, "results": [],
+    plan = plan_node(host, layouts, state["gpus"], state["processes"], models=models,
+                     refuse_busy=not (check_mode and report_busy))
+    result = {"changed": plan["changed"], "plan": _plan_view(plan, smi), "busy": plan["busy"],
+              "commands": commands, "results": [],
               "gpus": summarize(state["gpus"], layouts), "hw": state["hw"], "warnings": warnings,
               "problems": _problem_text(plan["problems"])}
     if not plan["ok"]:

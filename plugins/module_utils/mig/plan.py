@@ -33,9 +33,9 @@ optional ``user`` that the caller resolved from /proc.
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import (
     creation_order,
-    mig_gres_types,
     normalize_model,
     normalize_profile,
+    profile_counts,
     validate_layout,
 )
 
@@ -122,11 +122,12 @@ def _describe_process(proc):
     return "pid %s (%s)" % (proc.get("pid"), ", ".join(parts))
 
 
-def plan_gpu(host, desired, gpu, processes=(), model=None, field=None):
+def plan_gpu(host, desired, gpu, processes=(), model=None, field=None, refuse_busy=True):
     """Plan one GPU. ``desired``: list of profiles, or None for MIG off. ``model``: the inventory's model.
 
-    Returns ``{"index", "uuid", "model", "desired", "current", "action", "steps", "placement", "problems"}``;
-    ``action`` is ``none``, ``rebuild``, ``enable_and_create`` or ``disable``.
+    Returns ``{"index", "uuid", "model", "desired", "current", "action", "steps", "placement", "problems",
+    "busy"}``; ``action`` is ``none``, ``rebuild``, ``enable_and_create`` or ``disable``; ``busy`` lists the
+    compute processes on a GPU that must change, which is a problem unless ``refuse_busy`` is false.
     """
     index = int(gpu["index"])
     field = field or "slurm_gres_gpus[%d].mig" % index
@@ -136,7 +137,7 @@ def plan_gpu(host, desired, gpu, processes=(), model=None, field=None):
     declared_model = normalize_model(model) if model else None
     use_model = declared_model or live_model
     by_gi, clean = current_layout(gpu)
-    current = mig_gres_types(by_gi.values())
+    current = profile_counts(by_gi.values())
     mode_text = _get(gpu, "mig_mode", "mig.mode.current")
     pending_text = _get(gpu, "mig_mode_pending", "mig.mode.pending")
     enabled = _mode(mode_text)
@@ -144,7 +145,7 @@ def plan_gpu(host, desired, gpu, processes=(), model=None, field=None):
     result = {"index": index, "uuid": gpu.get("uuid"), "model": use_model,
               "desired": list(desired) if desired is not None else None, "current": current,
               "mig_mode": mode_text, "action": "none", "steps": [], "placement": None,
-              "problems": problems}
+              "problems": problems, "busy": [], "refuse_busy": refuse_busy}
 
     if desired is None:
         if enabled:
@@ -183,7 +184,7 @@ def plan_gpu(host, desired, gpu, processes=(), model=None, field=None):
             hint="reset the GPU (`nvidia-smi -r -i %d`, all processes stopped) or reboot, then rerun" % index))
         return _finish(host, result, gpu, processes)
 
-    wanted = mig_gres_types(desired)
+    wanted = profile_counts(desired)
     order = creation_order(use_model, list(wanted_profiles(wanted)))
     result["placement"] = order
     if enabled and clean and current == wanted:
@@ -205,10 +206,12 @@ def wanted_profiles(counts):
 
 
 def _finish(host, result, gpu, processes):
+    refuse = result.pop("refuse_busy")
     if result["steps"]:
         uuids = _uuids(gpu)
         busy = [p for p in processes or () if str(p.get("gpu_uuid")) in uuids]
-        if busy:
+        result["busy"] = [dict(p, gpu=result["index"]) for p in busy]
+        if busy and refuse:
             result["problems"].append(Problem(
                 host, "GPU %d (%s)" % (result["index"], gpu.get("uuid") or "no uuid"),
                 "no compute processes on a GPU whose MIG layout changes",
@@ -218,12 +221,13 @@ def _finish(host, result, gpu, processes):
     return result
 
 
-def plan_node(host, desired_layouts, gpus, processes=(), models=None, fields=None):
+def plan_node(host, desired_layouts, gpus, processes=(), models=None, fields=None, refuse_busy=True):
     """Plan every GPU named in ``desired_layouts`` (``{index: [profiles] or None}``).
 
     ``gpus``: current GPU dicts; ``models``: ``{index: model}`` from the inventory; ``fields``:
     ``{index: "slurm_gres_gpus[k].mig"}`` when inventory positions differ from GPU indexes.
-    Returns ``{"changed", "ok", "problems", "gpus", "commands"}``. ``commands`` lists every argv in order
+    Returns ``{"changed", "ok", "problems", "busy", "gpus", "commands"}``. ``busy`` lists the compute processes on
+    GPUs that must change (a problem too unless ``refuse_busy`` is false). ``commands`` lists every argv in order
     and is empty when there is any problem: nothing may run then.
     """
     models = models or {}
@@ -239,12 +243,12 @@ def plan_node(host, desired_layouts, gpus, processes=(), models=None, fields=Non
                                     "GPU indexes %s" % (sorted(by_index) or "none")))
             continue
         plan = plan_gpu(host, desired_layouts.get(index, desired_layouts.get(str(index))), gpu, processes,
-                        model=models.get(index), field=field)
+                        model=models.get(index), field=field, refuse_busy=refuse_busy)
         problems.extend(plan["problems"])
         plans.append(plan)
     commands = [] if problems else [s["argv"] for p in plans for s in p["steps"]]
     return {"changed": any(p["steps"] for p in plans), "ok": not problems, "problems": problems,
-            "gpus": plans, "commands": commands}
+            "busy": [b for p in plans for b in p["busy"]], "gpus": plans, "commands": commands}
 
 
 def check_applied(host, desired, gpu, model=None, field=None):
@@ -255,11 +259,11 @@ def check_applied(host, desired, gpu, model=None, field=None):
     if plan["steps"]:
         index = int(gpu["index"])
         by_gi, clean = current_layout(gpu)
-        found = _fmt_counts(mig_gres_types(by_gi.values()))
+        found = _fmt_counts(profile_counts(by_gi.values()))
         if not clean:
             found += " (not every GPU instance has exactly its default compute instance)"
         expected = "MIG off" if desired is None else "GPU instances %s, each with its default compute instance" % (
-            _fmt_counts(mig_gres_types(desired)))
+            _fmt_counts(profile_counts(desired)))
         return [Problem(host, field or "slurm_gres_gpus[%d].mig" % index, expected,
                         "MIG mode %s, GPU instances %s" % (_get(gpu, "mig_mode", "mig.mode.current"), found),
                         hint="the layout did not take; see the nvidia-smi output above")]

@@ -334,11 +334,10 @@ def creation_order(model, profiles):
     return out
 
 
-def mig_gres_types(profiles):
-    """``{profile: count}`` for a GPU's layout, keys in natural order (``1g.10gb`` < ``2g.20gb`` < ``10g...``).
+def profile_counts(profiles):
+    """``{profile: count}`` for a GPU's layout, keys normalized and in natural order (``1g.10gb`` < ``2g.20gb``).
 
-    The profile name is the GRES Type (``gpu:1g.10gb``), ``+me`` included: Slurm 22.05 accepts
-    ``Type=1g.10gb+me`` in gres.conf and ``gpu:1g.10gb+me:1`` in slurm.conf and ``--gres``.
+    Counting only; the GRES Type a profile becomes is ``gres_type.mig_gres_type``'s business.
     """
     counts = {}
     for p in profiles:
@@ -428,7 +427,7 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
             "%d: %s" % (len(media), ", ".join(media)),
         ))
 
-    counts = mig_gres_types(names)
+    counts = profile_counts(names)
     for name, n in counts.items():
         prof = profile_spec(canonical, name)
         if n > prof["max_instances"] and not (is_media_profile(name) and len(media) > 1):

@@ -20,9 +20,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.gpu_types im
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import normalize_bus_id
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_type_fits
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.render import RECONFIGURE_HINT
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
-    consistency_problems,
+    conf_problems,
     gres_counts_from_records,
+    node_consistency_problems,
     parse_gres_conf,
     parse_slurm_conf,
 )
@@ -140,11 +143,12 @@ def _gpus_label(indexes):
 class _Node(object):
     """What the checks share: parsed files, GPUs by minor, CPU layout, the Slurm-ordered device slots."""
 
-    def __init__(self, node_name, slurm, records, hw_facts, dev_stat, patterns):
+    def __init__(self, node_name, slurm, records, hw_facts, dev_stat, patterns, gres_text=None):
         self.name = node_name
         self.slurm = slurm
         self.node = slurm["nodes"].get(node_name)
         self.records = records
+        self.gres_text = gres_text
         self.gpus = sorted((hw_facts or {}).get("gpus") or [], key=lambda g: g.get("index", 0))
         self.lost_gpus = (hw_facts or {}).get("lost_gpus") or []
         cpu = (hw_facts or {}).get("cpu") or {}
@@ -226,8 +230,30 @@ def _autodetect_on(node):
     return any(word in (node.autodetect or "") for word in _AUTODETECT_ON)
 
 
+def parse_staged(node_name, slurm_text, gres_text):
+    """Parse the two staged files once for everything a verification needs.
+
+    Returns ``{"slurm": parsed slurm.conf or None, "records": this node's gres.conf records or None,
+    "text": the gres.conf text, "findings": [parse error findings]}``; a file that does not parse is None and
+    reported as a finding.
+    """
+    staged = {"slurm": None, "records": None, "text": gres_text, "findings": []}
+    try:
+        staged["slurm"] = parse_slurm_conf(slurm_text)
+    except (GresError, ValueError) as exc:
+        staged["findings"].append(finding("error", "parse", None, "a slurm.conf Slurm can read", str(exc),
+                                          "fix the inventory; the staged slurm.conf was not installed"))
+        return staged
+    try:
+        staged["records"] = parse_gres_conf(gres_text, node_name)
+    except (GresError, ValueError) as exc:
+        staged["findings"].append(finding("error", "parse", None, "a gres.conf Slurm can read", str(exc),
+                                          "fix the inventory; the staged gres.conf was not installed"))
+    return staged
+
+
 def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_output=None,
-                slurmd_version=None, type_patterns=None, gpu_plugins=None):
+                slurmd_version=None, type_patterns=None, gpu_plugins=None, staged=None, deferred=None):
     """Return the list of findings for ``node_name`` (empty: the staged files fit this node).
 
     ``hw_facts``: ``slurm_gres_hw`` from gpu_facts (``cpu`` and ``gpus``; a GPU may carry ``minor``, its
@@ -239,6 +265,9 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
     ``type_patterns``: ``{type: regex}`` merged over ``gpu_types.DEFAULT_TYPE_PATTERNS``.
     ``gpu_plugins``: ``{"dir": path or None, "plugins": ["generic", "rsmi", ...]}``, the gpu_*.so plugins of the
     node's slurmd (``find_gpu_plugins``), or None when not looked at.
+    ``staged``: :func:`parse_staged` of the same texts, when the caller parsed them already.
+    ``deferred``: ``{gres key: count}`` slurm.conf declares that gres.conf leaves to slurmd (MIG with
+    AutoDetect=nvml); they may be absent from gres.conf.
     """
     findings = []
     try:
@@ -249,25 +278,19 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
         version = parse_slurm_version(slurmd_version)
     except ValueError as exc:
         return [finding("error", "parse", None, "slurmd_version: a Slurm version", str(exc))]
-    try:
-        slurm = parse_slurm_conf(slurm_text)
-    except (GresError, ValueError) as exc:
-        return [finding("error", "parse", None, "a slurm.conf Slurm can read", str(exc),
-                        "fix the inventory; the staged slurm.conf was not installed")]
-    try:
-        records = parse_gres_conf(gres_text, node_name)
-    except (GresError, ValueError) as exc:
-        return [finding("error", "parse", None, "a gres.conf Slurm can read", str(exc),
-                        "fix the inventory; the staged gres.conf was not installed")]
+    staged = staged or parse_staged(node_name, slurm_text, gres_text)
+    if staged["findings"]:
+        return list(staged["findings"])
 
-    node = _Node(node_name, slurm, records, hw_facts, dev_stat, compiled)
+    node = _Node(node_name, staged["slurm"], staged["records"], hw_facts, dev_stat, compiled,
+                 staged.get("text", gres_text))
     if node.node is None:
         findings.append(finding(
             "error", "count", None, "a NodeName line for %s in slurm.conf" % node_name, "none",
             "slurmd -N %s would exit: slurmd initialization failed" % node_name))
         return findings
 
-    findings.extend(_check_counts(node, slurm_text, gres_text))
+    findings.extend(_check_counts(node, deferred))
     findings.extend(_check_present(node))
     findings.extend(_check_devices(node))
     findings.extend(_check_types(node))
@@ -318,12 +341,11 @@ def _check_autodetect_plugin(node, gpu_plugins):
                     "install a Slurm built with NVML")]
 
 
-def _check_counts(node, slurm_text, gres_text):
+def _check_counts(node, deferred=None):
     """slurm.conf Gres= for the node equals gres.conf's count per type (slurmconf's shared proof)."""
     out = []
-    for problem in consistency_problems(slurm_text, {node.name: gres_text}):
-        if problem.host not in (node.name, "(all)"):
-            continue
+    for problem in conf_problems(node.slurm) + node_consistency_problems(node.slurm, node.name, node.gres_text,
+                                                                         deferred, node.records):
         check = "count" if "count" in problem.field.lower() or problem.field == "gres.conf" else "parse"
         hint = problem.hint
         if hint is None and problem.field.startswith("gres.conf count"):
@@ -341,43 +363,36 @@ def _mig_types(node):
     return types
 
 
-def _mig_type_fits(gtype, device):
-    """A MIG GRES type names the device's profile (``1g.10gb``, ``1c.3g.40gb``) or its GPU-instance profile,
-    bare or after a model prefix (``a100_1g.10gb``)."""
-    want = gtype.lower()
-    for profile in (device.get("profile"), device.get("gi_profile")):
-        if profile and (want == str(profile).lower() or want.endswith("_" + str(profile).lower())):
-            return True
-    return False
-
-
 def _seen_count(node, key, mig_types):
-    """How many devices of ``key`` nvidia-smi shows: GPUs whose name fits the type, or MIG devices whose profile
-    ends the type (``a100_3g.40gb`` <- profile ``3g.40gb``). None when the type cannot be judged."""
+    """How many devices of ``key`` nvidia-smi shows: whole GPUs (MIG mode off) whose name fits the type, or MIG
+    devices of that type (``gres_type.mig_type_fits``). None when the type cannot be judged."""
     _, gtype = _split_key(key)
     if key in mig_types:
         if gtype is None:
             return None
         devices = [d for g in node.gpus for d in (g.get("mig_devices") or [])]
-        return sum(1 for d in devices if _mig_type_fits(gtype, d))
+        return sum(1 for d in devices if mig_type_fits(gtype, d))
+    whole = [g for g in node.gpus if str(g.get("mig_mode") or "").lower() != "enabled"]
     if gtype is None:
-        return len(node.gpus)
-    verdicts = [type_matches(gtype, g.get("name"), node.patterns) for g in node.gpus]
-    if node.gpus and all(v is None for v in verdicts):
+        return len(whole)
+    verdicts = [type_matches(gtype, g.get("name"), node.patterns) for g in whole]
+    if whole and all(v is None for v in verdicts):
         return None
     return sum(1 for v in verdicts if v)
 
 
-def count_summary(node_name, slurm_text, gres_text, hw_facts, type_patterns=None):
+def count_summary(node_name, slurm_text, gres_text, hw_facts, type_patterns=None, staged=None):
     """``{gres_key: {"slurm_conf": n, "gres_conf": n, "nvidia_smi": n or None}}`` for the node's gpu GRES.
 
     Returns {} when a file does not parse (verify_node reports that)."""
+    staged = staged or parse_staged(node_name, slurm_text, gres_text)
+    if staged["findings"]:
+        return {}
     try:
         compiled = compile_patterns(merged_patterns(type_patterns))
-        slurm = parse_slurm_conf(slurm_text)
-        records = parse_gres_conf(gres_text, node_name)
-    except (GresError, ValueError):
+    except ValueError:
         return {}
+    slurm, records = staged["slurm"], staged["records"]
     node = _Node(node_name, slurm, records, hw_facts, {}, compiled)
     declared = node.declared()
     # what slurmd registers from gres.conf (file-less GPUs dropped, surplus cut), as the count check reads it
@@ -539,11 +554,14 @@ def _check_mig(node):
             out.append(finding(
                 "error", "mig", gpu.get("index"), "MIG mode Enabled on %s (MultipleFiles line)" % slot["file"],
                 "MIG mode %s" % (gpu.get("mig_mode") or "unknown"),
-                "apply the MIG layout before installing this gres.conf"))
+                "the GPU does not have the MIG layout the inventory declares; " + RECONFIGURE_HINT % node.name))
         elif not slot["multiple"] and mode == "enabled":
             out.append(finding(
                 "error", "mig", gpu.get("index"), "%s as a whole GPU (MIG mode off)" % slot["file"],
-                "MIG mode Enabled", "jobs get no usable CUDA device; declare its MIG devices instead"))
+                "MIG mode Enabled",
+                "jobs would get no usable CUDA device: the GPU has a MIG layout the inventory does not declare "
+                "(to turn MIG off, the runbook needs the GPU's `model` in the inventory); "
+                + RECONFIGURE_HINT % node.name))
     return out
 
 
@@ -872,13 +890,13 @@ def format_findings_table(findings, title=None):
     lines.append("  ".join("-" * w for w in widths))
     indent = " " * (sum(widths[:3]) + 6)
     for f in ordered:
-        cells = [textwrap.wrap(_cell(f.get(key)), w, break_long_words=True) or [""]
+        cells = [textwrap.wrap(_cell(f.get(key)), w, break_long_words=True, break_on_hyphens=False) or [""]
                  for (key, _, _), w in zip(_COLUMNS, widths)]
         for row in range(max(len(c) for c in cells)):
             lines.append("  ".join((c[row] if row < len(c) else "").ljust(w)
                                    for c, w in zip(cells, widths)).rstrip())
         if f.get("hint"):
-            for pos, part in enumerate(textwrap.wrap(f["hint"], max(40, sum(widths[3:]) + 2))):
+            for pos, part in enumerate(textwrap.wrap(f["hint"], max(40, sum(widths[3:]) + 2), break_on_hyphens=False)):
                 lines.append(indent + ("hint: " if pos == 0 else "      ") + part)
     counts = summarize(findings)
     lines.append("%d error(s), %d warning(s)" % (counts["errors"], counts["warnings"]))

@@ -13,6 +13,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import facts
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import smi as nvidia_smi
 
+# Options of every module that gathers the node's GPUs (doc fragment hpc.slurm_gres.nvidia_smi).
+COLLECT_ARGS = dict(
+    nvidia_smi=dict(type="str", default="nvidia-smi"),
+    sysfs_root=dict(type="path", default="/"),
+)
+
 # nvidia-smi exit codes: 6 "query unsuccessful" (also "No devices were found"), 15 "GPU is lost".
 RC_NO_DEVICES = 6
 RC_GPU_LOST = 15
@@ -39,8 +45,13 @@ def resolve_nvidia_smi(command, which=None):
     return path
 
 
-def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
-    """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError."""
+def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parsed=None):
+    """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError.
+
+    Every output is parsed once; ``parsed`` (a dict) receives the parsed tables for callers that need more than
+    the facts (``mig.apply`` reads the ``lgi`` and ``lci`` rows).
+    """
+    parsed = {} if parsed is None else parsed
     smi = resolve_nvidia_smi(nvidia_smi_path, which)
     commands = []
     warnings = []
@@ -61,8 +72,8 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
         fail(argv, rc, query_out, err)
     query_text = query_out + ("\n" + err if nvidia_smi.LOST_GPU_RE.search(err or "") else "")
     try:
-        rows = nvidia_smi.parse_query_gpu(query_text)
-        mig_on = gpu_facts.needs_mig_listing(query_text)
+        rows = parsed["query"] = nvidia_smi.parse_query_gpu(query_text)
+        mig_on = gpu_facts.mig_enabled(rows)
     except ValueError as exc:
         raise CollectError("cannot read %s: %s" % (" ".join(argv), exc), stdout=query_out, commands=commands)
 
@@ -104,7 +115,8 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
                 gpu_minors[row["pci.bus_id"]] = minor
         pids = set()
         if apps_text is not None:
-            pids = {a["pid"] for a in nvidia_smi.parse_query_apps(apps_text) if a.get("pid") is not None}
+            parsed["apps"] = nvidia_smi.parse_query_apps(apps_text)
+            pids = {a["pid"] for a in parsed["apps"] if a.get("pid") is not None}
         processes = {pid: gpu_facts.read_process(sysfs_root, pid) for pid in pids}
         mig_minors_text = None
         if mig_on:
@@ -115,7 +127,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
         facts, more = gpu_facts.build_facts(
             query_text, topo_text=topo_text, apps_text=apps_text, topology=topology, gpu_minors=gpu_minors,
             list_text=outputs.get("list"), lgi_text=outputs.get("lgi"), lci_text=outputs.get("lci"),
-            mig_minors_text=mig_minors_text, processes=processes)
+            mig_minors_text=mig_minors_text, processes=processes, parsed=parsed)
     except ValueError as exc:
         raise CollectError("cannot read nvidia-smi output: %s" % exc, commands=commands)
     warnings.extend(more)

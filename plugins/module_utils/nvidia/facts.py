@@ -177,17 +177,29 @@ def _join_mig_devices(gpu, listed, lci_rows, lgi_rows, minors, gpu_minor, warnin
     return result
 
 
+def _parsed(parsed, key, text, parse):
+    """``parse(text)`` once: taken from ``parsed`` when the caller has it, stored there otherwise."""
+    if parsed.get(key) is None:
+        parsed[key] = parse(text)
+    return parsed[key]
+
+
 def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, gpu_minors=None,
-                list_text=None, lgi_text=None, lci_text=None, mig_minors_text=None, processes=None):
+                list_text=None, lgi_text=None, lci_text=None, mig_minors_text=None, processes=None, parsed=None):
     """Build ``slurm_gres_hw`` from command outputs and sysfs/procfs data.
 
     ``topology``: :func:`cpu_topology.read_cpu_topology` result (None when unreadable);
     ``gpu_minors``: ``{pci_bus_id: minor}``; ``processes``: ``{pid: read_process(...) result}``;
     ``topo_text`` / ``apps_text`` None when the command failed (the facts then say null, not empty).
+    ``parsed``: a dict shared with the caller so each output is parsed once: rows it already holds under
+    ``query``, ``apps``, ``lgi``, ``lci`` are used instead of parsing the text again, and what is parsed here is
+    left in it (``mig.apply`` reads the ``lgi``/``lci`` rows from it).
     Returns ``(facts, warnings)``. Raises ValueError on output that does not parse.
     """
     warnings = []
-    rows = nvidia_smi.parse_query_gpu(query_gpu_text, nvidia_smi.QUERY_GPU_FIELDS)
+    parsed = {} if parsed is None else parsed
+    rows = _parsed(parsed, "query", query_gpu_text,
+                   lambda text: nvidia_smi.parse_query_gpu(text, nvidia_smi.QUERY_GPU_FIELDS))
     lost = nvidia_smi.find_lost_gpus(query_gpu_text)
     topo = nvidia_smi.parse_topo_matrix(topo_text) if topo_text is not None and rows else None
     topo_by_index = {g["index"]: g for g in topo["gpus"]} if topo else {}
@@ -204,11 +216,14 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
             warnings.append("CPU layout is not uniform (hybrid cores or unequal sockets): %d cpus, %d sockets"
                             % (layout["cpus"], layout["sockets"]))
 
-    apps = nvidia_smi.parse_query_apps(apps_text, nvidia_smi.QUERY_APPS_FIELDS) if apps_text is not None else None
+    apps = None
+    if apps_text is not None or parsed.get("apps") is not None:
+        apps = _parsed(parsed, "apps", apps_text,
+                       lambda text: nvidia_smi.parse_query_apps(text, nvidia_smi.QUERY_APPS_FIELDS))
     gpu_minors = gpu_minors or {}
     listed = {g["uuid"]: g for g in nvidia_smi.parse_list_gpus(list_text)} if list_text else {}
-    lgi_rows = nvidia_smi.parse_mig_lgi(lgi_text) if lgi_text else []
-    lci_rows = nvidia_smi.parse_mig_lci(lci_text) if lci_text else []
+    lgi_rows = _parsed(parsed, "lgi", lgi_text, lambda text: nvidia_smi.parse_mig_lgi(text) if text else [])
+    lci_rows = _parsed(parsed, "lci", lci_text, lambda text: nvidia_smi.parse_mig_lci(text) if text else [])
     minors = nvidia_smi.parse_mig_minors(mig_minors_text) if mig_minors_text is not None else None
 
     gpus = []
@@ -286,7 +301,11 @@ def _gpu_links(links, index, indexes):
     return out
 
 
+def mig_enabled(rows):
+    """True when any parsed ``--query-gpu`` row reports MIG mode Enabled."""
+    return any(r.get("mig.mode.current") == "Enabled" for r in rows)
+
+
 def needs_mig_listing(query_gpu_text):
     """True when any GPU reports MIG mode Enabled (then -L / mig -lgi / mig -lci are worth running)."""
-    return any(r.get("mig.mode.current") == "Enabled"
-               for r in nvidia_smi.parse_query_gpu(query_gpu_text, nvidia_smi.QUERY_GPU_FIELDS))
+    return mig_enabled(nvidia_smi.parse_query_gpu(query_gpu_text, nvidia_smi.QUERY_GPU_FIELDS))

@@ -559,77 +559,95 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
     mps spread over the GPUs), compared per node and GRES key with slurm.conf's Gres=; what slurmd refuses,
     ignores or trims is a problem too, in slurmd's words.
     """
-    # slurmd_gres builds on this module's parser, so it is imported here rather than at the top.
-    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
-
     deferred = deferred or {}
-    problems = []
     try:
         conf = parse_slurm_conf(slurm_text)
     except ConfSyntaxError as exc:
         return [Problem("(all)", "slurm.conf", "a file slurmctld can parse", str(exc))]
-    for err in conf["errors"]:
-        problems.append(Problem("(all)", "slurm.conf", "a file slurmctld accepts", err))
+    problems = conf_problems(conf)
     nodes = conf["nodes"]
     gres_nodes = {n for n, d in nodes.items() if d["gres"]}
-    memo = {}
+    proven = set()
     for node in sorted(set(gres_texts) | gres_nodes, key=_natural_key):
-        if node not in nodes:
-            problems.append(Problem(node, "gres.conf", "a NodeName line for this node in slurm.conf", "none"))
-            continue
         text = gres_texts.get(node)
-        pending = deferred.get(node, {})
-        key = _same_as_key(text, node)
-        if key is not None:
-            key = (key, tuple(str(nodes[node].get(k)) for k in _GRES_NODE_KEYS), tuple(sorted(pending.items())))
-            if key in memo:
-                problems.extend(Problem(node, p.field, p.expected, p.found, p.hint) for p in memo[key])
+        key = None
+        if text is not None and node in nodes:
+            key = _proof_key(text, node, nodes[node], deferred.get(node))
+            if key is not None and key in proven:
                 continue
-        found = _node_problems(conf, node, text, pending, node_view, view_counts)
-        if key is not None:
-            memo[key] = found
+        found = node_consistency_problems(conf, node, text, deferred.get(node))
+        if key is not None and not found:
+            proven.add(key)
         problems.extend(found)
     return problems
 
 
-# slurm.conf node keys a node's GRES verdict depends on (its Gres= and, for Cores=, its cores)
-_GRES_NODE_KEYS = ("gres_spec", "sockets", "socketsperboard", "boards", "corespersocket")
+# slurm.conf node keys a node's GRES verdict depends on besides Gres= (its cores, for the Cores= check)
+_CORE_NODE_KEYS = ("sockets", "socketsperboard", "boards", "corespersocket")
 
 
-def _same_as_key(text, node):
-    """A key under which two nodes' gres.conf get the same verdict: the text with the node's own name taken out.
+def _proof_key(text, node, node_def, deferred):
+    """What a node's proof depends on, without the node's name, so nodes of one shape are proven once.
 
-    Only for files whose every line is a comment or starts ``NodeName=<node> `` (how the collection renders them):
-    then a node of the same definition with the same key reads its file exactly as this one. None otherwise."""
-    if text is None:
-        return None
+    The gres.conf without comment lines and with ``NodeName=<node> `` replaced by a placeholder, and the node's
+    slurm.conf Gres, cores and deferred counts. None (no sharing) when a line names other nodes or a hostlist
+    (whether such a line applies depends on the name) or is continued with ``\\`` (slurmd joins it to the next).
+    Two nodes with the same key have files that differ only in their own name, so their proofs give the same result.
+    """
     prefix = "NodeName=%s " % node
-    out = []
-    for line in text.split("\n"):
-        if not line.strip() or line.lstrip().startswith("#"):
-            out.append("#")
-        elif line.startswith(prefix) and "#" not in line and not line.endswith("\\"):
-            out.append(line[len(prefix):])
-        else:
+    lines = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
             return None
-    return "\n".join(out)
+        if line[:9].lower() == "nodename=":
+            if not line.startswith(prefix):
+                return None
+            line = "\0 " + line[len(prefix):]
+        lines.append(line)
+    return ("\n".join(lines), str(node_def.get("gres_spec")), tuple(str(node_def.get(k)) for k in _CORE_NODE_KEYS),
+            tuple(sorted((deferred or {}).items())))
 
 
-def _node_problems(conf, node, text, pending, node_view, view_counts):
-    """consistency_problems for one node."""
+def conf_problems(conf):
+    """What slurmctld refuses in a parsed slurm.conf as a whole (host ``(all)``)."""
+    return [Problem("(all)", "slurm.conf", "a file slurmctld accepts", err) for err in conf["errors"]]
+
+
+def node_consistency_problems(conf, node, text, deferred=None, records=None):
+    """Where one node's gres.conf disagrees with slurm.conf (slurm.conf already parsed).
+
+    ``conf``: ``parse_slurm_conf`` result; ``text``: the node's gres.conf text, None when it has no gres.conf;
+    ``deferred``: ``{gres_key: count}`` the node completes later (see consistency_problems); ``records``: the
+    node's ``parse_gres_conf`` records of ``text`` when the caller parsed them already.
+    Counts are what slurmd would register (slurmd_gres.node_view: file-less GPUs dropped, surplus cut, shard and
+    mps spread over the GPUs), compared per GRES key with slurm.conf's Gres=; what slurmd refuses, ignores or trims
+    is a problem too, in slurmd's words.
+    """
+    # slurmd_gres builds on this module's parser, so it is imported here rather than at the top.
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
+
+    nodes = conf["nodes"]
+    if node not in nodes:
+        return [Problem(node, "gres.conf", "a NodeName line for this node in slurm.conf", "none")]
+    pending = deferred or {}
     problems = []
-    expected = conf["nodes"][node]["gres"]
+    expected = nodes[node]["gres"]
     for name in {k.split(":", 1)[0] for k in expected}:
         if name in expected and any(k.startswith(name + ":") for k in expected):
             problems.append(Problem(node, "slurm.conf Gres", "%s either typed or untyped" % name,
                                     "both (slurmctld refuses this)"))
-    records = []
-    if text is not None:
+    if text is None:
+        records = []
+    elif records is None:
         try:
             records = parse_gres_conf(text, node)
         except ConfSyntaxError as exc:
             problems.append(Problem(node, "gres.conf", "a file slurmd can parse", str(exc)))
             return problems
+    if text is not None:
         problems.extend(gres_record_problems(records, node))
     view = node_view(conf, text, node)
     if text is None and (view["fatal"] is not None or any(

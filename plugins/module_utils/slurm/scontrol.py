@@ -34,6 +34,11 @@ REGISTRATION_DRAIN_PATTERNS = (
     re.compile(r"doesn't match socket boundaries", re.IGNORECASE),
     re.compile(r"invalid (gres|core|cpu)", re.IGNORECASE),
 )
+# Options of every module that talks to slurmctld (doc fragment hpc.slurm_gres.scontrol).
+SCONTROL_ARGS = dict(
+    scontrol=dict(type="str", default="scontrol"),
+    slurm_conf=dict(type="path"),
+)
 DRAIN_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING"))
 INVALID_FLAGS = frozenset(("INVALID_REG", "INVAL"))
 # Base states in which a node has not (yet) registered usefully; waiting may still help.
@@ -45,6 +50,7 @@ _KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)=")
 _TAIL_RE = re.compile(r"(?:^|\s)(%s)=" % "|".join(_TAIL_FIELDS))
 _REASON_SUFFIX_RE = re.compile(r"\s*\[([^@\]\s]*)@([^\]\s]*)\]\s*$")
 _GRES_ITEM_RE = re.compile(r"\([^)]*\)")
+_NOT_FOUND_RE = re.compile(r"^Node \S+ not found$", re.MULTILINE)
 
 
 def _split_records(text):
@@ -216,9 +222,13 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
     ``since``: the node's ``SlurmdStartTime`` before slurmd was restarted; until it changes, the node has not
     registered since the restart. ``check_gres``: compare ``Gres=`` with ``expected_gres`` (off while
     slurmctld still runs the previous definitions). Returns ``{"status", "message", "resume"}`` where status is
-    ``ok`` (registered as expected; an admin's drain is kept and reported), ``resume`` (registered as expected
-    but still drained by an earlier GRES mismatch), ``waiting`` (not registered yet; may change) or
+    ``ok`` (registered as expected; an admin's drain or DOWN is kept and reported), ``resume`` (registered as
+    expected but still drained by an earlier GRES mismatch), ``waiting`` (not registered yet; may change) or
     ``failed`` (registered, and wrong: only a config or hardware change helps).
+
+    A node slurmctld set DOWN while its slurmd was stopped stays DOWN after it registers again unless its reason
+    is ``Not responding`` (and ReturnToService is 1 or 2): a drained node keeps the drain's reason. So once
+    ``since`` shows a fresh registration, DOWN is settled and judged like a drain, never waited on.
     """
     def verdict(status, message):
         return {"status": status, "message": message, "resume": status == "resume"}
@@ -236,7 +246,8 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
         return verdict("waiting", "not responding (%s)" % describe(node))
     if flags & INVALID_FLAGS:
         return verdict("failed", "registration refused by slurmctld: %s" % describe(node))
-    if base in UNSETTLED_STATES:
+    down_registered = base == "DOWN" and since is not None
+    if base in UNSETTLED_STATES and not down_registered:
         return verdict("waiting", "state %s (%s)" % (base, describe(node)))
     if check_gres and expected_gres is not None:
         diffs = gres_differences(expected_gres, node.get("gres"))
@@ -251,5 +262,73 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
             return verdict("resume", "registered with the declared Gres, drained by an earlier GRES mismatch")
         if is_registration_drain_reason(reason):
             return verdict("failed", "drained by slurmctld at registration: %s" % describe(node))
+        if down_registered:
+            return verdict("ok", "registered; DOWN and drained by someone else, left so until that drain is "
+                           "resumed (slurmctld set it DOWN while slurmd did not answer; %s)" % describe(node))
         return verdict("ok", "registered; drained by someone else, left drained (%s)" % describe(node))
+    if down_registered:
+        return verdict("ok", "registered; slurmctld keeps it DOWN (ReturnToService returns only a node DOWN for "
+                       "'Not responding'), left DOWN: scontrol update NodeName=%s State=RESUME returns it (%s)"
+                       % (node.get("name"), describe(node)))
     return verdict("ok", "registered: %s" % describe(node))
+
+
+# squeue selection of the jobs that hold a node (a drained node is idle once none is left)
+JOB_STATES = "CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED"
+SQUEUE_FORMAT = "%A|%u|%T|%j"
+
+
+def parse_squeue(text):
+    """``squeue --noheader --format=%A|%u|%T|%j`` -> [{"id", "user", "state", "name"}] (names may hold ``|``)."""
+    jobs = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        parts = line.strip().split("|", 3) + ["", "", ""]
+        jobs.append({"id": parts[0], "user": parts[1], "state": parts[2], "name": parts[3]})
+    return jobs
+
+
+def format_jobs(jobs):
+    """``job 4711 (user alice, RUNNING, train); ...`` for messages."""
+    return "; ".join("job %s (user %s, %s, %s)" % (j["id"], j["user"], j["state"], j["name"]) for j in jobs)
+
+
+class Scontrol(object):
+    """Runs scontrol for the modules: ``run(argv, environ_update) -> (rc, out, err)`` (AnsibleModule.run_command)."""
+
+    def __init__(self, run, path, slurm_conf=None):
+        self._run = run
+        self.path = path
+        self.environ = {"LC_ALL": "C"}
+        if slurm_conf:
+            self.environ["SLURM_CONF"] = slurm_conf
+
+    def run(self, *args):
+        return self._run([self.path] + list(args), environ_update=self.environ)
+
+    def node(self, name):
+        """``(record or None, error or None)``: None and no error when slurmctld does not know the node."""
+        rc, out, err = self.run("show", "node", name)
+        if rc != 0 and "not found" in (err + out).lower():
+            return None, None
+        if rc != 0:
+            # slurmctld unreachable (restarting): worth waiting for
+            return None, "scontrol show node %s failed (rc %d): %s" % (name, rc, (err or out).strip())
+        return parse_show_node(out).get(name), None
+
+    def nodes(self, names):
+        """``({name: record or None}, error or None)`` for several nodes in one call (a hostlist expression).
+
+        scontrol prints the nodes it knows and ``Node X not found`` for the others, with rc 1; an error without
+        any such line (slurmctld unreachable) is returned as the error.
+        """
+        from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
+        names = list(names)
+        if not names:
+            return {}, None
+        rc, out, err = self.run("-o", "show", "node", collect_hostlist(names))
+        records = parse_show_node(out)
+        if rc != 0 and not _NOT_FOUND_RE.search((out or "") + (err or "")):
+            return None, "scontrol show node failed (rc %d): %s" % (rc, (err or out).strip())
+        return {name: records.get(name) for name in names}, None

@@ -56,3 +56,17 @@ def test_smoke_plan_wrapper():
         {"type": "a100", "node": "gpu01", "count": 4, "gres": "gpu:a100:4", "expected": "0,1,2,3"}]
     with pytest.raises(AnsibleFilterError, match="gres_smoke_plan: the input must be the rendered files"):
         gres_smoke_plan({"gpu01/gres.conf": ""})
+
+
+def test_node_plan_leaves_out_the_install_only_when_content_and_attributes_are_in_place():
+    attrs = {"mode": "0644", "uid": 0, "gid": 0, "owner": "root", "group": "root"}
+    in_place = {name: dict(attrs) for name in NEW if NEW[name] is not None}
+    wanted = {"mode": "0644", "owner": "root", "group": "root"}
+    assert gres_node_plan(NEW, NEW, "gpu01", NEW, in_place, wanted)["install"] is False
+    # a file with another mode, or another content, or no attributes read: install (config_tree decides)
+    other_mode = dict(in_place, **{"gres.conf": dict(attrs, mode="0600")})
+    assert gres_node_plan(NEW, NEW, "gpu01", NEW, other_mode, wanted)["install"] is True
+    changed = dict(NEW, **{"gres.conf": NEW["gres.conf"] + "# edited\n"})
+    assert gres_node_plan(NEW, NEW, "gpu01", changed, in_place, wanted)["install"] is True
+    assert gres_node_plan(NEW, NEW, "gpu01", NEW)["install"] is True
+    assert gres_node_plan(NEW, NEW, "gpu01")["install"] is True

@@ -1,13 +1,12 @@
-"""The filter path: schema variables read from a real Ansible inventory (templates, group_vars, vault-free)."""
+"""Schema variables read from a real Ansible inventory (templates, group_vars, vault-free): the filter and the
+render action's body (plugin_utils/inventory_vars.py, plugin_utils/cluster_render.py)."""
 import pytest
 from ansible.errors import AnsibleFilterError
 from render_helpers import load_inventory, write_inventory
 
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import (
-    gres_cluster_model,
-    model_from_inventory,
-)
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_render_inventory import gres_render_inventory
+from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import gres_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import render_cluster
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 
 HOSTS = {"all": {"children": {
     "slurmctld": {"hosts": {"ctl01": None}},
@@ -46,19 +45,54 @@ def test_duplicate_index_from_group_vars_fails_with_host_and_index(tmp_path):
     assert "host gpu-a03.lab: slurm_gres_gpus[1].index" in message
 
 
-def test_render_inventory_returns_files_and_summary(tmp_path):
-    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"slurm_cluster_name": "lab"}})
+def test_render_cluster_returns_files_summary_and_node_names(tmp_path):
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"slurm_cluster_name": "lab"}},
+                             host_vars={"gpu-a02.lab": {"slurm_node_name": "a02"}})
     hostvars, groups, cluster = load_inventory(source)
-    out = gres_render_inventory(hostvars, groups, cluster)
-    assert sorted(out["files"]) == ["USERS.md", "USERS.motd", "cgroup.conf", "gpu-a01/gres.conf", "gpu-a02/gres.conf",
+    out = render_cluster(hostvars, groups, cluster)
+    # the users' guide comes from the same model, in the same step (users_guide.inventory_guide_files)
+    assert sorted(out["files"]) == ["USERS.md", "USERS.motd", "a02/gres.conf", "cgroup.conf", "gpu-a01/gres.conf",
                                     "gpu-a03/gres.conf", "slurm.conf"]
     assert "sbatch -p main --gres=gpu:a100:2 job.sh" in out["files"]["USERS.md"]
     assert "`roles/slurm_gres_users_guide/files/job-templates/`" in out["files"]["USERS.md"]
-    assert "NodeName=gpu-a[01-03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
+    assert "NodeName=a02,gpu-a[01,03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
         "slurm.conf"]
     assert out["summary"]["gpus_by_type"] == {"a100": 6}
     assert out["summary"]["cluster"] == "lab"
     assert out["summary"]["lines"][-1] == "files: 7 (slurm.conf, cgroup.conf, 3 gres.conf, USERS.md, USERS.motd)"
+    # the node-name rule is applied once, by the model; every slurmd host is named, CPU-only ones too
+    assert out["nodes"] == {"cpu1": "cpu1", "gpu-a01.lab": "gpu-a01", "gpu-a02.lab": "a02", "gpu-a03.lab": "gpu-a03"}
+    assert out["mig_nodes"] == {}
+
+
+def test_render_cluster_gives_mig_hosts_their_spec_layouts_and_models(tmp_path):
+    mig = dict(GPU_GROUP, slurm_gres_gpus=[
+        {"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-15", "mig": ["3g.40gb", "3g.40gb"]},
+        {"index": 1, "type": "a100", "model": "A100-80GB", "cores": "16-31"}])
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": mig})
+    out = render_cluster(*load_inventory(source))
+    entry = out["mig_nodes"]["gpu-a01.lab"]
+    assert entry["layouts"] == {0: ["3g.40gb", "3g.40gb"], 1: None}
+    assert entry["models"] == {0: "A100-80GB", 1: "A100-80GB"}
+    assert entry["spec"]["node"]["name"] == "gpu-a01" and entry["spec"]["autodetect"] == "off"
+    assert sorted(out["mig_nodes"]) == ["gpu-a01.lab", "gpu-a02.lab", "gpu-a03.lab"]
+
+
+def test_a_mig_step_changes_only_that_hosts_gres(tmp_path):
+    mig = dict(GPU_GROUP, slurm_gres_gpus=[
+        {"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-15", "mig": ["3g.40gb", "3g.40gb"]},
+        {"index": 1, "type": "a100", "model": "A100-80GB", "cores": "16-31"}])
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": mig})
+    hostvars, groups, cluster = load_inventory(source)
+    whole = {0: None, 1: None}
+    out = render_cluster(hostvars, groups, cluster, mig_step="gpu-a02.lab",
+                         live={"gpu-a01.lab": whole, "gpu-a02.lab": whole, "gpu-a03.lab": whole})
+    assert "NodeName=gpu-a[01,03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
+        "slurm.conf"]
+    assert "NodeName=gpu-a02 Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:3g.40gb:2,gpu:a100:1" in out[
+        "files"]["slurm.conf"]
+    # a step of the runbook is not the cluster users see: no guide
+    assert "USERS.md" not in out["files"]
 
 
 def test_plain_dict_hostvars_work_too():
@@ -66,3 +100,12 @@ def test_plain_dict_hostvars_work_too():
                                     "slurm_node_threads_per_core": 1, "slurm_gres_gpus": [{"index": 0, "type": "t4"}]}}
     groups = {"all": ["ctl01", "n1"], "slurmctld": ["ctl01"], "slurmd": ["n1"]}
     assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
+
+
+def test_host_values_reads_only_the_named_variables_of_the_named_hosts(tmp_path):
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP})
+    hostvars, groups, cluster = load_inventory(source)
+    found = host_values(hostvars, ["gpu-a01.lab", "cpu1"], ("slurm_node_sockets", "not_set_anywhere"))
+    assert found == {"gpu-a01.lab": {"slurm_node_sockets": 2}, "cpu1": {}}
+    assert host_values({"n1": {"a": 1, "b": 2}}, ["n1", "n2"], ("a",)) == {"n1": {"a": 1}, "n2": {}}

@@ -179,8 +179,8 @@ def test_render_all_files_and_counts_agree_per_node_and_type():
 
 def test_render_all_refuses_files_that_disagree(monkeypatch):
     model = make({"n1": layout(slurm_gres_gpus=[{"index": i, "type": "a100"} for i in range(4)])})
-    real = render._gres_conf
-    monkeypatch.setattr(render, "_gres_conf", lambda m, node: real(m, node).replace("[0-3]", "[0-2]"))
+    real = render.node_gres_conf
+    monkeypatch.setattr(render, "node_gres_conf", lambda spec, live=None: real(spec, live).replace("[0-3]", "[0-2]"))
     with pytest.raises(GresError) as err:
         render.render_all(model)
     assert str(err.value) == "host n1: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 3"

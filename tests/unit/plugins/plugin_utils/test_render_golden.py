@@ -7,7 +7,7 @@ import os
 import pytest
 from render_helpers import EXAMPLE, load_inventory
 
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import model_from_inventory
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "example")

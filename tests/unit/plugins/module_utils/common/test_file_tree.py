@@ -113,3 +113,43 @@ def test_module_check_mode_diff_and_idempotence(tmp_path):
     assert rc == 0 and '"changed": false' in out and '"unchanged": 4' in out, out
     rc, out = run_module({"dest": dest, "files": {"../escape": "x"}})
     assert rc != 0 and "nothing was written" in out, out
+
+
+def test_replaced_files_are_kept_as_backups_and_ownership_counts(tmp_path):
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import apply_tree
+    dest = tmp_path / "etc"
+    first = apply_tree(str(dest), {"slurm.conf": "a\n", "gres.conf": "g\n"}, "0644", "0755", backup=True)
+    assert first["changed"] and first["backups"] == {}
+    result = apply_tree(str(dest), {"slurm.conf": "b\n", "gres.conf": "g\n"}, "0644", "0755", backup=True,
+                        owner="root", group="root")
+    assert result["written"] == ["slurm.conf"] or os.geteuid() != 0
+    if os.geteuid() == 0:
+        backup = result["backups"]["slurm.conf"]
+        assert backup.startswith(str(dest / "slurm.conf") + ".") and backup.endswith("~")
+        assert open(backup).read() == "a\n" and (dest / "slurm.conf").read_text() == "b\n"
+        os.chown(dest / "gres.conf", 1, 1)
+        again = apply_tree(str(dest), {"slurm.conf": "b\n", "gres.conf": "g\n"}, "0644", "0755", owner="root",
+                           group="0")
+        assert again["written"] == ["gres.conf"] and os.stat(dest / "gres.conf").st_uid == 0
+    with pytest.raises(TreeError, match="owner: expected an owner known on this host, found 'no-such-user-x'"):
+        apply_tree(str(dest), {"slurm.conf": "b\n"}, "0644", "0755", owner="no-such-user-x")
+
+
+def test_attributes_of_an_installed_file_and_whether_they_are_the_wanted_ones(tmp_path):
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import (
+        attributes_match, file_attributes)
+    path = tmp_path / "slurm.conf"
+    path.write_text("ClusterName=x\n")
+    os.chmod(path, 0o640)
+    attrs = file_attributes(os.stat(path))
+    assert attrs["mode"] == "0640" and attrs["uid"] == os.getuid() and attrs["gid"] == os.getgid()
+    assert attrs["owner"] and attrs["group"]
+    assert attributes_match(attrs, "0640", attrs["owner"], attrs["group"])
+    assert attributes_match(attrs, 0o640, str(os.getuid()), os.getgid())
+    assert attributes_match(attrs, "0640")
+    assert not attributes_match(attrs, "0644", attrs["owner"], attrs["group"])
+    assert not attributes_match(attrs, "0640", "nosuchowner")
+    assert not attributes_match(attrs, "0640", None, os.getgid() + 1)
+    # what cannot be compared here is left to config_tree on the node
+    assert not attributes_match(attrs, "u=rw,g=r")
+    assert not attributes_match(None, "0640")

@@ -358,10 +358,10 @@ def test_custom_field_names_and_nvidia_smi_spellings():
     assert p.field == "gpus[5].mig[0]"
 
 
-def test_mig_gres_types_counts_in_natural_order():
-    assert mig.mig_gres_types(["3g.40gb", "1g.10gb", "MIG 1g.10gb", "2g.20gb", "1g.10gb+me"]) == {
+def test_profile_counts_in_natural_order():
+    assert mig.profile_counts(["3g.40gb", "1g.10gb", "MIG 1g.10gb", "2g.20gb", "1g.10gb+me"]) == {
         "1g.10gb": 2, "1g.10gb+me": 1, "2g.20gb": 1, "3g.40gb": 1}
-    assert list(mig.mig_gres_types(["7g.141gb", "1g.18gb"])) == ["1g.18gb", "7g.141gb"]
+    assert list(mig.profile_counts(["7g.141gb", "1g.18gb"])) == ["1g.18gb", "7g.141gb"]
 
 
 def test_known_models_and_profile_names():

@@ -12,6 +12,7 @@ import pytest
 import testpaths
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import render as mig_render
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_minors
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
@@ -141,11 +142,12 @@ def test_bad_device_records_are_refused(full_minors):
         mig_render.render_mig_gres_lines("n1", "x", [], full_minors)
 
 
-def test_cores_and_type_prefix(full_minors):
-    lines = mig_render.render_mig_gres_lines("n1", 1, [{"profile": "1g.10gb+me", "gi_id": 9, "ci_id": 0}],
-                                             full_minors, cores="0-31", type_prefix="a100")
+def test_cores_and_the_type_naming_rule(full_minors):
+    lines = mig_render.render_mig_gres_lines("n1", 1, [{"profile": "MIG 1g.10gb+me", "gi_id": 9, "ci_id": 0}],
+                                             full_minors, cores="0-31", gpu_type="a100")
     cap = full_minors[("gi", 1, 9, None)]
-    assert lines == ["NodeName=n1 Name=gpu Type=a100_1g.10gb+me MultipleFiles=/dev/nvidia1,"
+    assert mig_gres_type("a100", "1g.10gb+me") == "1g.10gb+me"
+    assert lines == ["NodeName=n1 Name=gpu Type=1g.10gb+me MultipleFiles=/dev/nvidia1,"
                      "/dev/nvidia-caps/nvidia-cap%d,/dev/nvidia-caps/nvidia-cap%d Cores=0-31" % (cap, cap + 1)]
     assert cap == 3 + 135 * 1 + 9 * 9
 

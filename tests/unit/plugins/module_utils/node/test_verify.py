@@ -236,17 +236,17 @@ def test_whole_gpu_line_on_a_mig_enabled_gpu():
 
 
 def test_multiple_files_line_on_a_gpu_without_mig():
-    slurm = SLURM.replace("gpu:a100:8", "gpu:a100:7,gpu:a100_3g.40gb:1")
+    slurm = SLURM.replace("gpu:a100:8", "gpu:a100:7,gpu:3g.40gb:1")
     gres = ("NodeName=gpu-a01 AutoDetect=off Name=gpu Type=a100 File=/dev/nvidia[1-3] Cores=0-31\n"
             "NodeName=gpu-a01 Name=gpu Type=a100 File=/dev/nvidia[4-7] Cores=32-63\n"
-            "NodeName=gpu-a01 Name=gpu Type=a100_3g.40gb "
+            "NodeName=gpu-a01 Name=gpu Type=3g.40gb "
             "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22 Cores=0-31\n")
     dev = devs(**{"/dev/nvidia-caps/nvidia-cap21": {"kind": "char", "major": 236, "minor": 21},
                   "/dev/nvidia-caps/nvidia-cap22": {"kind": "char", "major": 236, "minor": 22}})
     findings = run(slurm=slurm, gres=gres, dev=dev)
     assert sorted((f["severity"], f["check"], f["gpu"]) for f in findings) == [
         ("error", "mig", 0), ("error", "present", None)]
-    assert only(findings, "present")[0]["found"] == "declares 1 a100_3g.40gb, nvidia-smi sees 0"
+    assert only(findings, "present")[0]["found"] == "declares 1 3g.40gb, nvidia-smi sees 0"
     # with MIG on and the instance present, the same files pass; a missing cap file is an error
     facts = hw(mig={0: "Enabled"})
     facts["gpus"][0]["mig_devices"] = [{"uuid": "MIG-1", "profile": "3g.40gb", "gi_id": 2, "ci_id": 0}]
@@ -515,3 +515,25 @@ def test_inputs_are_not_modified():
     before = copy.deepcopy((facts, dev))
     run(facts=facts, dev=dev, slurmd_g_output=G_2505)
     assert (facts, dev) == before
+
+
+def test_a_verification_parses_each_staged_file_once(monkeypatch):
+    """What gres_verify does with a node's files: parse_staged, device paths, verify_node, count_summary."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import verify
+    calls = {"slurm": 0, "gres": 0}
+    real_slurm, real_gres = verify.parse_slurm_conf, verify.parse_gres_conf
+
+    def count_slurm(text):
+        calls["slurm"] += 1
+        return real_slurm(text)
+
+    def count_gres(text, node):
+        calls["gres"] += 1
+        return real_gres(text, node)
+    monkeypatch.setattr(verify, "parse_slurm_conf", count_slurm)
+    monkeypatch.setattr(verify, "parse_gres_conf", count_gres)
+    staged = verify.parse_staged(NODE, SLURM, GRES)
+    assert len(verify.device_paths(staged["records"])) == 8
+    assert verify.verify_node(NODE, SLURM, GRES, hw(), devs(), staged=staged) == []
+    assert verify.count_summary(NODE, SLURM, GRES, hw(), staged=staged)["gpu:a100"]["nvidia_smi"] == 8
+    assert calls == {"slurm": 1, "gres": 1}

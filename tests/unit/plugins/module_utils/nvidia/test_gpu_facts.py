@@ -398,3 +398,27 @@ def test_gpu_links_from_topo_nvlink_cells(tmp_path):
                     for i in range(4))
     facts, _w = gpu_facts.build_facts(query, topo_text=topo)
     assert [g["gpu_links"] for g in facts["gpus"]] == [[-1, 4, 4, 4], [4, -1, 4, 4], [4, 4, -1, 4], [4, 4, 4, -1]]
+
+
+def test_collect_parses_each_nvidia_smi_output_once(tmp_path, monkeypatch):
+    """collect() runs the commands through the emulator and must parse --query-gpu and the apps list once each."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import collect as gpu_collect
+    profile_file, root, _ = ready(tmp_path, "h200-8gpu-busy")
+    calls = {"query_gpu": 0, "query_apps": 0}
+    real_gpu, real_apps = nvidia_smi.parse_query_gpu, nvidia_smi.parse_query_apps
+
+    def count_gpu(*args, **kw):
+        calls["query_gpu"] += 1
+        return real_gpu(*args, **kw)
+
+    def count_apps(*args, **kw):
+        calls["query_apps"] += 1
+        return real_apps(*args, **kw)
+    monkeypatch.setattr(nvidia_smi, "parse_query_gpu", count_gpu)
+    monkeypatch.setattr(nvidia_smi, "parse_query_apps", count_apps)
+
+    def run(argv):
+        return machines.run_emulator(profile_file, argv[1:])
+    facts, warnings, commands = gpu_collect.collect(run, root, "nvidia-smi", which=lambda c: "/usr/bin/" + c)
+    assert len(facts["gpus"]) == 8
+    assert calls == {"query_gpu": 1, "query_apps": 1}

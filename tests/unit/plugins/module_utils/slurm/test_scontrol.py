@@ -36,6 +36,8 @@ def one(name):
      {"gpu:a100": 2, "gpu:h100": 2}, "gres/gpu:h100 count too low (2 < 3)", "root"),
     ("live2205-multiline-gres-drain-valid-registration.txt", "vm", "IDLE", ["DRAIN"],
      {"gpu:a100": 3, "gpu:h100": 2}, "gres/gpu:h100 count too low (2 < 3)", "root"),
+    ("live2205-multiline-down-drain-registered.txt", "itest01", "DOWN", ["DRAIN"],
+     {"gpu:a100": 2, "gpu:h100": 2}, "MIG reconfiguration", "root"),
 ])
 def test_parse_real_outputs(name, node, state, flags, gres, reason, user):
     rec = one(name)
@@ -143,6 +145,17 @@ EXPECTED = {"gpu:a100": 3, "gpu:h100": 2}
     # slurmd restarted but not registered again yet
     ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-11-29T21:40:01", True, "waiting"),
     ("live2205-multiline-idle.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-11-29T21:00:00", True, "ok"),
+    # drained, set DOWN while slurmd was stopped: registered again, DOWN stays (settled, not waited on) ...
+    ("live2205-multiline-down-drain-registered.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-12-01T08:59:27", True,
+     "ok"),
+    # ... but the Gres is still checked
+    ("live2205-multiline-down-drain-registered.txt", {"gpu:a100": 3, "gpu:h100": 2}, "2026-12-01T08:59:27", True,
+     "failed"),
+    # ... while slurmd is stopped, and without a restart to compare with, DOWN may still change
+    ("live2205-multiline-down-drain-stopped.txt", {"gpu:a100": 2, "gpu:h100": 2}, "2026-12-01T08:59:27", True,
+     "waiting"),
+    ("live2205-multiline-down-drain-stopped.txt", {"gpu:a100": 2, "gpu:h100": 2}, None, True, "waiting"),
+    ("live2205-multiline-down-drain-registered.txt", {"gpu:a100": 2, "gpu:h100": 2}, None, True, "waiting"),
 ])
 def test_registration_verdict(name, expected, since, check_gres, status):
     rec = one(name)
@@ -170,7 +183,74 @@ def test_verdict_unknown_and_not_responding_nodes_wait():
     assert scontrol.registration_verdict(None, {})["status"] == "failed"
 
 
+def test_down_after_a_fresh_registration_is_reported_with_the_way_back():
+    rec = one("live2205-multiline-down-drain-registered.txt")
+    verdict = scontrol.registration_verdict(rec, rec["gres"], since="2026-12-01T08:59:27")
+    assert "DOWN and drained by someone else" in verdict["message"]
+    assert "Reason='MIG reconfiguration'" in verdict["message"]
+    # DOWN without a drain (ReturnToService=0, or an admin's State=DOWN): left DOWN, the resume command named
+    down = dict(rec, state_flags=[], reason="Not responding")
+    verdict = scontrol.registration_verdict(down, rec["gres"], since="2026-12-01T08:59:27")
+    assert verdict["status"] == "ok"
+    assert "scontrol update NodeName=itest01 State=RESUME" in verdict["message"]
+    # a GRES-mismatch drain on a DOWN node is resumed as on an IDLE one (the resume clears DOWN too)
+    gres = dict(rec, reason="gres/gpu count reported lower than configured (2 < 4)")
+    assert scontrol.registration_verdict(gres, rec["gres"], since="2026-12-01T08:59:27")["status"] == "resume"
+
+
 def test_registration_drain_after_restart_fails():
     rec = dict(one("live2205-multiline-admin-drain.txt"))
     rec["reason"] = "Low RealMemory (reported:1000 < 100.00% of configured:99999)"
     assert scontrol.registration_verdict(rec, rec["gres"])["status"] == "failed"
+
+
+def test_squeue_jobs_are_read_and_named_for_messages():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import format_jobs, parse_squeue
+    jobs = parse_squeue("4711|alice|RUNNING|train|v2\n\n4712|bob|COMPLETING|eval\n")
+    assert jobs == [{"id": "4711", "user": "alice", "state": "RUNNING", "name": "train|v2"},
+                    {"id": "4712", "user": "bob", "state": "COMPLETING", "name": "eval"}]
+    assert format_jobs(jobs) == "job 4711 (user alice, RUNNING, train|v2); job 4712 (user bob, COMPLETING, eval)"
+    assert parse_squeue("") == []
+
+
+def test_scontrol_runner_passes_slurm_conf_and_tells_unknown_nodes_from_errors():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import Scontrol
+    calls = []
+    answers = {"n1": (0, "NodeName=n1 State=IDLE Gres=gpu:a100:2\n", ""),
+               "nx": (1, "", "Node nx not found\n"),
+               "down": (1, "", "Unable to contact slurm controller (connect failure)\n")}
+
+    def run(argv, environ_update=None):
+        calls.append((argv, environ_update))
+        return answers[argv[-1]]
+
+    sc = Scontrol(run, "/usr/bin/scontrol", "/etc/slurm-test/slurm.conf")
+    node, error = sc.node("n1")
+    assert error is None and node["state_base"] == "IDLE"
+    assert calls[0] == (["/usr/bin/scontrol", "show", "node", "n1"],
+                        {"LC_ALL": "C", "SLURM_CONF": "/etc/slurm-test/slurm.conf"})
+    assert sc.node("nx") == (None, None)
+    node, error = sc.node("down")
+    assert node is None and "Unable to contact slurm controller" in error
+
+
+def test_several_nodes_are_read_in_one_call_unknown_ones_none():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import Scontrol
+    calls = []
+    # what scontrol 22.05 prints for `-o show node nx,n1` (checked live): known nodes, a line per unknown, rc 1
+    answers = {"n[1-2],nx": (1, "Node nx not found\nNodeName=n1 State=IDLE Gres=gpu:a100:2\n"
+                             "NodeName=n2 State=IDLE+DRAIN Gres=gpu:a100:2 Reason=x [root@2026-12-01T09:00:00]\n", ""),
+               "n[1-2]": (1, "", "slurm_load_node error: Unable to contact slurm controller (connect failure)\n")}
+
+    def run(argv, environ_update=None):
+        calls.append(argv)
+        return answers[argv[-1]]
+
+    sc = Scontrol(run, "/usr/bin/scontrol")
+    nodes, error = sc.nodes(["n2", "nx", "n1"])
+    assert error is None and calls == [["/usr/bin/scontrol", "-o", "show", "node", "n[1-2],nx"]]
+    assert list(nodes) == ["n2", "nx", "n1"] and nodes["nx"] is None
+    assert nodes["n1"]["state_base"] == "IDLE" and nodes["n2"]["state_flags"] == ["DRAIN"]
+    nodes, error = sc.nodes(["n1", "n2"])
+    assert nodes is None and "Unable to contact slurm controller" in error
+    assert sc.nodes([]) == ({}, None)

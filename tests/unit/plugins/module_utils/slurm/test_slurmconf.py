@@ -216,6 +216,41 @@ def test_gres_conf_lines_for_other_nodes_do_not_count():
         "/dev/nvidia0,/dev/nvidia1,/dev/nvidia2,/dev/nvidia3 (slurmd discards this shard line)"]
 
 
+def test_nodes_of_one_shape_are_proven_once_without_hiding_any_difference(monkeypatch):
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import conf
+    parsed = []
+    real = conf.parse_gres_conf
+
+    def counting(text, node):
+        parsed.append(node)
+        return real(text, node)
+    monkeypatch.setattr(conf, "parse_gres_conf", counting)
+    slurm = ("GresTypes=gpu\nNodeName=n[1-4] Gres=gpu:a100:4\nNodeName=a100 Gres=gpu:a100:4\n"
+             "NodeName=n5 Gres=gpu:a100:3\n")
+    one = "# gres.conf for node %s\nNodeName=%s Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+    texts = {n: one % (n, n) for n in ("n1", "n2", "n3", "n5", "a100")}
+    # n4: one GPU short; n5: the same file as n1 but slurm.conf declares 3; a100: named like its GPU type (only the
+    # NodeName= prefix is taken out of the key, so its Type=a100 stays)
+    texts["n4"] = "NodeName=n4 Name=gpu Type=a100 File=/dev/nvidia[0-2]\n"
+    problems = check_consistency(slurm, texts)
+    assert problems == ["host n4: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 3",
+                        "host n5: gres.conf count of gpu:a100: expected 3 (slurm.conf Gres=), found 4"]
+    assert parsed == ["a100", "n4", "n5"]  # n1, n2 and n3 share a100's proof (natural order: a100 first)
+    # the same files with a wrong type on one node: that node is parsed and refused
+    parsed.clear()
+    texts["n2"] = texts["n2"].replace("Type=a100", "Type=h100")
+    assert "host n2: gres.conf count of gpu:h100: expected 0 (slurm.conf Gres=), found 4" in check_consistency(
+        slurm, texts)
+    assert parsed == ["a100", "n2", "n4", "n5"]
+    # a line naming a hostlist applies by name: never shared
+    parsed.clear()
+    shared = "NodeName=n[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
+    assert check_consistency("GresTypes=gpu\nNodeName=n[1-3] Gres=gpu:a100:4\n",
+                             {"n1": shared, "n2": shared, "n3": shared}) == [
+        "host n3: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 0"]
+    assert sorted(parsed) == ["n1", "n2", "n3"]
+
+
 def test_untyped_slurm_conf_counts_typed_gres_conf_like_slurm_does():
     assert check_consistency("GresTypes=gpu\nNodeName=n1 Gres=gpu:2\n",
                              {"n1": "Name=gpu Type=a100 File=/dev/nvidia[0-1]\n"}) == []

@@ -1,0 +1,131 @@
+#!/usr/bin/python
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documentation of the gres_render_cluster action (plugins/action/gres_render_cluster.py), run on the controller."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: gres_render_cluster
+author: hpc.slurm_gres contributors
+version_added: "0.1.0"
+short_description: Render and prove the whole cluster's Slurm GPU configuration once, on the controller
+description:
+  - Reads the inventory schema of every host from C(hostvars) (C(slurm_node_*), C(slurm_gres_gpus),
+    C(slurm_ctld_addr)) and the cluster-wide variables of the host the task runs for (C(slurm_cluster_name),
+    C(slurm_gres_autodetect), C(slurm_partitions), C(slurm_conf_options), C(slurm_cgroup_conf_options)),
+    validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per GPU node, parses them back and
+    proves per node and GPU type that the counts agree. Any problem fails the task before anything is written;
+    every message names the host, the field, what was expected and what was found.
+  - The cluster model is built and used inside this one step; it never becomes a variable. The task returns the
+    files, a summary, the Slurm node name of every host (RV(nodes)) and, for hosts whose GPUs have a C(model) or
+    C(mig), what their MIG layouts and live gres.conf need (RV(mig_nodes)).
+  - With O(dest), writes the tree there on the controller, all or nothing, touching only files whose content or
+    mode differs (render-only mode); the files are then not returned unless O(return_files) is set.
+  - Runs entirely on the controller and contacts no host.
+options:
+  dest:
+    description:
+      - Directory on the controller to write C(slurm.conf), C(cgroup.conf) and C(<node>/gres.conf) into; created if
+        missing. Files under it that are not rendered are left alone.
+    type: path
+  mode:
+    description: Permissions of the written files.
+    type: raw
+    default: "0644"
+  directory_mode:
+    description: Permissions of directories created under O(dest).
+    type: raw
+    default: "0755"
+  return_files:
+    description: Return RV(files), RV(nodes) and RV(mig_nodes). Default, true unless O(dest) is set.
+    type: bool
+  mig_step:
+    description:
+      - Render one step of the MIG runbook (role C(hpc.slurm_gres.slurm_gres_mig)) instead of the inventory's target
+        state. This inventory host gets the layout the inventory declares; every other C(slurmd) host that carries
+        the fact C(slurm_gres_mig_live) (set by the role's C(read) entry point) keeps the layout its GPUs have now,
+        so slurm.conf changes the C(Gres=) of this host only.
+    type: str
+  cluster_host:
+    description:
+      - Host whose cluster-wide variables (C(slurm_cluster_name), C(slurm_conf_options), ...) are read, and named in
+        problems with them. Default, the host the task runs for.
+    type: str
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.controller
+attributes:
+  check_mode:
+    support: full
+    description: Renders and proves as usual; with O(dest), reports the files that would change and writes nothing.
+  diff_mode:
+    support: full
+    description: With O(dest), the before and after text of every file that changes.
+notes:
+  - Use it once, on the controller (a play on C(localhost), or C(run_once)), and read its registered result from
+    there; the roles C(hpc.slurm_gres.slurm_gres_node), C(hpc.slurm_gres.slurm_gres_verify) and
+    C(hpc.slurm_gres.slurm_gres_controller) take the files and node names from C(slurm_gres_render_result) of
+    C(localhost) by default.
+  - A new cluster-wide variable is one entry of C(CLUSTER_VARS) in C(plugins/plugin_utils/model.py).
+seealso:
+  - module: hpc.slurm_gres.gres_verify
+  - module: hpc.slurm_gres.config_tree
+"""
+
+EXAMPLES = r"""
+- name: Render and prove the cluster's files, keep them for the deploy plays
+  hpc.slurm_gres.gres_render_cluster:
+  register: rendered
+
+- name: Each node verifies its own gres.conf
+  hpc.slurm_gres.gres_verify:
+    slurm_conf_content: "{{ hostvars['localhost'].rendered.files['slurm.conf'] }}"
+    gres_conf_content: "{{ hostvars['localhost'].rendered.files[node ~ '/gres.conf'] }}"
+    node_name: "{{ node }}"
+  vars:
+    node: "{{ hostvars['localhost'].rendered.nodes[inventory_hostname] }}"
+
+- name: Render-only, into a directory on the controller
+  hpc.slurm_gres.gres_render_cluster:
+    dest: /srv/slurm-render
+"""
+
+RETURN = r"""
+summary:
+  description: Counts for a human (nodes, GPUs per type, MIG instances, shards, NodeName lines) and C(lines) of text.
+  returned: success
+  type: dict
+files:
+  description: Relative path to content, C(slurm.conf), C(cgroup.conf) and C(<slurm node name>/gres.conf).
+  returned: when O(return_files)
+  type: dict
+nodes:
+  description: Inventory host to Slurm node name, for every host of group C(slurmd) (the model's one naming rule).
+  returned: when O(return_files)
+  type: dict
+  sample: {"gpu-a01.example.org": "gpu-a01"}
+mig_nodes:
+  description:
+    - For hosts whose GPUs have a C(model) or C(mig), C(name), C(spec) (what M(hpc.slurm_gres.gres_verify) renders
+      the node's gres.conf again from, with the live MIG devices), C(layouts) (GPU index to profiles or null, as
+      M(hpc.slurm_gres.mig_layout) takes them) and C(models).
+  returned: when O(return_files)
+  type: dict
+dest:
+  description: Absolute path of O(dest).
+  returned: when O(dest) is set
+  type: str
+written:
+  description: Relative paths that were (or in check mode would be) created or replaced.
+  returned: when O(dest) is set
+  type: list
+  elements: str
+unchanged:
+  description: Number of files that already had the wanted content and mode.
+  returned: when O(dest) is set
+  type: int
+problems:
+  description: Every inventory problem, one line each, when the task fails for them.
+  returned: failure
+  type: list
+  elements: str
+"""

@@ -1,0 +1,57 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Render once: inventory -> model -> proven files, and the small maps the deploy plays read (controller only).
+
+This is the body of the ``gres_render_cluster`` action. The model is built and consumed here and never leaves:
+what the plays get is the files, a summary, ``{host: node name}`` (the node-name rule applied once, by the model)
+and, for hosts whose GPUs have a ``model`` or ``mig``, what the node and the MIG runbook need to render its
+gres.conf again from live MIG facts (``spec``) and to apply its layout (``layouts``, ``models``).
+"""
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import CLUSTER_VARS
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import gres_spec, render_all, summarize
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
+
+# The fact a host carries once the MIG runbook has read its GPUs (role slurm_gres_mig, entry point read).
+MIG_LIVE_FACT = "slurm_gres_mig_live"
+
+
+def cluster_vars(variables, template=None):
+    """The cluster-wide variables (``model.CLUSTER_VARS``, the one list) from a host's variables, templated."""
+    template = template or (lambda value: value)
+    return {name: template(variables[name]) for name in CLUSTER_VARS if name in variables}
+
+
+def mig_node(model, node):
+    """What a host with MIG-capable GPUs needs on its own: its gres spec, GPU layouts and models."""
+    return {
+        "name": node["name"],
+        "spec": gres_spec(model, node),
+        "layouts": {g["index"]: list(g["mig"]) if g["mig"] else None for g in node["gpus"]},
+        "models": {g["index"]: g["model"] for g in node["gpus"] if g["model"]},
+    }
+
+
+def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None):
+    """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes"}``.
+
+    The files are slurm.conf, cgroup.conf, every ``<node>/gres.conf`` and the users' guide (``USERS.md``,
+    ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
+    instead: that host with the layout the inventory declares, every host in ``live`` (``{host: {gpu index:
+    [profiles] or None}}``) with the layout its GPUs have now, and no guide (a step is not what users get).
+    Raises GresError (inventory, guide directory or proof) or TypeError (bad arguments).
+    """
+    model = model_from_inventory(hostvars, groups, cluster, cluster_host)
+    if mig_step is not None:
+        model = step_model(model, mig_step, live or {})
+    files = render_all(model)
+    if mig_step is None:
+        files.update(inventory_guide_files(model, files, hostvars, groups))
+    return {
+        "files": files,
+        "summary": summarize(model, files),
+        "nodes": {node["host"]: node["name"] for node in model["nodes"]},
+        "mig_nodes": {node["host"]: mig_node(model, node) for node in model["nodes"]
+                      if any(g["model"] or g["mig"] for g in node["gpus"])},
+    }

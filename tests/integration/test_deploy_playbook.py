@@ -1,0 +1,98 @@
+"""playbooks/deploy-gres.yml in check mode on two emulated nodes (local connection), a MIG node and a plain one.
+
+Check mode runs everything a deploy decides: the render, the verification on each node (the MIG node's
+MultipleFiles lines written from its live devices), the gate, the restart plans and their order, and the install
+in check mode with its diff; restarts are off here (no systemd, no Slurm), and nothing may be written. The real
+deploy of the same shape, on real Slurm, is the molecule scenario deploy-mig.
+"""
+import os
+
+import pytest
+
+from emulated_node import Node, apply_mig_layout, flat, node_nvidia_smi, run_playbook_json, write_inventory
+
+MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
+GATE = "Every targeted node passed verification"
+ORDER = "A GRES change needs slurmctld in the run; when slurmctld restarts relative to the nodes"
+INSTALL = "Install the new files on the node (staged and renamed; the old ones kept as backups)"
+
+
+def node_vars(node, tmp_path, mig=None):
+    gpus = [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
+    if mig:
+        gpus[0].update(model="A100-80GB", mig=list(mig))
+    return {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+            "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus,
+            "slurm_gres_verify_nvidia_smi": node_nvidia_smi(node), "slurm_gres_verify_sysfs_root": node.root,
+            "slurm_gres_verify_dev_root": node.dev_root, "slurm_gres_verify_slurmd_version": "22.05.8",
+            "slurm_gres_verify_show_table": False,
+            "slurm_gres_node_config_dir": str(tmp_path / node.name / "etc"),
+            "slurm_gres_node_state_dir": str(tmp_path / node.name / "state"),
+            "slurm_gres_node_restart": False}
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    mig = Node(tmp_path / "m01", name="gpu-m01")
+    plain = Node(tmp_path / "p01", name="gpu-p01")
+    apply_mig_layout(mig, {0: MIG_LAYOUT})
+    return mig, plain
+
+
+def deploy(tmp_path, cluster, layout, *extra):
+    mig, plain = cluster
+    host_vars = {mig.name: node_vars(mig, tmp_path, layout), plain.name: node_vars(plain, tmp_path)}
+    cluster_vars = {"slurm_cluster_name": "check", "slurm_gres_controller_restart": False,
+                    "slurm_gres_controller_config_dir": str(tmp_path / "ctl" / "etc"),
+                    "slurm_gres_controller_state_dir": str(tmp_path / "ctl" / "state")}
+    inventory = write_inventory(tmp_path, [mig, plain], host_vars, cluster_vars)
+    env = {"NVSMI_EMU_ROOT": mig.root, "NVSMI_EMU_DEV_ROOT": mig.dev_root}
+    return run_playbook_json(inventory, "deploy-gres.yml", "--check", "--diff",
+                             "-e", "slurm_gres_deploy_smoke_test=false", *extra, env=env)
+
+
+def written(tmp_path):
+    """The config and state directories the deploy would write (none may exist after a check run)."""
+    dirs = [tmp_path / name / sub for name in ("gpu-m01", "gpu-p01", "ctl") for sub in ("etc", "state")]
+    return [str(d) for d in dirs if os.path.exists(d)]
+
+
+def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_nothing(tmp_path, cluster):
+    rc, tasks, out = deploy(tmp_path, cluster, MIG_LAYOUT)
+    assert rc == 0, out
+    plan = tasks[GATE]["ctl01"]["plan"]
+    assert plan["targets"] == ["gpu-m01", "gpu-p01"] and plan["controllers"] == ["ctl01"]
+    assert plan["names"] == {"gpu-m01": "gpu-m01", "gpu-p01": "gpu-p01"} and plan["refusal"] is None
+    order = tasks[ORDER]["ctl01"]["plan"]
+    # nothing ran before: every node is new, slurmctld restarts first, the restarts may check the Gres at once
+    assert order["gres_changing"] == ["gpu-m01", "gpu-p01"] and order["check_gres_on_restart"] is True
+    install = tasks[INSTALL]["gpu-m01"]
+    assert install["changed"] is True
+    after = {d["after_header"].rsplit("/", 1)[-1]: d["after"] for d in install["diff"]}
+    lines = [l for l in after["gres.conf"].splitlines() if "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/" in l]
+    assert len(lines) == 4, after["gres.conf"]
+    plain = {d["after_header"].rsplit("/", 1)[-1]: d["after"] for d in tasks[INSTALL]["gpu-p01"]["diff"]}
+    assert "NodeName=gpu-p01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in plain["gres.conf"]
+    assert "MultipleFiles" not in plain["gres.conf"]
+    assert plain["slurm.conf"] == after["slurm.conf"]
+    assert "NodeName=gpu-m01 " in after["slurm.conf"] and "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" \
+        in after["slurm.conf"]
+    assert written(tmp_path) == [], "check mode wrote files"
+
+
+def test_a_mig_layout_that_differs_is_refused_by_name_and_nothing_is_installed(tmp_path, cluster):
+    rc, tasks, out = deploy(tmp_path, cluster, ["3g.40gb", "3g.40gb"])
+    assert rc != 0
+    text = flat(out)
+    assert "ansible-playbook playbooks/mig-reconfigure.yml --limit gpu-m01" in text
+    assert ("nothing installed, nothing restarted: 1 of 2 targeted node(s) did not pass verification: gpu-m01"
+            in text)
+    assert INSTALL not in tasks
+
+
+def test_a_gres_change_without_the_controller_in_the_limit_is_refused(tmp_path, cluster):
+    rc, tasks, out = deploy(tmp_path, cluster, MIG_LAYOUT, "--limit", "gpu-p01")
+    assert rc != 0
+    assert ("the Gres of gpu-p01 changes, which needs slurmctld restarted, but no slurmctld host is targeted"
+            in flat(out))
+    assert INSTALL not in tasks
