@@ -198,7 +198,7 @@ def _mig_text(node):
     parts = []
     for gpu in node["gpus"]:
         if gpu["mig"]:
-            parts.append("GPU %d (%s): %s" % (gpu["index"], gpu["type"],
+            parts.append("GPU %d (%s): %s" % (gpu["index"], gpu["type"] or "untyped",
                                               _count(mig_gres_type(gpu["type"], p) for p in gpu["mig"])))
     return "; ".join(parts) or "none"
 

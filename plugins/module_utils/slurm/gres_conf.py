@@ -154,7 +154,7 @@ def node_gres_conf(spec, live=None):
         else:
             where = "MIG devices found by slurmd (AutoDetect=nvml)"
         out.append("# MIG: GPU %d (%s, %s%d) %s: %s\n"
-                   % (gpu["index"], gpu["type"], DEVICE_PREFIX, gpu["minor"],
+                   % (gpu["index"], gpu["type"] or "untyped", DEVICE_PREFIX, gpu["minor"],
                       ",".join(mig_gres_type(gpu["type"], p) for p in gpu["mig"]), where))
         if gpu["index"] in blocks:
             out.append(blocks[gpu["index"]])
