@@ -42,10 +42,12 @@ test: system-deps setup lint
 	$(BIN)/pytest -q tests/unit tests/integration
 	bash scripts/run-molecule.sh
 
-# Both benchmarks run; the target fails when either does (the render one when it misses its 1.25x target).
+# Every benchmark runs; the target fails when any does (the render one when it misses its 1.25x target, the
+# hostile one when a pathological inventory takes over a second or 300 MB).
 bench: setup
 	rc=0; $(PY) bench/render_bench.py --json bench/out/render.json || rc=$$?; \
-	$(PY) bench/deploy_bench.py --json bench/out/deploy.json || rc=$$?; exit $$rc
+	$(PY) bench/deploy_bench.py --json bench/out/deploy.json || rc=$$?; \
+	$(PY) bench/hostile_bench.py --json bench/out/hostile.json || rc=$$?; exit $$rc
 
 clean:
 	rm -rf out bench/out .pytest_cache

@@ -14,3 +14,16 @@ for path in (COLLECTIONS, os.path.join(TESTS, "helpers"), os.path.join(TESTS, "e
              os.path.join(TESTS, "integration")):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+try:  # hypothesis profiles for the property tests: HYPOTHESIS_PROFILE=dev for a long local run
+    from hypothesis import HealthCheck, Phase, settings
+
+    # ci: the same examples every run, and no shrinking (on a shared 2-core machine it can take minutes).
+    settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True,
+                              phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.register_profile("dev", deadline=None, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+except ImportError:  # pragma: no cover - hypothesis is in requirements.txt
+    pass

@@ -41,13 +41,13 @@ class ActionModule(ActionBase):
         source = task_vars
         if cluster_host != task_vars.get("inventory_hostname"):
             source = hostvars[cluster_host]
-        cluster = cluster_vars(source, self._templar.template)
         live = None
         if args["mig_step"]:
             # the layouts the GPUs of the other slurmd hosts have now, as the runbook read them
             found = host_values(hostvars, groups.get("slurmd") or [], (MIG_LIVE_FACT,))
             live = {host: values[MIG_LIVE_FACT] for host, values in found.items() if values}
         try:
+            cluster = cluster_vars(source, self._templar.template, cluster_host)
             out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live)
         except GresError as exc:
             result.update(failed=True, problems=[str(p) for p in exc.problems],

@@ -69,7 +69,8 @@ RETURN = r"""
 _value:
   description:
     - "The cluster model, plain data: C(cluster_name), C(autodetect), C(controllers) (list of C({host, name, addr})),
-      C(settings) (C(slurm_conf) and C(cgroup_conf) option dicts), C(partitions) and C(nodes)."
+      C(settings) (C(slurm_conf) and C(cgroup_conf) option dicts), C(partitions), C(nodes), C(slurm_version) (the
+      Slurm release the files are for) and C(cluster_host)."
     - C(nodes) holds every host of group C(slurmd), sorted by Slurm node name in natural order, each with
       C(host), C(name), C(sockets), C(cores_per_socket), C(threads_per_core), C(real_memory), C(features),
       C(weight) and C(gpus) (sorted by index; each C({index, type, minor, cores, model, mig, shards})).

@@ -7,6 +7,7 @@ what the plays get is the files, a summary, ``{host: node name}`` (the node-name
 and, for hosts whose GPUs have a ``model`` or ``mig``, what the node and the MIG runbook need to render its
 gres.conf again from live MIG facts (``spec``) and to apply its layout (``layouts``, ``models``).
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import CLUSTER_VARS
@@ -17,10 +18,23 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import 
 MIG_LIVE_FACT = "slurm_gres_mig_live"
 
 
-def cluster_vars(variables, template=None):
-    """The cluster-wide variables (``model.CLUSTER_VARS``, the one list) from a host's variables, templated."""
+def cluster_vars(variables, template=None, host="localhost"):
+    """The cluster-wide variables (``model.CLUSTER_VARS``, the one list) from a host's variables, templated.
+
+    Raises GresError naming ``host`` and each variable whose template fails.
+    """
     template = template or (lambda value: value)
-    return {name: template(variables[name]) for name in CLUSTER_VARS if name in variables}
+    values = {}
+    problems = []
+    for name in CLUSTER_VARS:
+        if name in variables:
+            try:
+                values[name] = template(variables[name])
+            except Exception as exc:  # Ansible's templating raises many types; each message names its cause
+                problems.append(Problem(host, name, "a value whose template renders", " ".join(str(exc).split())))
+    if problems:
+        raise GresError(problems)
+    return values
 
 
 def mig_node(model, node):

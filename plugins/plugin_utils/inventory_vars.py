@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     CTLD_GROUP,
     HOST_VAR_PREFIXES,
     HOST_VARS,
+    MAX_PROBLEMS,
     SLURMD_GROUP,
     build_cluster_model,
 )
@@ -67,43 +69,75 @@ def _plain(value):
 
 
 def schema_hostvars(hostvars, hosts, wanted):
-    """{host: {var: plain value}} for the variables ``wanted(name)`` accepts, templated where needed."""
-    raw_get = getattr(hostvars, "raw_get", None)
-    cache = {}
-    result = {}
-    for host in hosts:
-        if raw_get is None:
-            hv = hostvars[host]
-            result[host] = {k: _plain(hv[k]) for k in hv if wanted(k)}
-            continue
-        raw = raw_get(host)
-        if not isinstance(raw, Mapping):
-            result[host] = {}
-            continue
-        templated = None
-        values = {}
-        for key in raw:
-            if not wanted(key):
-                continue
-            value = raw[key]
-            hit = cache.get(id(value))
-            if hit is not None and hit[0] is value:
-                values[key] = hit[1]
-                continue
-            plain, ok = _static_plain(value)
-            if ok:
-                cache[id(value)] = (value, plain)
-                values[key] = plain
-            else:
-                if templated is None:
-                    templated = hostvars[host]
-                values[key] = _plain(templated[key])
-        result[host] = values
+    """{host: {var: plain value}} for the variables ``wanted(name)`` accepts, templated where needed.
+
+    Raises GresError naming each host whose variables Ansible cannot load (a vars file that is not a mapping) and
+    each variable whose template fails, with Ansible's own message as what was found.
+    """
+    result, problems = _read_schema_hostvars(hostvars, hosts, wanted)
+    if problems:
+        raise GresError(problems)
     return result
 
 
+def _read_schema_hostvars(hostvars, hosts, wanted):
+    """(``schema_hostvars``'s result, [Problem]): a host Ansible cannot load gets no variables."""
+    cache = {}
+    result = {}
+    problems = []
+    for host in hosts:
+        try:
+            result[host] = _host_schema_vars(hostvars, host, wanted, cache, problems)
+        except Exception as exc:  # Ansible's loading raises many types; each message names its cause
+            result[host] = {}
+            problems.append(Problem(host, "vars", "variables Ansible can load (every vars file a mapping)",
+                                    _one_line(exc)))
+        if len(problems) >= MAX_PROBLEMS:
+            break
+    return result, problems
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())
+
+
+def _host_schema_vars(hostvars, host, wanted, cache, problems):
+    """One host's schema variables; ``cache`` maps id(value) -> (value, plain copy) across hosts. A value whose
+    template fails becomes a Problem naming the variable."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    if raw_get is None:
+        hv = hostvars[host]
+        return {k: _plain(hv[k]) for k in hv if wanted(k)}
+    raw = raw_get(host)
+    if not isinstance(raw, Mapping):
+        return {}
+    templated = None
+    values = {}
+    for key in raw:
+        if not wanted(key):
+            continue
+        value = raw[key]
+        hit = cache.get(id(value))
+        if hit is not None and hit[0] is value:
+            values[key] = hit[1]
+            continue
+        plain, ok = _static_plain(value)
+        if ok:
+            cache[id(value)] = (value, plain)
+            values[key] = plain
+        else:
+            if templated is None:
+                templated = hostvars[host]
+            try:
+                values[key] = _plain(templated[key])
+            except Exception as exc:  # Ansible's templating raises many types; each message names its cause
+                problems.append(Problem(host, key, "a value whose template renders", _one_line(exc)))
+    return values
+
+
 def _schema_var(name):
-    return name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES)
+    # A YAML vars file may hold non-string keys (1.5: x); Ansible keeps them, and none is a schema variable.
+    return isinstance(name, str) and (name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES))
 
 
 def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
@@ -123,9 +157,28 @@ def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost
             if host not in known:
                 hosts.append(host)
                 known.add(host)
-    extracted = schema_hostvars(hostvars, hosts, _schema_var)
+    extracted, load_problems = _read_schema_hostvars(hostvars, hosts, _schema_var)
     plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
-    return build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+    try:
+        model = build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+    except GresError as exc:
+        if not load_problems:
+            raise
+        # a value Ansible could not load is missing from the model: leave out what its absence caused
+        raise GresError(load_problems + [p for p in exc.problems if not _follows_from(p, load_problems)])
+    if load_problems:
+        raise GresError(load_problems)
+    return model
+
+
+def _follows_from(problem, load_problems):
+    for cause in load_problems:
+        if str(problem.host) != str(cause.host):
+            continue
+        if cause.field == "vars" or problem.field == cause.field or problem.field.startswith(
+                (cause.field + "[", cause.field + ".")):
+            return True
+    return False
 
 
 def host_values(hostvars, hosts, names):

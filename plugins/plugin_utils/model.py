@@ -12,7 +12,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostl
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import (
+    MAX_VALUES,
+    format_int_ranges,
+    parse_int_ranges,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import option_values, options, values
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
 
 CTLD_GROUP = "slurmctld"
@@ -60,8 +65,8 @@ AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
 # slurm.conf settings the renderer owns: derived from the inventory, never taken from slurm_conf_options.
-OWNED_SLURM_KEYS = ("ClusterName", "SlurmctldHost", "ControlMachine", "GresTypes", "NodeName", "PartitionName",
-                    "Include")
+OWNED_SLURM_KEYS = ("ClusterName", "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController",
+                    "BackupAddr", "GresTypes", "NodeName", "PartitionName", "Include")
 
 DEFAULT_SLURM_CONF = (
     ("AuthType", "auth/munge"),
@@ -92,11 +97,18 @@ DEFAULT_CGROUP_CONF = (
 DEFAULT_PARTITION = {"name": "main", "nodes": "ALL", "default": True,
                      "options": {"MaxTime": "INFINITE", "State": "UP"}}
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
-_OPTION_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 # MIG profile names as nvidia-smi / mig-parted write them: [<C>c.]<G>g.<GB>gb[+me|+me.all|+gfx|-me]
-MIG_PROFILE_RE = re.compile(r"^(\d+c\.)?\d+g\.\d+gb(\+me|\+me\.all|\+gfx|-me)?$")
+MIG_PROFILE_RE = re.compile(r"\A([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+me|\+me\.all|\+gfx|-me)?\Z")
+_CLUSTER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+# slurm.conf keys that start a line of their own keys (DownNodes=x State=DOWN ...): not expressible as one option.
+LINE_RECORD_KEYS = ("DownNodes", "FrontendName", "NodeSet", "PowerAction")
+# String options whose documented values are command lines: written in double quotes, spaces allowed.
+COMMAND_LINE_OPTIONS = ("InteractiveStepOptions",)
+
+
+def target_version(model):
+    """The Slurm release ("MAJOR.MINOR") the files are for: the model's slurm_version, else the default."""
+    return model.get("slurm_version") or options.DEFAULT_SLURM_VERSION
 
 
 def natural_key(text):
@@ -195,30 +207,64 @@ def _plain(value):
     return value
 
 
-_describe = model_gres.describe
+_describe = values.describe
+
+
+# The most problems one refusal lists: a pathological inventory is refused in bounded time and message size.
+MAX_PROBLEMS = 200
+# The most partitions one cluster may declare (a bound of this collection, not of Slurm: it keeps the render,
+# which writes each partition's node list as a hostlist, bounded).
+MAX_PARTITIONS = 256
+MAX_FEATURES = 256
+# No NVIDIA GPU holds more than 7 GPU instances (MIG user guide); profiles.py checks each model's own limit.
+MAX_MIG_INSTANCES = 7
+# The most nodes a cluster can hold: MAX_SLURM_NODES (slurm.h, 24.11+); hostlist.c MAX_RANGE refuses a longer range.
+MAX_NODES = 65536
+# The most GPU entries a node can hold: one per /dev/nvidiaN minor (values.GPU_MINOR_MAX).
+MAX_GPUS = values.GPU_MINOR_MAX + 1
 
 
 class _Collector(object):
     def __init__(self):
         self.problems = []
+        self.count = 0
         # Hosts of one group share their group_vars objects: validate each distinct GPU list once per layout.
         self.gpu_cache = {}
         self.cores_cache = {}
 
     def add(self, host, field, expected, found, hint=None):
-        self.problems.append(Problem(host, field, expected, found, hint))
+        self.extend([Problem(host, field, expected, found, hint)])
 
-    def int_value(self, host, field, value, minimum):
-        """Return an int >= minimum, or None after recording a problem. Digit strings (from -e) are accepted."""
-        if isinstance(value, str) and value.strip().isdigit():
-            value = int(value.strip())
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.add(host, field, "an integer >= %d" % minimum, _describe(value))
+    def extend(self, problems):
+        for problem in problems:
+            self.count += 1
+            if len(self.problems) < MAX_PROBLEMS:
+                self.problems.append(problem)
+
+    def result(self):
+        """The problems to raise: the first MAX_PROBLEMS, and a last one that says how many more there were."""
+        if self.count > len(self.problems):
+            last = self.problems[-1]
+            return self.problems + [Problem(last.host, last.field, "at most %d problems listed" % MAX_PROBLEMS,
+                                            "%d more not shown" % (self.count - len(self.problems)),
+                                            "fix these and run again")]
+        return self.problems
+
+    def int_value(self, host, field, value, minimum, maximum, what="an integer", note=None):
+        """Return an int in [minimum, maximum], or None after recording a problem. ASCII digit strings (from -e)
+        are accepted."""
+        problem = values.check_int(value, minimum, maximum, what, note)
+        if problem:
+            self.add(host, field, *problem)
             return None
-        if value < minimum:
-            self.add(host, field, "an integer >= %d" % minimum, str(value))
-            return None
-        return int(value)
+        return values.as_int(value)
+
+    def check(self, host, field, problem):
+        """Record a values.check_* result; True when there was nothing to record."""
+        if problem:
+            self.add(host, field, *problem)
+            return False
+        return True
 
 
 def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
@@ -232,12 +278,17 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     Raises GresError listing every problem found.
     """
     col = _Collector()
-    groups = groups or {}
+    # Ansible hands over string host names, str-keyed variable mappings and lists of host names; anything else
+    # is not an inventory this model can name in a message, so it is read as empty.
+    hostvars = {str(h): hv if isinstance(hv, dict) else {} for h, hv in (hostvars or {}).items()}
+    groups = {str(g): [str(h) for h in members] if isinstance(members, (list, tuple)) else []
+              for g, members in (groups or {}).items()}
     # A cluster variable set to null (or left out) takes its default.
     cluster = {k: v for k, v in (cluster or {}).items() if v is not None}
     slurmd_hosts = list(groups.get(SLURMD_GROUP) or [])
     ctld_hosts = list(groups.get(CTLD_GROUP) or [])
     slurmd_set = set(slurmd_hosts)
+    version = _slurm_version(col, cluster_host, cluster.get("slurm_version"))
 
     if not ctld_hosts:
         col.add(cluster_host, "groups.%s" % CTLD_GROUP, "at least one controller host in inventory group %s"
@@ -245,10 +296,14 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     if not slurmd_hosts:
         col.add(cluster_host, "groups.%s" % SLURMD_GROUP, "at least one compute host in inventory group %s"
                 % SLURMD_GROUP, "no hosts")
+    elif len(slurmd_hosts) > MAX_NODES:
+        col.add(cluster_host, "groups.%s" % SLURMD_GROUP, "at most %d compute hosts (Slurm's MAX_SLURM_NODES; one "
+                "hostlist range holds at most that many names)" % MAX_NODES, "%d hosts" % len(slurmd_hosts))
+        slurmd_hosts = []
 
     for host in sorted(hostvars, key=natural_key):
         hv = hostvars[host] or {}
-        for key in sorted(hv):
+        for key in sorted(k for k in hv if isinstance(k, str)):
             if key.startswith(HOST_VAR_PREFIXES) and key not in HOST_VARS:
                 close = difflib.get_close_matches(key, HOST_VARS, n=1)
                 col.add(host, key, "a variable of the inventory schema (%s)" % ", ".join(HOST_VARS),
@@ -261,7 +316,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     nodes = []
     by_name = {}
     for host in slurmd_hosts:
-        node = _build_node(col, host, hostvars.get(host) or {})
+        node = _build_node(col, host, hostvars.get(host) or {}, version)
         if node is None:
             continue
         if node["name"] in by_name:
@@ -276,17 +331,16 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     _check_type_spelling(col, nodes)
     _check_mig_with_shards(col, nodes, extra_types)
     _check_count_only_autodetect(col, nodes, _autodetect(_Collector(), cluster_host, cluster.get(
-        "slurm_gres_autodetect", CLUSTER_VARS["slurm_gres_autodetect"])))
+        "slurm_gres_autodetect", CLUSTER_VARS["slurm_gres_autodetect"]), version))
 
     controllers = []
     for host in ctld_hosts:
         hv = hostvars.get(host) or {}
         name = _node_name(col, host, hv)
         addr = hv.get("slurm_ctld_addr")
-        if addr is not None and (not isinstance(addr, str) or not addr.strip() or " " in addr.strip()):
-            col.add(host, "slurm_ctld_addr", "a host name or IP address", _describe(addr))
+        if addr is not None and not col.check(host, "slurm_ctld_addr", values.check_host_address(addr)):
             addr = None
-        controllers.append({"host": host, "name": name, "addr": _plain(addr.strip()) if addr else None})
+        controllers.append({"host": host, "name": name, "addr": _plain(addr) if addr else None})
 
     _check_accounting(col, cluster_host, cluster.get("slurm_conf_options"))
 
@@ -294,23 +348,38 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
                                                                      CLUSTER_VARS["slurm_cluster_name"])),
         "autodetect": _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
-                                                                 CLUSTER_VARS["slurm_gres_autodetect"])),
+                                                                 CLUSTER_VARS["slurm_gres_autodetect"]), version),
         "controllers": controllers,
         "settings": {
             "slurm_conf": _options(col, cluster_host, "slurm_conf_options", DEFAULT_SLURM_CONF,
-                                   cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS),
+                                   cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
             "cgroup_conf": _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
-                                    cluster.get("slurm_cgroup_conf_options"), ()),
+                                    cluster.get("slurm_cgroup_conf_options"), (), "cgroup.conf", version),
         },
         "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
-                                  slurmd_set, by_name),
+                                  slurmd_set, by_name, version),
         "nodes": nodes,
         "gres_types": extra_types,
+        "slurm_version": version,
+        "cluster_host": str(cluster_host),
     }
     model["config_mode"], model["include_file"] = _config_mode(col, cluster_host, cluster, nodes)
-    if col.problems:
-        raise GresError(col.problems)
+    _check_max_node_count(col, cluster_host, cluster.get("slurm_conf_options"), model["settings"]["slurm_conf"],
+                          len(slurmd_hosts))
+    if col.count:
+        raise GresError(col.result())
     return model
+
+
+def _check_max_node_count(col, host, overrides, settings, count):
+    """node_conf.c: "Attempting to create node record past MaxNodeCount" for every node beyond it (22.05 to 26.05;
+    the man page's "ignored if less than the number of nodes" is not what slurmd does)."""
+    value = settings.get("MaxNodeCount")
+    if value is None or not value.isdigit() or int(value) >= count:
+        return
+    key = [k for k in overrides if isinstance(k, str) and k.lower() == "maxnodecount"][0]
+    col.add(host, "slurm_conf_options.%s" % key, "MaxNodeCount at least the number of nodes (%d)" % count, value,
+            "slurmd logs \"Attempting to create node record past MaxNodeCount\" for every node beyond it")
 
 
 def _len(value):
@@ -323,19 +392,29 @@ def _len(value):
 def _node_name(col, host, hv):
     name = hv.get("slurm_node_name")
     if name is None:
-        name = short_name(host)
-        if not _NAME_RE.match(name):
-            col.add(host, "slurm_node_name", "a Slurm node name (letters, digits, '-', '_', '.')",
-                    "%r derived from the inventory name" % name, "set slurm_node_name")
+        name = short_name(str(host))
+        problem = values.check_node_name(name)
+        if problem:
+            col.add(host, "slurm_node_name", problem[0], "%s derived from the inventory name" % problem[1],
+                    "set slurm_node_name" + ("; " + problem[2] if problem[2] else ""))
         return name
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        col.add(host, "slurm_node_name", "a Slurm node name (letters, digits, '-', '_', '.')", _describe(name))
-        return short_name(host)
+    if not col.check(host, "slurm_node_name", values.check_node_name(name)):
+        return short_name(str(host))
     return str(name)
 
 
-def _build_node(col, host, hv):
-    before = len(col.problems)
+def _width(version, key):
+    """The Slurm integer width (uint16, ...) of a NodeName= line key in that release."""
+    return options.lookup("node", key, version)[1]
+
+
+def _node_int(col, host, var, value, key, minimum, version):
+    width = _width(version, key)
+    return col.int_value(host, var, value, minimum, values.COUNT_MAX[width], note="%s=, %s in Slurm" % (key, width))
+
+
+def _build_node(col, host, hv, version):
+    before = col.count
     name = _node_name(col, host, hv)
     gpus_raw = hv.get("slurm_gres_gpus")
     if gpus_raw is None:
@@ -343,14 +422,20 @@ def _build_node(col, host, hv):
     if not isinstance(gpus_raw, (list, tuple)):
         col.add(host, "slurm_gres_gpus", "a list of GPU entries ({index, type, ...})", _describe(gpus_raw))
         gpus_raw = []
+    elif len(gpus_raw) > MAX_GPUS:
+        col.add(host, "slurm_gres_gpus", "at most %d GPU entries (one per /dev/nvidiaN minor)" % MAX_GPUS,
+                "%d entries" % len(gpus_raw))
+        gpus_raw = []
+    has_gpus = len(gpus_raw) > 0
     generic_raw = hv.get("slurm_node_gres")
     needs_layout = any(isinstance(g, dict) and g.get("cores") is not None for g in gpus_raw) or any(
         isinstance(g, dict) and g.get("cores") is not None for g in (generic_raw if isinstance(generic_raw, list)
                                                                     else ()))
 
     layout = {}
-    for key, var in (("sockets", "slurm_node_sockets"), ("cores_per_socket", "slurm_node_cores_per_socket"),
-                     ("threads_per_core", "slurm_node_threads_per_core")):
+    for key, var, slurm_key in (("sockets", "slurm_node_sockets", "Sockets"),
+                                ("cores_per_socket", "slurm_node_cores_per_socket", "CoresPerSocket"),
+                                ("threads_per_core", "slurm_node_threads_per_core", "ThreadsPerCore")):
         value = hv.get(var)
         if value is None:
             # Cores= is checked against sockets x cores_per_socket; threads_per_core defaults to 1 in Slurm
@@ -359,24 +444,27 @@ def _build_node(col, host, hv):
                         "cores", "not set", "Cores= is checked against it; see `slurmd -C` on the node")
             layout[key] = None
         else:
-            layout[key] = col.int_value(host, var, value, 1)
+            layout[key] = _node_int(col, host, var, value, slurm_key, 1, version)
+    if None not in layout.values():
+        # Slurm derives CPUs= from the three and keeps it in a uint16 (read_config.c, slurm_conf_node_t.cpus).
+        cpus_max = values.COUNT_MAX[_width(version, "CPUs")]
+        cpus = layout["sockets"] * layout["cores_per_socket"] * layout["threads_per_core"]
+        if cpus > cpus_max:
+            col.add(host, "slurm_node_threads_per_core", "sockets x cores_per_socket x threads_per_core at most "
+                    "%d (CPUs=, %s in Slurm)" % (cpus_max, _width(version, "CPUs")),
+                    "%d x %d x %d = %d" % (layout["sockets"], layout["cores_per_socket"], layout["threads_per_core"],
+                                           cpus))
+            layout = {k: None for k in layout}
     real_memory = hv.get("slurm_node_real_memory")
     if real_memory is not None:
-        real_memory = col.int_value(host, "slurm_node_real_memory", real_memory, 1)
+        real_memory = _node_int(col, host, "slurm_node_real_memory", real_memory, "RealMemory", 1, version)
     weight = hv.get("slurm_node_weight")
     if weight is not None:
-        weight = col.int_value(host, "slurm_node_weight", weight, 0)
-    features = hv.get("slurm_node_features")
-    if features is None:
-        features = []
-    elif not isinstance(features, (list, tuple)) or not all(
-            isinstance(f, str) and _NAME_RE.match(f) for f in features):
-        col.add(host, "slurm_node_features", "a list of feature names (letters, digits, '-', '_', '.')",
-                _describe(features))
-        features = []
+        weight = _node_int(col, host, "slurm_node_weight", weight, "Weight", 0, version)
+    features = _features(col, host, hv.get("slurm_node_features"))
     autodetect = hv.get("slurm_node_autodetect")
     if autodetect is not None:
-        autodetect = _autodetect(col, host, autodetect, "slurm_node_autodetect")
+        autodetect = _autodetect(col, host, autodetect, version, "slurm_node_autodetect")
 
     core_count = None
     if layout["sockets"] and layout["cores_per_socket"]:
@@ -387,7 +475,7 @@ def _build_node(col, host, hv):
         gpus = [dict(g, mig=list(g["mig"]) if g["mig"] else g["mig"]) for g in cached[1]]
         gpu_counts = [dict(g) for g in cached[2]]
     else:
-        mark = len(col.problems)
+        mark = col.count
         whole = [(i, e) for i, e in enumerate(gpus_raw) if not (isinstance(e, dict) and "count" in e)]
         counted = [(i, e) for i, e in enumerate(gpus_raw) if isinstance(e, dict) and "count" in e]
         gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in whole]
@@ -399,7 +487,7 @@ def _build_node(col, host, hv):
                                    + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
         gpus = [gpus[k] for k in order]
         _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _ in counted])
-        if len(col.problems) == mark and (gpus or gpu_counts):
+        if col.count == mark and (gpus or gpu_counts):
             col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts])
     shards = model_gres.shared_count(col, host, "slurm_node_shards", hv.get("slurm_node_shards"))
     mps = model_gres.shared_count(col, host, "slurm_node_mps", hv.get("slurm_node_mps"))
@@ -412,17 +500,21 @@ def _build_node(col, host, hv):
         elif any(g[key] for g in gpus):
             col.add(host, var, "a node-wide %s count or %s per GPU, not both" % (key, key),
                     "both", "slurmd stops on %s lines with and without File" % ("shard" if key == "shards" else key))
+    gpu_shards = sum(g["shards"] or 0 for g in gpus) + (shards or 0)
+    if gpu_shards > values.GRES_COUNT_MAX:
+        col.add(host, "slurm_gres_gpus", "at most %d shards on one node (Slurm reads GRES counts as a signed 64-bit "
+                "number)" % values.GRES_COUNT_MAX, "%d in all" % gpu_shards)
     generic = model_gres.generic_gres(col, host, generic_raw,
                                       lambda field, value: _cores(col, host, field, value, layout, core_count))
-    options = model_gres.node_options(col, host, hv.get("slurm_node_options"))
-    if len(col.problems) != before:
+    node_options = model_gres.node_options(col, host, hv.get("slurm_node_options"))
+    if col.count != before:
         return None
     return {
         "host": str(host), "name": name,
         "sockets": layout["sockets"], "cores_per_socket": layout["cores_per_socket"],
         "threads_per_core": layout["threads_per_core"], "real_memory": real_memory,
         "features": [str(f) for f in features], "weight": weight,
-        "autodetect": autodetect, "shards": shards, "mps": mps, "generic_gres": generic, "options": options,
+        "autodetect": autodetect, "shards": shards, "mps": mps, "generic_gres": generic, "options": node_options,
         "gpus": gpus, "gpu_counts": gpu_counts,
     }
 
@@ -458,7 +550,8 @@ def _build_gpu_count(col, host, i, entry, layout, core_count):
     for key in sorted(set(entry) - set(allowed), key=str):
         col.add(host, "%s.%s" % (field, key), "with count: only %s (AutoDetect finds the devices)" % ", ".join(allowed),
                 "%s together with count" % key)
-    group["count"] = col.int_value(host, field + ".count", entry.get("count"), 1)
+    group["count"] = col.int_value(host, field + ".count", entry.get("count"), 1, values.GPU_MINOR_MAX + 1,
+                                   note="GPUs AutoDetect finds")
     group["type"] = _gpu_type(col, host, field, entry.get("type"))
     if entry.get("cores") is not None:
         group["cores"] = _cores(col, host, field + ".cores", entry["cores"], layout, core_count)
@@ -468,13 +561,29 @@ def _build_gpu_count(col, host, i, entry, layout, core_count):
 
 
 def _gpu_type(col, host, field, gtype):
+    """The GPU's GRES type, or None for an untyped GPU (no type given)."""
     if gtype is None:
         return None
-    if not isinstance(gtype, str) or not _TYPE_RE.match(gtype):
-        col.add(host, field + ".type", "a GRES type such as a100 (letters, digits, '_', '.', '-', '+'), or no type",
-                _describe(gtype))
-        return None
-    return str(gtype)
+    if col.check(host, field + ".type", values.check_gres_type(gtype)):
+        return str(gtype)
+    return None
+
+
+def _features(col, host, features):
+    """A list of feature names (each a Slurm name; feature expressions are built from them)."""
+    if features is None:
+        return []
+    if not isinstance(features, (list, tuple)):
+        col.add(host, "slurm_node_features", "a list of feature names", _describe(features),
+                "write [ib, nvme], not a comma-separated string" if isinstance(features, str) else None)
+        return []
+    if len(features) > MAX_FEATURES:
+        col.add(host, "slurm_node_features", "at most %d features (this collection's bound)" % MAX_FEATURES,
+                "%d features" % len(features))
+        return []
+    good = [f for pos, f in enumerate(features)
+            if col.check(host, "slurm_node_features[%d]" % pos, values.check_name(f, "feature name"))]
+    return good if len(good) == len(features) else []
 
 
 def _build_gpu(col, host, i, entry, layout, core_count):
@@ -487,26 +596,31 @@ def _build_gpu(col, host, i, entry, layout, core_count):
     for key in sorted(set(entry) - set(GPU_KEYS), key=str):
         col.add(host, "%s.%s" % (field, key), "a GPU key (%s)" % ", ".join(GPU_KEYS), "unknown key %r" % key)
     if "index" not in entry:
-        col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer >= 0)", "no index",
-                "or count: N for GPUs AutoDetect finds")
+        col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer 0-%d)" % values.GPU_MINOR_MAX,
+                "no index", "or count: N for GPUs AutoDetect finds")
     else:
-        gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0)
+        gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0, values.GPU_MINOR_MAX,
+                                     note="the nvidia-smi index of the GPU")
     gpu["type"] = _gpu_type(col, host, field, entry.get("type"))
     if entry.get("minor") is not None:
-        gpu["minor"] = col.int_value(host, field + ".minor", entry["minor"], 0)
+        gpu["minor"] = col.int_value(host, field + ".minor", entry["minor"], 0, values.GPU_MINOR_MAX,
+                                     note="the minor N of /dev/nvidiaN")
     elif gpu["index"] is not None:
         gpu["minor"] = gpu["index"]
     if entry.get("cores") is not None:
         gpu["cores"] = _cores(col, host, field + ".cores", entry["cores"], layout, core_count)
     if entry.get("model") is not None:
-        if isinstance(entry["model"], str) and entry["model"].strip():
-            gpu["model"] = str(entry["model"])
+        model = entry["model"]
+        if isinstance(model, str) and model.strip() and values.check_option_value(model, quoted_ok=True) is None:
+            gpu["model"] = str(model)
         else:
-            col.add(host, field + ".model", "a GPU model name string", _describe(entry["model"]))
+            col.add(host, field + ".model", "a GPU model name such as A100-80GB (printable ASCII)", _describe(model))
     if entry.get("shards") is not None:
-        gpu["shards"] = col.int_value(host, field + ".shards", entry["shards"], 1)
+        gpu["shards"] = col.int_value(host, field + ".shards", entry["shards"], 1, values.GRES_COUNT_MAX,
+                                      note="shards on this GPU")
     if entry.get("mps") is not None:
-        gpu["mps"] = col.int_value(host, field + ".mps", entry["mps"], 1)
+        gpu["mps"] = col.int_value(host, field + ".mps", entry["mps"], 1, values.GRES_COUNT_MAX,
+                                   note="mps on this GPU")
     if entry.get("links") is not None:
         gpu["links"] = model_gres.links_text(col, host, field + ".links", entry["links"])
     if entry.get("flags") is not None:
@@ -516,16 +630,21 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         if not isinstance(mig, (list, tuple)) or not mig:
             col.add(host, field + ".mig", "a non-empty list of MIG profile names such as [3g.40gb, 3g.40gb]",
                     _describe(mig), "leave mig unset to use the whole GPU")
+        elif len(mig) > MAX_MIG_INSTANCES:
+            col.add(host, field + ".mig", "at most %d MIG instances on one GPU" % MAX_MIG_INSTANCES,
+                    "%d profiles" % len(mig))
         else:
             bad = [p for p in mig if not isinstance(p, str) or not MIG_PROFILE_RE.match(p)]
             if bad:
                 col.add(host, field + ".mig", "MIG profile names like 1g.10gb or 1c.3g.40gb",
-                        ", ".join(_describe(p) for p in bad))
+                        ", ".join(_describe(p) for p in bad[:4]))
+            elif entry.get("model") is not None and gpu["model"] is None:
+                pass  # the model's own problem is reported; a layout needs a valid model
             else:
-                mig_problems = validate_layout(host, gpu["index"], entry.get("model"), list(mig),
+                mig_problems = validate_layout(host, gpu["index"], gpu["model"], list(mig),
                                                field=field + ".mig", model_field=field + ".model")
                 if mig_problems:
-                    col.problems.extend(mig_problems)
+                    col.extend(mig_problems)
                 else:
                     gpu["mig"] = [str(p) for p in mig]
         for key in ("shards", "mps", "links", "flags"):
@@ -560,9 +679,15 @@ def _cores(col, host, field, value, layout, core_count):
     if key is not None and key in col.cores_cache:
         return col.cores_cache[key]
     try:
-        cores = parse_int_ranges(value if isinstance(value, str) else _plain(value))
-    except ValueError:
-        col.add(host, field, "Slurm logical core indices such as \"0-31\" or \"0-15,32-47\"", _describe(value))
+        # Bounded before anything is expanded: no core index above Slurm's uint16 CPU count.
+        if not isinstance(value, (str, int)) or isinstance(value, bool):
+            raise ValueError("not a range string")
+        cores = parse_int_ranges(value, maximum=MAX_VALUES - 1)
+    except ValueError as exc:
+        expected = "Slurm logical core indices such as \"0-31\" or \"0-15,32-47\" (ASCII digits)"
+        if core_count is not None:
+            expected = "Slurm logical core indices within 0-%d, such as \"0-15,32-47\"" % (core_count - 1)
+        col.add(host, field, expected, _describe(value), str(exc).split(" in ", 1)[0])
         return None
     if not cores:
         col.add(host, field, "at least one core index", _describe(value))
@@ -577,7 +702,7 @@ def _cores(col, host, field, value, layout, core_count):
                         "(one per physical core)")
             col.add(host, field, "Slurm logical core indices within 0-%d (slurm_node_sockets %d x "
                     "slurm_node_cores_per_socket %d)" % (core_count - 1, layout["sockets"], layout["cores_per_socket"]),
-                    "%s (%s outside)" % (value, format_int_ranges(outside)), hint)
+                    "%s (%s outside)" % (values.describe(value).rsplit(" (", 1)[0], format_int_ranges(outside)), hint)
             return None
     text = format_int_ranges(cores)
     if key is not None:
@@ -623,18 +748,28 @@ def _check_type_spelling(col, nodes):
 
 
 def _cluster_name(col, host, value):
-    if not isinstance(value, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", value) or len(value) > 40:
+    if not isinstance(value, str) or not _CLUSTER_NAME_RE.match(value) or len(value) > 40:
         col.add(host, "slurm_cluster_name", "a cluster name (letters, digits, '-', '_'; at most 40 chars)",
                 _describe(value))
         return "cluster"
     return str(value)
 
 
-def _autodetect(col, host, value, var="slurm_gres_autodetect"):
+def _autodetect(col, host, value, version, var="slurm_gres_autodetect"):
+    """off, nvml or nvidia, and one the target release's slurmd knows (nvidia from 24.11: option_values)."""
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
     if isinstance(value, str) and value.lower() in AUTODETECT_CHOICES:
-        return value.lower()
+        mode = value.lower()
+        if option_values.check("gres.conf", "AutoDetect", mode, version) is None:
+            return mode
+        release = options.release_for(version)
+        known = [c for c in AUTODETECT_CHOICES if option_values.check("gres.conf", "AutoDetect", c, version) is None]
+        since = [r for r in options.RELEASES if option_values.check("gres.conf", "AutoDetect", mode, r) is None]
+        col.add(host, var, "one of %s (the modes slurmd %s knows)" % (", ".join(known), release),
+                _describe(value), "AutoDetect=%s is new in Slurm %s; slurmd %s logs \"unknown autodetect flag\" and "
+                "detects nothing" % (mode, since[0] if since else "?", release))
+        return "off"
     col.add(host, var, "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
     return "off"
 
@@ -701,70 +836,137 @@ def uses_slurmdbd(model):
     return False
 
 
-def _option_value(col, host, field, value):
+def _slurm_version(col, host, value):
+    """The target release "MAJOR.MINOR" (slurm_version; issue 9 owns the variable, its default and its docs)."""
+    if value is None:
+        return options.DEFAULT_SLURM_VERSION
+    text = "%.2f" % value if isinstance(value, float) else value
+    try:
+        major, minor = options.parse_version(text)
+    except ValueError:
+        col.add(host, "slurm_version", "a Slurm release such as 23.11 (MAJOR.MINOR)", _describe(value))
+        return options.DEFAULT_SLURM_VERSION
+    return "%02d.%02d" % (major, minor)
+
+
+def _option_value(col, host, field, value, name, kind, table, version):
+    """The text written for one option value, checked against its parser type and, for the options Slurm's parser
+    reads again (option_values.py), their syntax; None after recording a problem."""
+    text = _option_text(col, host, field, value, name, kind)
+    if text is not None and not col.check(host, field, option_values.check(table, name, text, version)):
+        return None
+    return text
+
+
+def _option_text(col, host, field, value, name, kind):
+    if kind not in ("string", "record"):
+        text, problem = values.check_typed_value(value, kind)
+        if problem:
+            col.add(host, field, *problem)
+        return text
+    quoted_ok = name in COMMAND_LINE_OPTIONS
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, str) and value.strip() and "\n" not in value and "#" not in value:
-        return str(value.strip())
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, int)) and not isinstance(v, bool)
-                                                          for v in value):
-        return ",".join(str(v) for v in value)
+    if isinstance(value, str):
+        return value if col.check(host, field, values.check_option_value(value, quoted_ok)) else None
+    if isinstance(value, (list, tuple)) and value:
+        parts = []
+        for pos, item in enumerate(value):
+            if isinstance(item, int) and not isinstance(item, bool):
+                parts.append(str(item))
+            elif isinstance(item, str) and col.check(host, "%s[%d]" % (field, pos),
+                                                     values.check_option_value(item, quoted_ok)):
+                parts.append(item)
+            elif not isinstance(item, str):
+                col.add(host, "%s[%d]" % (field, pos), "a string or integer list element", _describe(item))
+        if len(parts) != len(value):
+            return None
+        text = ",".join(parts)
+        return text if col.check(host, field, values.check_option_value(text, quoted_ok)) else None
     col.add(host, field, "a string, integer, boolean or list of those (null removes a default)", _describe(value))
     return None
 
 
-def _options(col, host, var, defaults, overrides, owned):
-    """Defaults merged with the user's dict (keys case-insensitive; null drops a default)."""
+def _options(col, host, var, defaults, overrides, owned, table, version):
+    """Defaults merged with the user's dict (keys case-insensitive, written as Slurm spells them; null drops a
+    default). Every key must be one the target Slurm release reads in `table`, every value fit its type."""
     merged = {}
-    canon = {}
     for key, value in defaults:
-        merged[key] = str(value)
-        canon[key.lower()] = key
+        name, _ = options.lookup(table, key, version)
+        merged[name] = str(value)
     if overrides is None:
         return merged
     if not isinstance(overrides, dict):
         col.add(host, var, "a mapping of option name to value", _describe(overrides))
         return merged
+    if len(overrides) > len(options.table(table, version)):
+        col.add(host, var, "at most %d options (the keys Slurm %s reads)" % (len(options.table(table, version)),
+                                                                             options.release_for(version)),
+                "%d keys" % len(overrides))
+        return merged
     owned_lower = {k.lower(): k for k in owned}
+    records = {k.lower() for k in LINE_RECORD_KEYS} if table == "slurm.conf" else set()
+    written = {}  # Slurm's spelling -> the key as the user wrote it
     for key in sorted(overrides, key=str):
         value = overrides[key]
         field = "%s.%s" % (var, key)
-        if not isinstance(key, str) or not _OPTION_KEY_RE.match(key):
-            col.add(host, field, "an option name (letters and digits)", _describe(key))
+        if not col.check(host, "%s[%r]" % (var, key), values.check_option_key(key)):
+            continue
+        twin = [k for k in overrides if k != key and isinstance(k, str) and k.lower() == key.lower()]
+        if twin:
+            col.add(host, field, "each option once (Slurm's option names are case-insensitive)",
+                    "%s and %s" % (key, twin[0]))
             continue
         if key.lower() in owned_lower:
             col.add(host, field, "an option the renderer does not derive from the inventory",
                     "%s (derived from the inventory)" % owned_lower[key.lower()])
             continue
-        name = canon.setdefault(key.lower(), key)
+        if key.lower() in records:
+            col.add(host, field, "an option with one value", "%s, a line with keys of its own" % key,
+                    "write it with an Include file of your own")
+            continue
+        try:
+            name, kind = options.lookup(table, key, version)
+        except options.OptionError as exc:
+            col.add(host, field, exc.expected, exc.found, exc.hint)
+            continue
         if value is None:
             merged.pop(name, None)
             continue
-        text = _option_value(col, host, field, value)
+        text = _option_value(col, host, field, value, name, kind, table, version)
         if text is not None:
             merged[name] = text
+            written[name] = key
+    for involved, expected, found, hint in option_values.relation_problems(table, merged, version):
+        named = [k for k in involved if k in written] or [k for k in involved if k in merged] or list(involved)
+        col.add(host, "%s.%s" % (var, written.get(named[0], named[0])), expected, found, hint)
     return merged
 
 
-def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name):
+def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version):
     if value is None:
         return [dict(DEFAULT_PARTITION, options=dict(DEFAULT_PARTITION["options"]))]
     if not isinstance(value, (list, tuple)) or not value:
         col.add(host, "slurm_partitions", "a non-empty list of partitions ({name, group|nodes, ...})",
                 _describe(value))
         return []
+    if len(value) > MAX_PARTITIONS:
+        col.add(host, "slurm_partitions", "at most %d partitions (this collection's bound)" % MAX_PARTITIONS,
+                "%d partitions" % len(value))
+        return []
     host_to_name = {h: n for n, h in by_name.items()}
-    known_names = set(by_name)
+    # Node names in natural order, ranked once: every partition's list sorts by rank, not by natural_key again.
+    known_names = {name: rank for rank, name in enumerate(sorted(by_name, key=natural_key))}
     result = []
     names = set()
     defaults = []
     for i, field, part in model_gres.keyed_entries(col, host, "slurm_partitions", value, PARTITION_KEYS,
                                                    "partition mappings", "{name: gpu, group: gpu_nodes}"):
         name = part.get("name")
-        if not isinstance(name, str) or not _NAME_RE.match(name):
-            col.add(host, field + ".name", "a partition name", _describe(name))
+        if not col.check(host, field + ".name", values.check_name(name, "partition name",
+                                                                  values.RESERVED_PARTITION_NAMES)):
             continue
         if name in names:
             col.add(host, field + ".name", "unique partition names", "%r twice" % name)
@@ -776,13 +978,31 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name):
             default = False
         if default:
             defaults.append(name)
-        options = _options(col, host, field + ".options", (("MaxTime", "INFINITE"), ("State", "UP")),
-                           part.get("options"), ("PartitionName", "Nodes", "Default"))
-        result.append({"name": str(name), "nodes": nodes, "default": default, "options": options})
+        settings = _options(col, host, field + ".options", (("MaxTime", "INFINITE"), ("State", "UP")),
+                            part.get("options"), ("PartitionName", "Nodes", "Default"), "partition", version)
+        result.append({"name": str(name), "nodes": nodes, "default": default, "options": settings})
     if len(defaults) > 1:
         col.add(host, "slurm_partitions", "at most one partition with default: true",
                 "%d (%s)" % (len(defaults), ", ".join(defaults)))
     return result
+
+
+def _hostlist_size(expr):
+    """How many names a hostlist expression stands for, counted without expanding it (an upper bound)."""
+    total = 0
+    for item in re.split(r",(?![^\[]*\])", expr):
+        size = 1
+        for group in re.findall(r"\[([^\]]*)\]", item):
+            count = 0
+            for part in group.split(","):
+                bounds = part.split("-", 1)
+                if len(bounds) == 2 and bounds[0].isdigit() and bounds[1].isdigit():
+                    count += max(int(bounds[1]) - int(bounds[0]) + 1, 1)
+                else:
+                    count += 1
+            size *= max(count, 1)
+        total += size
+    return total
 
 
 def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, known_names):
@@ -800,11 +1020,16 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
         if not members:
             col.add(host, field + ".group", "a group with hosts from %s" % SLURMD_GROUP,
                     "group %s has none" % group)
-        return sorted(set(members), key=natural_key)
+        return sorted(set(members), key=known_names.get)
     nodes = part["nodes"]
     if isinstance(nodes, str) and nodes.upper() == "ALL":
         return "ALL"
     if isinstance(nodes, str):
+        size = _hostlist_size(nodes)
+        if size > max(len(known_names), 1):
+            col.add(host, field + ".nodes", "ALL, or a hostlist of at most %d names (the nodes of group %s)"
+                    % (len(known_names), SLURMD_GROUP), "%s (%d names)" % (_describe(nodes), size))
+            return []
         try:
             nodes = hostlist.expand_hostlist(nodes)
         except hostlist.BadHostlist:
@@ -813,9 +1038,14 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
     if not isinstance(nodes, (list, tuple)) or not nodes:
         col.add(host, field + ".nodes", "ALL, a Slurm hostlist or a list of node names", _describe(nodes))
         return []
+    not_names = [(pos, n) for pos, n in enumerate(nodes) if not isinstance(n, str)]
+    for pos, item in not_names[:5]:
+        col.add(host, "%s.nodes[%d]" % (field, pos), "a Slurm node name", _describe(item))
+    if not_names:
+        return []
     unknown = [n for n in nodes if n not in known_names]
     if unknown:
         col.add(host, field + ".nodes", "Slurm node names of hosts in %s" % SLURMD_GROUP,
-                "unknown %s" % ", ".join(str(n) for n in unknown[:5]))
+                "unknown %s" % ", ".join(values.describe(n).rsplit(" (", 1)[0] for n in unknown[:5]))
         return []
-    return sorted(set(str(n) for n in nodes), key=natural_key)
+    return sorted(set(nodes), key=known_names.get)

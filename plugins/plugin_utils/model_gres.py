@@ -7,6 +7,7 @@ inventory that passes renders files slurmd reads exactly as written.
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_count
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import GRES_COUNT_MAX
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     ENV_FLAGS,
     SHARED_NAMES,
@@ -257,7 +258,7 @@ def node_options(col, host, value):
 def shared_count(col, host, var, value):
     if value is None:
         return None
-    return col.int_value(host, var, value, 1)
+    return col.int_value(host, var, value, 1, GRES_COUNT_MAX, note="a GRES count")
 
 
 def gres_types(col, host, value):

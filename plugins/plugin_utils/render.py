@@ -1,56 +1,64 @@
 """Cluster model -> slurm.conf, cgroup.conf and one gres.conf per GPU node (deterministic bytes).
 
-``render_all`` proves its own output before returning it: the files are parsed back with module_utils/slurm/conf.py and,
-per node and GRES type, slurm.conf's count must equal gres.conf's; otherwise it raises GresError.
+``render_all`` proves its own output before returning it: every file is read back the way Slurm's parser reads it
+and must say exactly the Key=Value lines the renderer meant (no extra line or key, nothing cut), every key must be
+one the target Slurm release reads, and per node and GRES type slurm.conf's count must equal gres.conf's;
+otherwise it raises GresError.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
-
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf, options
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import consistency_problems
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import (
+    GENERATED,
+    node_gres_conf,
+    node_gres_conftext,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import (
+    HOSTLIST_SUFFIX_SINCE,
+    slurm_hostlist,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText, read_back_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
     gres_types,
     natural_key,
     node_autodetect,
     node_gres_elements,
+    target_version,
     uses_slurmdbd,
 )
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import consistency_problems
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import GENERATED, node_gres_conf
 
+CLUSTER = "(cluster)"  # origin of lines no single inventory value decides
 UNTYPED = "(untyped)"
 
 
-def conf_value(value):
-    """A slurm.conf/gres.conf value as slurmd reads it back: double-quoted when it holds blanks."""
-    text = str(value)
-    if text and not any(ch.isspace() for ch in text):
-        return text
-    return '"%s"' % text
+def hostlist_expr(names, version):
+    """A Slurm hostlist of `names` in a form the target release parses (``hostlists.slurm_hostlist``)."""
+    return slurm_hostlist(names, options.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE)
 
 
-def _node_line(node, elements):
-    parts = []
-    if node["sockets"] is not None:
-        parts.append("Sockets=%d" % node["sockets"])
-    if node["cores_per_socket"] is not None:
-        parts.append("CoresPerSocket=%d" % node["cores_per_socket"])
-    if node["threads_per_core"] is not None:
-        parts.append("ThreadsPerCore=%d" % node["threads_per_core"])
-    if node["real_memory"] is not None:
-        parts.append("RealMemory=%d" % node["real_memory"])
+def _node_pairs(node, elements):
+    """A NodeName= line's options after the name: [(key, value, (host, field))]."""
+    host = node["host"]
+    pairs = []
+    for key, field, var in (("Sockets", "sockets", "slurm_node_sockets"),
+                            ("CoresPerSocket", "cores_per_socket", "slurm_node_cores_per_socket"),
+                            ("ThreadsPerCore", "threads_per_core", "slurm_node_threads_per_core"),
+                            ("RealMemory", "real_memory", "slurm_node_real_memory")):
+        if node[field] is not None:
+            pairs.append((key, "%d" % node[field], (host, var)))
     if node["features"]:
-        parts.append("Features=%s" % ",".join(node["features"]))
+        pairs.append(("Features", ",".join(node["features"]), (host, "slurm_node_features")))
     if node["weight"] is not None:
-        parts.append("Weight=%d" % node["weight"])
-    parts.extend("%s=%s" % (k, conf_value(v)) for k, v in (node.get("options") or {}).items())
+        pairs.append(("Weight", "%d" % node["weight"], (host, "slurm_node_weight")))
+    pairs.extend((k, str(v), (host, "slurm_node_options.%s" % k)) for k, v in (node.get("options") or {}).items())
     if elements:
-        parts.append("Gres=%s" % ",".join(element for _, _, element in elements))
-    return parts
+        pairs.append(("Gres", ",".join(element for _, _, element in elements), (host, "slurm_gres_gpus")))
+    return pairs
 
 
-def node_groups(model, elements=None):
-    """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
+def _grouped(model, elements=None):
+    """[(hostlist expression, first node, gres elements, gres)]: identical nodes share one entry, natural order."""
     groups = {}
     order = []
     for node in model["nodes"]:
@@ -65,14 +73,17 @@ def node_groups(model, elements=None):
             groups[key] = {"names": [], "node": node, "gres": gres, "elements": elements_}
             order.append(key)
         groups[key]["names"].append(node["name"])
-    result = []
-    for key in order:
-        group = groups[key]
-        expr = trailing_hostlist(group["names"])
-        result.append((natural_key(group["names"][0]), expr, _node_line(group["node"], group["elements"]),
-                       group["gres"]))
+    version = target_version(model)
+    result = [(natural_key(groups[k]["names"][0]), hostlist_expr(groups[k]["names"], version),
+               groups[k]["node"], groups[k]["elements"], groups[k]["gres"]) for k in order]
     result.sort(key=lambda item: item[0])
-    return [(expr, opts, gres) for _, expr, opts, gres in result]
+    return [item[1:] for item in result]
+
+
+def node_groups(model, elements=None):
+    """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
+    return [(expr, ["%s=%s" % (k, v) for k, v, _ in _node_pairs(node, elements_)], gres)
+            for expr, node, elements_, gres in _grouped(model, elements)]
 
 
 def _tres(model, user_value, elements):
@@ -100,87 +111,110 @@ def _tres(model, user_value, elements):
     return ",".join(entries), has_gpus
 
 
-def _configless_options(options):
+def _configless_options(settings):
     """SlurmctldParameters with enable_configless added (configless mode serves the files from slurmctld)."""
-    for key in list(options):
+    for key in list(settings):
         if key.lower() == "slurmctldparameters":
-            words = [w for w in options[key].split(",") if w]
+            words = [w for w in str(settings[key]).split(",") if w]
             if "enable_configless" not in [w.lower() for w in words]:
-                options[key] = ",".join(words + ["enable_configless"])
-            return options
-    options["SlurmctldParameters"] = "enable_configless"
-    return options
+                settings[key] = ",".join(words + ["enable_configless"])
+            return settings
+    settings["SlurmctldParameters"] = "enable_configless"
+    return settings
+
+
+def _slurm_conf(model):
+    cluster_host = model.get("cluster_host", CLUSTER)
+    settings = dict(model["settings"]["slurm_conf"])
+    if model.get("config_mode") == "configless":
+        settings = _configless_options(settings)
+    elif model.get("config_mode") == "include":
+        settings = {}  # the site's slurm.conf holds them; this check-only file needs the GRES lines alone
+    user_tres = None
+    for key in list(settings):
+        if key.lower() == "accountingstoragetres":
+            user_tres = settings.pop(key)
+    out = ConfText("slurm.conf")
+    out.comment("slurm.conf for cluster %s" % model["cluster_name"])
+    out.comment(GENERATED)
+    if model.get("config_mode") == "include":
+        out.comment("Include mode: checked, never installed. The site's slurm.conf holds the options and includes "
+                    "%s with the GRES, node and partition lines below." % model["include_file"])
+    out.line([("ClusterName", model["cluster_name"], (cluster_host, "slurm_cluster_name"))])
+    for ctl in model["controllers"]:
+        value = "%s(%s)" % (ctl["name"], ctl["addr"]) if ctl["addr"] else ctl["name"]
+        out.line([("SlurmctldHost", value, (ctl["host"], "slurm_ctld_addr" if ctl["addr"] else "slurm_node_name"))])
+    for key, value in settings.items():
+        out.line([(key, value, (cluster_host, "slurm_conf_options.%s" % key))])
+
+    elements = {node["name"]: node_gres_elements(node) for node in model["nodes"]}
+    tres, has_gpus = _tres(model, user_tres, elements)
+    tres_origin = (cluster_host, "slurm_conf_options.AccountingStorageTRES")
+    names = gres_types(model, elements)
+    if names:
+        out.blank()
+        out.comment("Generic resources: every node's Gres= below is proven equal to its gres.conf")
+        out.line([("GresTypes", ",".join(names), (cluster_host, "slurm_gres_types"))])
+    if uses_slurmdbd(model):
+        if tres:
+            out.line([("AccountingStorageTRES", tres, tres_origin)])
+    else:
+        if user_tres:
+            out.line([("AccountingStorageTRES", user_tres, tres_origin)])
+        if has_gpus:
+            # slurmctld exits on GRES TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu").
+            out.comment("GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
+                        "AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.")
+    _nodes_and_partitions(out, model, elements)
+    return out
+
+
+def _nodes_and_partitions(out, model, elements=None):
+    """The NodeName and PartitionName lines (slurm.conf, or the include file), added to ``out``."""
+    cluster_host = model.get("cluster_host", CLUSTER)
+    out.blank()
+    out.comment("Compute nodes (%d): identical nodes share one line" % len(model["nodes"]))
+    for expr, node, elements_, _ in _grouped(model, elements):
+        out.line([("NodeName", expr, (node["host"], "slurm_node_name"))] + _node_pairs(node, elements_))
+    out.blank()
+    out.comment("Partitions")
+    compressed = {}  # partitions often list the same nodes
+    for pos, part in enumerate(model["partitions"]):
+        field = "slurm_partitions[%d]" % pos
+        nodes = part["nodes"]
+        if nodes != "ALL":
+            key = tuple(nodes)
+            if key not in compressed:
+                compressed[key] = hostlist_expr(nodes, target_version(model))
+            nodes = compressed[key]
+        pairs = [("PartitionName", part["name"], (cluster_host, field + ".name")),
+                 ("Nodes", nodes, (cluster_host, field + ".nodes")),
+                 ("Default", "YES" if part["default"] else "NO", (cluster_host, field + ".default"))]
+        pairs.extend((k, v, (cluster_host, "%s.options.%s" % (field, k))) for k, v in part["options"].items())
+        out.line(pairs)
+    return out
 
 
 def render_slurm_conf(model):
     """slurm.conf text for the whole cluster."""
-    options = dict(model["settings"]["slurm_conf"])
-    if model.get("config_mode") == "configless":
-        options = _configless_options(options)
-    elif model.get("config_mode") == "include":
-        options = {}  # the site's slurm.conf holds them; this check-only file needs the GRES lines alone
-    user_tres = None
-    for key in list(options):
-        if key.lower() == "accountingstoragetres":
-            user_tres = options.pop(key)
-    out = ["# slurm.conf for cluster %s\n" % model["cluster_name"], GENERATED]
-    if model.get("config_mode") == "include":
-        out.append("# Include mode: checked, never installed. The site's slurm.conf holds the options and includes "
-                   "%s with the GRES, node and partition lines below.\n" % model["include_file"])
-    out.append("ClusterName=%s\n" % model["cluster_name"])
-    for ctl in model["controllers"]:
-        if ctl["addr"]:
-            out.append("SlurmctldHost=%s(%s)\n" % (ctl["name"], ctl["addr"]))
-        else:
-            out.append("SlurmctldHost=%s\n" % ctl["name"])
-    for key, value in options.items():
-        out.append("%s=%s\n" % (key, conf_value(value)))
+    return _slurm_conf(model).text()
 
-    elements = {node["name"]: node_gres_elements(node) for node in model["nodes"]}
-    tres, has_gpus = _tres(model, user_tres, elements)
-    names = gres_types(model, elements)
+
+def _include(model):
+    out = ConfText(model["include_file"])
+    out.comment("%s for cluster %s: the site's slurm.conf includes it (Include %s)"
+                % (model["include_file"], model["cluster_name"], model["include_file"]))
+    out.comment(GENERATED)
+    names = gres_types(model)
     if names:
-        out.append("\n# Generic resources: every node's Gres= below is proven equal to its gres.conf\n")
-        out.append("GresTypes=%s\n" % ",".join(names))
-    if uses_slurmdbd(model):
-        if tres:
-            out.append("AccountingStorageTRES=%s\n" % tres)
-    else:
-        if user_tres:
-            out.append("AccountingStorageTRES=%s\n" % user_tres)
-        if has_gpus:
-            # slurmctld exits on GRES TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu").
-            out.append("# GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
-                       "# AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.\n")
-
-    out.extend(_nodes_and_partitions(model, elements))
-    return "".join(out)
-
-
-def _nodes_and_partitions(model, elements=None):
-    out = ["\n# Compute nodes (%d): identical nodes share one line\n" % len(model["nodes"])]
-    for expr, opts, _ in node_groups(model, elements):
-        out.append(" ".join(["NodeName=%s" % expr] + opts) + "\n")
-    out.append("\n# Partitions\n")
-    for part in model["partitions"]:
-        nodes = part["nodes"] if part["nodes"] == "ALL" else trailing_hostlist(part["nodes"])
-        line = ["PartitionName=%s" % part["name"], "Nodes=%s" % nodes,
-                "Default=%s" % ("YES" if part["default"] else "NO")]
-        line.extend("%s=%s" % (k, conf_value(v)) for k, v in part["options"].items())
-        out.append(" ".join(line) + "\n")
-    return out
+        out.line([("GresTypes", ",".join(names), (model.get("cluster_host", CLUSTER), "slurm_gres_types"))])
+    return _nodes_and_partitions(out, model)
 
 
 def render_include(model):
     """Include mode: the node/partition part of slurm.conf (GresTypes, NodeName, PartitionName lines) that the
     site's own slurm.conf pulls in with ``Include <slurm_gres_include_file>``."""
-    out = ["# %s for cluster %s: the site's slurm.conf includes it (Include %s)\n"
-           % (model["include_file"], model["cluster_name"], model["include_file"]), GENERATED]
-    names = gres_types(model)
-    if names:
-        out.append("GresTypes=%s\n" % ",".join(names))
-    out.extend(_nodes_and_partitions(model))
-    return "".join(out)
+    return _include(model).text()
 
 
 def gres_spec(model, node):
@@ -197,11 +231,19 @@ def render_gres_conf(model, node_name):
     raise KeyError(node_name)
 
 
+def _cgroup_conf(model):
+    cluster_host = model.get("cluster_host", CLUSTER)
+    out = ConfText("cgroup.conf")
+    out.comment("cgroup.conf for cluster %s" % model["cluster_name"])
+    out.comment(GENERATED)
+    for key, value in model["settings"]["cgroup_conf"].items():
+        out.line([(key, value, (cluster_host, "slurm_cgroup_conf_options.%s" % key))])
+    return out
+
+
 def render_cgroup_conf(model):
     """cgroup.conf text (ConstrainDevices=yes unless overridden)."""
-    out = ["# cgroup.conf for cluster %s\n" % model["cluster_name"], GENERATED]
-    out.extend("%s=%s\n" % kv for kv in model["settings"]["cgroup_conf"].items())
-    return "".join(out)
+    return _cgroup_conf(model).text()
 
 
 def deferred_gres(model):
@@ -214,58 +256,95 @@ def deferred_gres(model):
     return deferred
 
 
-def cluster_gres_conf(model):
+def _cluster_gres_conf(model, node_confs):
     """Configless mode: one gres.conf for every node (NodeName= on each line); nodes whose lines are the same
-    but for their name share one set of lines (NodeName=gpu-a[01-04])."""
+    but for their name share one set of lines (NodeName=gpu-a[01-04]). ``node_confs``: {node: ConfText}."""
     bodies = {}
     order = []
-    for node in model["nodes"]:
-        if not gres_conf.needs_gres_conf(node):
-            continue
-        prefix = "NodeName=%s " % node["name"]
-        lines = tuple(line[len(prefix):] for line in node_gres_conf(gres_spec(model, node)).splitlines()
-                      if line.startswith(prefix))
+    for name, conf in node_confs.items():
+        lines = tuple(tuple((p[0], p[1]) for p in line[1:]) for line in conf.meant if line[0][0] == "NodeName")
         if lines not in bodies:
             bodies[lines] = []
             order.append(lines)
-        bodies[lines].append(node["name"])
-    out = ["# gres.conf for cluster %s (configless: slurmctld serves it to every node)\n" % model["cluster_name"],
-           GENERATED, "# Cores= are Slurm logical core indices; Slurm numbers the GPUs in the order of these lines.\n"]
+        bodies[lines].append(name)
+    out = ConfText("gres.conf")
+    out.comment("gres.conf for cluster %s (configless: slurmctld serves it to every node)" % model["cluster_name"])
+    out.comment(GENERATED)
+    out.comment("Cores= are Slurm logical core indices; Slurm numbers the GPUs in the order of these lines.")
+    version = target_version(model)
     for lines in order:
-        expr = trailing_hostlist(bodies[lines])
-        out.extend("NodeName=%s %s\n" % (expr, line) for line in lines)
-    return "".join(out)
+        expr = hostlist_expr(bodies[lines], version)
+        for line in lines:
+            out.line([("NodeName", expr)] + list(line))
+    return out
+
+
+def cluster_gres_conf(model):
+    """Configless mode: the cluster-wide gres.conf text."""
+    return _cluster_gres_conf(model, {node["name"]: node_gres_conftext(gres_spec(model, node))
+                                      for node in model["nodes"] if gres_conf.needs_gres_conf(node)}).text()
+
+
+# The table each key of a line is looked up in: by the line's first key (slurm.conf) or by file.
+_SLURM_LINE_TABLES = {"nodename": "node", "partitionname": "partition"}
+
+
+def key_problems(conf, version):
+    """Problems for keys of a rendered file (ConfText) that the target Slurm release does not read."""
+    problems = []
+    for line in conf.meant:
+        first = line[0][0]
+        if conf.name.endswith("gres.conf"):
+            checks = [("gres.conf", pair) for pair in line if pair[0].lower() != "nodename"]
+        elif conf.name == "cgroup.conf":
+            checks = [("cgroup.conf", pair) for pair in line]
+        else:  # slurm.conf, or the include file in include mode
+            rest_table = _SLURM_LINE_TABLES.get(first.lower(), "slurm.conf")
+            checks = [("slurm.conf", line[0])] + [(rest_table, pair) for pair in line[1:]]
+        for table, pair in checks:
+            try:
+                options.lookup(table, pair[0], version)
+            except options.OptionError as exc:
+                host, field = pair[2] or (CLUSTER, conf.name)
+                problems.append(Problem(host, field, exc.expected, exc.found, exc.hint))
+    return problems
 
 
 def render_all(model):
-    """{"slurm.conf": text, "cgroup.conf": text, "<node>/gres.conf": text, ...}, proven consistent.
+    """{"slurm.conf": text, "cgroup.conf": text, "<node>/gres.conf": text, ...}, proven as the module says.
 
     A gres.conf is rendered for every node that needs one (gres_conf.needs_gres_conf). Configless mode adds the
     cluster-wide "gres.conf" (the per-node ones are the lines each node reads from it, for the checks); include
     mode adds the include file and leaves out cgroup.conf (its "slurm.conf" holds what the site's slurm.conf plus
-    the include file define for GRES: it is checked, never installed). Raises GresError if the count proof fails.
+    the include file define for GRES: it is checked, never installed). Raises GresError if any proof fails.
     """
-    files = {"slurm.conf": render_slurm_conf(model)}
+    version = target_version(model)
     mode = model.get("config_mode", "files")
-    if mode != "include":
-        files["cgroup.conf"] = render_cgroup_conf(model)
-    else:
-        files[model["include_file"]] = render_include(model)
-    gres_texts = {}
+    confs = [_slurm_conf(model), _include(model) if mode == "include" else _cgroup_conf(model)]
+    node_confs = {}
     for node in model["nodes"]:
         if gres_conf.needs_gres_conf(node):
-            text = node_gres_conf(gres_spec(model, node))
-            gres_texts[node["name"]] = text
-            files["%s/gres.conf" % node["name"]] = text
-    problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))
+            conf = node_gres_conftext(gres_spec(model, node))
+            node_confs[node["name"]] = conf
+            confs.append(conf)
     if mode == "configless":
-        files["gres.conf"] = cluster_gres_conf(model)
-        problems += consistency_problems(files["slurm.conf"], {n: files["gres.conf"] for n in gres_texts},
-                                         deferred_gres(model))
+        confs.append(_cluster_gres_conf(model, node_confs))
+    files = {}
+    problems = []
+    for conf in confs:
+        text = conf.text()
+        files[conf.name] = text
+        problems.extend(read_back_problems(conf.name, text, conf.meant, model.get("cluster_host", CLUSTER)))
+        problems.extend(key_problems(conf, version))
+    if not problems:
+        gres_texts = {name: files[conf.name] for name, conf in node_confs.items()}
+        problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))
+        if mode == "configless":
+            problems += consistency_problems(files["slurm.conf"], {n: files["gres.conf"] for n in gres_texts},
+                                             deferred_gres(model))
     if problems:
         raise GresError(problems)
     return files
-
 
 def summarize(model, files=None):
     """Counts for a human: nodes, GPUs per type, MIG instances, shards, NodeName lines, files."""

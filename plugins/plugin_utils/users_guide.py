@@ -12,11 +12,16 @@ options, which the tests submit to a real slurmctld (``sbatch --test-only``).
 import functools
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import schema_hostvars
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import mig_gres_type, natural_key, node_gres
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
+    mig_gres_type,
+    natural_key,
+    node_gres,
+    target_version,
+)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import hostlist_expr
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import devices_confined
 
 GUIDE = "USERS.md"
@@ -136,9 +141,10 @@ def _with_gres(model):
 
 
 @functools.lru_cache(maxsize=512)
-def _hostlist(names):
-    """Slurm hostlist of a tuple of node names (the same sets come back for every type and partition)."""
-    return hostlist.collect_hostlist(list(names))
+def _hostlist(names, version):
+    """Slurm hostlist of a tuple of node names, in a form the cluster's release reads (users paste it into srun -w);
+    the same sets come back for every type and partition."""
+    return hostlist_expr(names, version)
 
 
 def _partition_nodes(model, part):
@@ -154,13 +160,13 @@ def _gpu_signature(node):
                   for g in node["gpus"]))
 
 
-def _groups(nodes):
+def _groups(nodes, version):
     """Nodes with the same GPUs, as [(hostlist, [nodes])], in natural order of their first node."""
     groups = {}
     for node in nodes:
         groups.setdefault(node["signature"], []).append(node)
     ordered = sorted(groups.values(), key=lambda members: natural_key(members[0]["name"]))
-    return [(_hostlist(tuple(n["name"] for n in members)), members) for members in ordered]
+    return [(_hostlist(tuple(n["name"] for n in members), version), members) for members in ordered]
 
 
 def _count(items):
@@ -245,9 +251,10 @@ def _typed(model):
 class _Offer(object):
     """One GRES key across a partition's nodes: which nodes have how many."""
 
-    def __init__(self, key, kind):
+    def __init__(self, key, kind, version=None):
         self.key = key
         self.kind = kind
+        self.version = version
         self.counts = {}
         self.per_gpu_max = 0
 
@@ -260,20 +267,20 @@ class _Offer(object):
         return self.key.partition(":")[2]
 
     def nodes(self, count=None):
-        return _hostlist(tuple(n for n, c in self.counts.items() if count is None or c == count))
+        return _hostlist(tuple(n for n, c in self.counts.items() if count is None or c == count), self.version)
 
     @property
     def most(self):
         return max(self.counts.values())
 
 
-def _offers(nodes):
+def _offers(nodes, version):
     offers = {}
     for node in nodes:
         for key, count in node["gres"].items():
             offer = offers.get(key)
             if offer is None:
-                offer = offers[key] = _Offer(key, _kind(key, node))
+                offer = offers[key] = _Offer(key, _kind(key, node), version)
             offer.counts[node["name"]] = count
             if offer.kind == "sharing":
                 per_gpu = _per_gpu(node, offer.name)
@@ -362,7 +369,7 @@ def _glance(model):
         nodes = _partition_nodes(model, part)
         gpu_nodes = [n for n in nodes if n["gres"]]
         name = "`%s`%s" % (part["name"], " (default)" if part["default"] else "")
-        for expr, members in _groups(gpu_nodes):
+        for expr, members in _groups(gpu_nodes, target_version(model)):
             node = members[0]
             whole = _whole_gpus_text(node)
             other = _other_text(node)
@@ -414,7 +421,7 @@ def _confinement(model, files):
         "numbers them fastest first, which differs from nvidia-smi as soon as a node has GPUs of different "
         "models%s. Put `export CUDA_DEVICE_ORDER=PCI_BUS_ID` in every job script (the templates below do) so "
         "that CUDA's device 0 is the first GPU in `CUDA_VISIBLE_DEVICES`." % (
-            " (here: %s)" % hostlist.collect_hostlist(mixed) if mixed else ""),
+            " (here: %s)" % hostlist_expr(mixed, target_version(model)) if mixed else ""),
         "",
         "## Outside Slurm: `CUDA_DEVICE_ORDER=PCI_BUS_ID`",
         "",
@@ -532,7 +539,7 @@ def render_users_guide(model, files, installed_dir=None):
         nodes = [n for n in _partition_nodes(model, part) if n["gres"]]
         if not nodes:
             continue
-        offers = _offers(nodes)
+        offers = _offers(nodes, target_version(model))
         out += ["", "### Partition `%s`%s" % (part["name"], " (default)" if part["default"] else "")]
         limit = {k.lower(): v for k, v in part["options"].items()}.get("maxtime")
         if limit:
@@ -577,7 +584,7 @@ def render_motd(model, installed_dir=None):
         if not nodes:
             continue
         items = []
-        for expr, members in _groups(nodes):
+        for expr, members in _groups(nodes, target_version(model)):
             items.append("%s %s" % (expr, ", ".join("%s:%s" % (k, _amount(n)) for k, n in members[0]["gres"].items())))
         out.append("  -p %s: %s" % (part["name"], "; ".join(items)))
     if installed_dir:

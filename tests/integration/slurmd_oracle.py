@@ -317,6 +317,19 @@ def find_slurmd():
     return None
 
 
+def slurmd_release():
+    """"MAJOR.MINOR" of the local slurmd (``slurmd -V`` prints ``slurm-wlm 22.05.8``), or None without one."""
+    slurmd = find_slurmd()
+    if slurmd is None:
+        return None
+    try:
+        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d+)\.(\d+)\.\d+", out.decode(errors="replace"))
+    return "%02d.%02d" % (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def unavailable_reason():
     """None when the oracle can run here, else why not."""
     if find_slurmd() is None:

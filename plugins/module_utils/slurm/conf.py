@@ -49,38 +49,12 @@ def _natural_key(text):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
 
 
-def _logical_lines(text):
-    r"""Yield (first line number, logical line) as slurmd reads a file (parse_config.c ``_get_next_line``).
-
-    Per physical line a ``#`` after an even number of backslashes starts a comment; a line that then ends in an
-    odd number of backslashes (trailing blanks allowed) continues on the next line, glued with nothing in
-    between (one backslash of the run is removed); finally every backslash escapes the character after it
-    (``\#`` is ``#``, ``\\`` is ``\``). Lines are split on ``\n`` only, as ``fgets`` does.
-    """
-    pending = ""
-    start = None
-    for lineno, raw in enumerate(text.split("\n"), 1):
-        line = _strip_comment(raw)
-        if start is None:
-            start = lineno
-        stripped = line.rstrip()
-        run = len(stripped) - len(stripped.rstrip("\\"))
-        if run % 2 == 1:
-            pending += stripped[:-1]
-            continue
-        line = _strip_escapes(pending + line)
-        pending = ""
-        if line.strip():
-            yield start, line
-        start = None
-    if pending.strip():
-        yield start, _strip_escapes(pending)
+# isspace() in the C locale: what Slurm's parser treats as whitespace (not Python's wider str.isspace()).
+C_SPACE = " \t\n\v\f\r"
 
 
 def _strip_comment(raw):
-    """Cut at the first ``#`` preceded by an even number of backslashes (parse_config.c ``_strip_comments``)."""
-    if "#" not in raw:
-        return raw
+    """The physical line up to its first '#' preceded by an even number of '\\' (parse_config.c _strip_comments)."""
     backslashes = 0
     for i, ch in enumerate(raw):
         if ch == "#" and backslashes % 2 == 0:
@@ -89,8 +63,18 @@ def _strip_comment(raw):
     return raw
 
 
+def _continued(line):
+    """(line without its continuation backslash, True) when it ends in an odd number of '\\' (_strip_continuation)."""
+    body = line.rstrip(C_SPACE)
+    stripped = body.rstrip("\\")
+    count = len(body) - len(stripped)
+    if count % 2 == 1:
+        return body[:-1], True
+    return line, False
+
+
 def _strip_escapes(line):
-    r"""Drop each backslash and keep the character after it (parse_config.c ``_strip_escapes``)."""
+    """Every '\\' removed and the character after it kept ('\\\\' -> '\\', '\\#' -> '#'): _strip_escapes."""
     if "\\" not in line:
         return line
     out = []
@@ -105,61 +89,96 @@ def _strip_escapes(line):
     return "".join(out)
 
 
-# parse_config.c keyvalue_pattern: ^[[:space:]]*([[:alnum:]_.]+)[[:space:]]*([-*+/]?)=[[:space:]]*
-# (("([^"]*)")|([^[:space:]]+))([[:space:]]|$), a POSIX (leftmost-longest) regex.
-_KEY_RE = re.compile(r"\s*([A-Za-z0-9_.]+)\s*([-*+/]?)=\s*")
-_FAST_KEY_RE = re.compile(r"^[A-Za-z0-9_.]+$")
-_BARE_RE = re.compile(r"\S+")
+def logical_lines(text):
+    """Yield (first line number, logical line) exactly as Slurm's parser builds them (parse_config.c).
 
-
-def _next_pair(line, pos):
-    """(key, value, end) of the Key=Value at ``pos`` the way slurmd's regex matches it, or None."""
-    match = _KEY_RE.match(line, pos)
-    if not match:
-        return None
-    start = match.end()
-    bare = _BARE_RE.match(line, start)
-    best = (bare.group(0), bare.end()) if bare else None
-    if line.startswith('"', start):
-        close = line.find('"', start + 1)
-        if close != -1 and (close + 1 == len(line) or line[close + 1].isspace()):
-            if best is None or close + 1 >= best[1]:
-                best = (line[start + 1:close], close + 1)
-    if best is None:
-        return None
-    return match.group(1), best[0], best[1]
-
-
-def _tokens(line, fname, lineno):
-    """Split ``Key=value Key2 = "v a l"`` into [(key, value)], keys as written (blanks around ``=`` allowed).
-
-    What slurmd cannot read as Key=Value is a parse error there ("Parse error in file ... line N").
+    Per physical line the comment is cut first; a line ending in an odd number of backslashes is joined to the next
+    one with nothing in between; escapes are removed from the joined line. Lines left empty are skipped.
     """
-    if '"' not in line:
-        # the common line: whitespace-separated Key=value pieces, read the same as the regex reads them
-        fast = []
+    pending = ""
+    start = None
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        line, more = _continued(_strip_comment(raw))
+        if start is None:
+            start = lineno
+        pending += line
+        if more:
+            continue
+        joined = _strip_escapes(pending)
+        pending = ""
+        if joined.strip(C_SPACE):
+            yield start, joined
+        start = None
+    if pending.strip(C_SPACE):
+        yield start, _strip_escapes(pending)
+
+
+# parse_config.c keyvalue_pattern: key, optional operator, '=', a "quoted" or unquoted value, then space or end.
+_KEYVALUE_RE = re.compile(r'[ \t\n\v\f\r]*([A-Za-z0-9_.]+)[ \t\n\v\f\r]*([-*+/]?)=[ \t\n\v\f\r]*'
+                          r'(?:"([^"]*)"|([^ \t\n\v\f\r]+))(?=[ \t\n\v\f\r]|\Z)')
+
+
+def split_pairs(line):
+    """([(key, value)], leftover): the Key=Value pairs Slurm's regex finds from the start of a logical line, and the
+    text it could not read (only whitespace when the line is clean). A key with an operator (``Key+=v``) keeps it."""
+    pairs = []
+    pos = 0
+    while True:
+        match = _KEYVALUE_RE.match(line, pos)
+        if not match:
+            break
+        value = match.group(3) if match.group(3) is not None else match.group(4)
+        pairs.append((match.group(1) + match.group(2), value))
+        pos = match.end()
+    return pairs, line[pos:]
+
+
+def read_records(text):
+    """[(line number, [(key, value), ...], leftover)] for every logical line: what Slurm's parser reads.
+
+    An ``Include`` line gives ``[("Include", path)]``. ``leftover`` is what no Key=Value pattern matched (Slurm
+    reports it as "Parse error in file ... line N").
+    """
+    return [(lineno,) + _read_line(line) for lineno, line in logical_lines(text)]
+
+
+# a line of plain Key=value pieces (printable ASCII, blanks, no quote): split on blanks, it reads as the regex reads it
+_PLAIN_LINE_RE = re.compile(r'^[ \t!#-~]*$')
+_PLAIN_KEY_RE = re.compile(r"^[A-Za-z0-9_.]+$")
+
+
+def _read_line(line):
+    """(pairs, leftover) of one logical line (see read_records); plain lines take a fast path."""
+    if line[:7].lower() == "include" and line[7:8] and line[7:8] in C_SPACE:
+        rest = line[7:].lstrip(C_SPACE)
+        path = rest
+        for i, ch in enumerate(rest):
+            if ch in C_SPACE:
+                path = rest[:i]
+                break
+        return [("Include", path)], rest[len(path):]
+    if _PLAIN_LINE_RE.match(line):
+        pairs = []
         for piece in line.split():
             key, sep, value = piece.partition("=")
-            if not sep or not value or not _FAST_KEY_RE.match(key):
+            if not sep or not value or not _PLAIN_KEY_RE.match(key):
                 break
-            fast.append((key, value))
+            pairs.append((key, value))
         else:
-            if fast:
-                return fast
-    pos = 0
-    out = []
-    while True:
-        pair = _next_pair(line, pos)
-        if pair is None:
-            break
-        out.append((pair[0], pair[1]))
-        pos = pair[2]
-    rest = line[pos:].strip()
-    if rest:
-        raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, rest))
-    if not out:
-        raise ConfSyntaxError("%s line %d: expected Key=Value, found %r" % (fname, lineno, line.strip()))
-    return out
+            if pairs:
+                return pairs, ""
+    return split_pairs(line)
+
+
+def _lines(text, fname):
+    """(line number, [(key, value)], logical line) per logical line; ConfSyntaxError where Slurm would report a
+    parse error."""
+    for lineno, line in logical_lines(text):
+        pairs, leftover = _read_line(line)
+        if leftover.strip(C_SPACE) or not pairs:
+            raise ConfSyntaxError("%s line %d: expected Key=Value, found %r"
+                                  % (fname, lineno, leftover.strip(C_SPACE) or line.strip(C_SPACE)))
+        yield lineno, pairs, line
 
 
 @functools.lru_cache(maxsize=4096)
@@ -264,14 +283,11 @@ def parse_slurm_conf(text):
               "entries": []}
     node_defaults = {}
     part_defaults = {}
-    for lineno, line in _logical_lines(text):
-        stripped = line.strip()
-        if re.match(r"(?i)include\s", stripped):
-            result["includes"].append(stripped.split(None, 1)[1])
-            result["entries"].append({"line": lineno, "key": "Include", "value": stripped.split(None, 1)[1],
-                                      "options": []})
+    for lineno, tokens, _ in _lines(text, fname):
+        if tokens[0][0] == "Include":
+            result["includes"].append(tokens[0][1])
+            result["entries"].append({"line": lineno, "key": "Include", "value": tokens[0][1], "options": []})
             continue
-        tokens = _tokens(line, fname, lineno)
         first = tokens[0][0].lower()
         result["entries"].append({"line": lineno, "key": tokens[0][0], "value": tokens[0][1],
                                   "options": tokens[1:]})
@@ -391,13 +407,12 @@ def _gres_conf_lines_cached(text):
     """
     fname = "gres.conf"
     records = []
-    for lineno, line in _logical_lines(text):
-        if re.match(r"(?i)include\s", line.strip()):
+    for lineno, tokens, line in _lines(text, fname):
+        if tokens[0][0] == "Include":
             raise ConfSyntaxError("%s line %d: Include is not supported by this checker" % (fname, lineno))
-        tokens = _tokens(line, fname, lineno)
         rec = {"name": None, "type": None, "files": [], "multiple_files": [], "count": None, "count_text": None,
                "cores": None, "links": None, "flags": None, "autodetect": None, "nodes": None, "node_list": None,
-               "error": None, "line": lineno, "text": line.strip()}
+               "error": None, "line": lineno, "text": line.strip(C_SPACE)}
         for pos, (key, value) in enumerate(tokens):
             canon = _GRES_KEYS.get(key.lower())
             if canon is None:

@@ -1,13 +1,35 @@
-"""Slurm hostlist expressions every Slurm release reads back.
+"""Slurm hostlist expressions in the forms a given Slurm release reads.
 
-Slurm 22.05's hostlist cannot read text after a range (``p1-r[02,05]-a.site`` stops slurmctld and slurmd with
-``Unable to create NodeAddr list``; seen on this collection's corpus of real configs), and python-hostlist
-ranges any numeric field. So names are grouped by what precedes their trailing number, and only that number is
-ranged: ``gpu-a[01-04,07]``; a name without a trailing number is written as it is.
+Slurm reads a hostlist suffix after the brackets (``node[01-02]-ib``) from 23.11 on (NEWS 23.11.0: "Allow for a
+shared suffix to be used with the hostlist format"); 22.05 stops with "Unable to create NodeAddr list from
+node[01-02]-ib" (seen live). ``slurm_hostlist(names, suffix=False)`` writes such tokens out name by name, which
+every release reads; use it where the release is not known (an scontrol call on a node).
+
+``trailing_hostlist(names)`` ranges only a trailing number (``gpu-a[01-04,07]``; a name without one is written as
+it is), the form the import writes into an inventory and every release reads back.
 """
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+
+HOSTLIST_SUFFIX_SINCE = (23, 11)
+_TOKEN_SPLIT_RE = re.compile(r",(?![^\[]*\])")
+
+
+def slurm_hostlist(names, suffix=False):
+    """python-hostlist's compression of ``names``; without ``suffix`` a bracketed token that continues after its
+    ']' is written out name by name."""
+    expr = hostlist.collect_hostlist(list(names))
+    if suffix:
+        return expr
+    tokens = []
+    for token in _TOKEN_SPLIT_RE.split(expr):
+        if "]" in token and not token.endswith("]"):
+            tokens.extend(hostlist.expand_hostlist(token))
+        else:
+            tokens.append(token)
+    return ",".join(tokens)
+
 
 _TRAILING = re.compile(r"^(.*?)(\d+)$")
 

@@ -323,11 +323,12 @@ class Scontrol(object):
         scontrol prints the nodes it knows and ``Node X not found`` for the others, with rc 1; an error without
         any such line (slurmctld unreachable) is returned as the error.
         """
-        from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
+        from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import slurm_hostlist
         names = list(names)
         if not names:
             return {}, None
-        rc, out, err = self.run("-o", "show", "node", collect_hostlist(names))
+        # a form every release reads: the scontrol here may be older than 23.11 (no "node[01-02]-ib")
+        rc, out, err = self.run("-o", "show", "node", slurm_hostlist(names))
         records = parse_show_node(out)
         if rc != 0 and not _NOT_FOUND_RE.search((out or "") + (err or "")):
             return None, "scontrol show node failed (rc %d): %s" % (rc, (err or out).strip())

@@ -5,7 +5,8 @@ from ansible.errors import AnsibleFilterError
 from render_helpers import load_inventory, write_inventory
 
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import gres_cluster_model
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import render_cluster
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import cluster_vars, render_cluster
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 
 HOSTS = {"all": {"children": {
@@ -112,6 +113,15 @@ def test_plain_dict_hostvars_work_too():
     assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
 
 
+def test_a_vars_file_with_non_string_keys_is_read_not_crashed_on(tmp_path):
+    # YAML allows `1.5: x` in host_vars and Ansible keeps the float key (found by issue 11's second generator:
+    # the filter failed with "'_AnsibleTaggedFloat' object has no attribute 'startswith'")
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": {**GPU_GROUP, 1.5: "x", 7: [1]}},
+                             host_vars={"cpu1": {None: 1, True: "y"}})
+    model = model_from_inventory(*load_inventory(source))
+    assert sorted(n["name"] for n in model["nodes"]) == ["cpu1", "gpu-a01", "gpu-a02", "gpu-a03"]
+
+
 def test_host_values_reads_only_the_named_variables_of_the_named_hosts(tmp_path):
     from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP})
@@ -119,3 +129,28 @@ def test_host_values_reads_only_the_named_variables_of_the_named_hosts(tmp_path)
     found = host_values(hostvars, ["gpu-a01.lab", "cpu1"], ("slurm_node_sockets", "not_set_anywhere"))
     assert found == {"gpu-a01.lab": {"slurm_node_sockets": 2}, "cpu1": {}}
     assert host_values({"n1": {"a": 1, "b": 2}}, ["n1", "n2"], ("a",)) == {"n1": {"a": 1}, "n2": {}}
+
+
+def test_vars_ansible_cannot_load_are_refused_naming_host_and_variable(tmp_path):
+    # found by issue 11's second generator: a host_vars file holding a string, and a template that fails, stopped
+    # the render with Ansible's message alone ("failed to combine variables ..."), no host or field of ours
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP},
+                             host_vars={"cpu1": "just a string",
+                                        "gpu-a02.lab": {"slurm_node_sockets": "{{ nosuch_variable }}"}})
+    with pytest.raises(GresError) as err:
+        model_from_inventory(*load_inventory(source))
+    problems = {(p.host, p.field): p for p in err.value.problems}
+    assert sorted(problems) == [("cpu1", "vars"), ("gpu-a02.lab", "slurm_node_sockets")], str(err.value)
+    assert "host_vars/cpu1.yml" in problems[("cpu1", "vars")].found
+    assert "nosuch_variable" in problems[("gpu-a02.lab", "slurm_node_sockets")].found
+
+
+def test_cluster_vars_whose_template_fails_name_the_variable():
+    def template(value):
+        if "{{" in str(value):
+            raise ValueError("'nope' is undefined")
+        return value
+    with pytest.raises(GresError) as err:
+        cluster_vars({"slurm_cluster_name": "{{ nope }}", "slurm_conf_options": {}}, template, "head")
+    assert str(err.value) == ("host head: slurm_cluster_name: expected a value whose template renders, found "
+                              "'nope' is undefined")

@@ -89,37 +89,38 @@ CASES = [
      "a variable of the inventory schema", "unknown variable slurm_node_socket"),
     ("misspelt gpu list", set_var("slurm_gres_gpu", []), HOST, "slurm_gres_gpu",
      "a variable of the inventory schema", "unknown variable slurm_gres_gpu"),
-    ("index not an integer", set_gpu("index", "one"), HOST, "slurm_gres_gpus[1].index", "an integer >= 0",
+    ("index not an integer", set_gpu("index", "one"), HOST, "slurm_gres_gpus[1].index", "an integer 0-247",
      "'one' (string)"),
-    ("negative index", set_gpu("index", -1), HOST, "slurm_gres_gpus[1].index", "an integer >= 0", "-1"),
-    ("bool index", set_gpu("index", True), HOST, "slurm_gres_gpus[1].index", "an integer >= 0", "True (bool)"),
+    ("negative index", set_gpu("index", -1), HOST, "slurm_gres_gpus[1].index", "an integer 0-247", "-1"),
+    ("bool index", set_gpu("index", True), HOST, "slurm_gres_gpus[1].index", "an integer 0-247", "True (bool)"),
     ("missing index", lambda hv, g, c: gpu(hv, 1).pop("index"), HOST, "slurm_gres_gpus[1].index",
      "the nvidia-smi index", "no index"),
     ("type on some GPUs only", lambda hv, g, c: gpu(hv, 1).pop("type"), HOST, "slurm_gres_gpus",
      "every GPU of a node typed, or none", "typed and untyped GPUs"),
     ("type with a colon", set_gpu("type", "a100:80gb"), HOST, "slurm_gres_gpus[1].type", "a GRES type",
-     "'a100:80gb' (string)"),
+     "'a100:80gb' (contains ':')"),
     ("type not a string", set_gpu("type", 100), HOST, "slurm_gres_gpus[1].type", "a GRES type", "100 (int)"),
     ("gpu entry not a mapping", lambda hv, g, c: hv[HOST]["slurm_gres_gpus"].append("a100"), HOST,
      "slurm_gres_gpus[4]", "a mapping like {index: 0, type: a100}", "'a100' (string)"),
     ("gpu list not a list", set_var("slurm_gres_gpus", {"index": 0}), HOST, "slurm_gres_gpus",
      "a list of GPU entries", "{'index': 0} (dict)"),
     ("sockets not an integer", set_var("slurm_node_sockets", "two"), HOST, "slurm_node_sockets",
-     "an integer >= 1", "'two' (string)"),
+     "an integer 1-65533 (Sockets=, uint16 in Slurm)", "'two' (string)"),
     ("zero cores per socket", set_var("slurm_node_cores_per_socket", 0), HOST, "slurm_node_cores_per_socket",
-     "an integer >= 1", "0"),
+     "an integer 1-65533 (CoresPerSocket=, uint16 in Slurm)", "0"),
     ("real memory bad", set_var("slurm_node_real_memory", "512G"), HOST, "slurm_node_real_memory",
-     "an integer >= 1", "'512G' (string)"),
+     "1-18446744073709551613 (RealMemory=, uint64 in Slurm)", "'512G' (string)"),
     ("features not a list", set_var("slurm_node_features", "a,b"), HOST, "slurm_node_features",
      "a list of feature names", "'a,b' (string)"),
-    ("weight negative", set_var("slurm_node_weight", -5), HOST, "slurm_node_weight", "an integer >= 0", "-5"),
+    ("weight negative", set_var("slurm_node_weight", -5), HOST, "slurm_node_weight",
+     "0-4294967293 (Weight=, uint32 in Slurm)", "-5"),
     ("node name invalid", set_var("slurm_node_name", "gpu a01"), HOST, "slurm_node_name", "a Slurm node name",
-     "'gpu a01' (string)"),
+     "'gpu a01' (contains a space)"),
     ("cores junk", set_gpu("cores", "0-15,x"), HOST, "slurm_gres_gpus[1].cores", "Slurm logical core indices",
      "'0-15,x' (string)"),
     ("cores outside sockets*cores_per_socket", set_gpu("cores", "32-95"), HOST, "slurm_gres_gpus[1].cores",
-     "within 0-63 (slurm_node_sockets 2 x slurm_node_cores_per_socket 32)", "32-95 (64-95 outside)"),
-    ("shards zero", set_gpu("shards", 0), HOST, "slurm_gres_gpus[1].shards", "an integer >= 1", "0"),
+     "within 0-63 (slurm_node_sockets 2 x slurm_node_cores_per_socket 32)", "'32-95' (64-95 outside)"),
+    ("shards zero", set_gpu("shards", 0), HOST, "slurm_gres_gpus[1].shards", "an integer 1-9223372036854775806", "0"),
     ("mig not a list", set_gpu("mig", "3g.40gb"), HOST, "slurm_gres_gpus[1].mig", "a non-empty list of MIG profile",
      "'3g.40gb' (string)"),
     ("mig empty", set_gpu("mig", []), HOST, "slurm_gres_gpus[1].mig", "a non-empty list", "[] (list)"),
@@ -159,7 +160,7 @@ CASES = [
     ("partition unknown group", set_cluster("slurm_partitions", [{"name": "p", "group": "nope"}]), "localhost",
      "slurm_partitions[0].group", "an inventory group", "'nope' (string)"),
     ("partition unknown node", set_cluster("slurm_partitions", [{"name": "p", "nodes": ["gpu-z9"]}]), "localhost",
-     "slurm_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown gpu-z9"),
+     "slurm_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown 'gpu-z9'"),
     ("partition group and nodes", set_cluster("slurm_partitions", [{"name": "p", "group": "gpu", "nodes": "ALL"}]),
      "localhost", "slurm_partitions[0]", "exactly one of group or nodes", "both"),
     ("partition unknown key", set_cluster("slurm_partitions", [{"name": "p", "nodes": "ALL", "maxtime": 5}]),
@@ -167,6 +168,21 @@ CASES = [
     ("two default partitions", set_cluster("slurm_partitions", [
         {"name": "a", "nodes": "ALL", "default": True}, {"name": "b", "group": "gpu", "default": True}]),
      "localhost", "slurm_partitions", "at most one partition with default: true", "2 (a, b)"),
+    ("an option twice, in two spellings", set_cluster("slurm_cgroup_conf_options", {
+        "CgroupPlugin": "autodetect", "cgroupplugin": "cgroup/v1"}), "localhost",
+     "slurm_cgroup_conf_options.CgroupPlugin", "each option once", "CgroupPlugin and cgroupplugin"),
+    ("options Slurm ignores one of, named as written", set_cluster("slurm_conf_options", {
+        "maxmempercpu": 4096, "MaxMemPerNode": 100000}), "localhost", "slurm_conf_options.maxmempercpu",
+     "MaxMemPerCPU or MaxMemPerNode, not both", "both"),
+    ("a PreemptMode the default PreemptType stops on", set_cluster("slurm_conf_options", {"PreemptMode": "REQUEUE"}),
+     "localhost", "slurm_conf_options.PreemptMode", "while PreemptType is preempt/none", "PreemptMode=REQUEUE"),
+    ("partition options Slurm ignores one of", set_cluster("slurm_partitions", [
+        {"name": "p", "nodes": "ALL", "options": {"AllowQos": "normal", "DenyQos": "low"}}]), "localhost",
+     "slurm_partitions[0].options.DenyQos", "AllowQos or DenyQos, not both", "both"),
+    ("fewer nodes allowed than the inventory has", set_cluster("slurm_conf_options", {"maxnodecount": 1}),
+     "localhost", "slurm_conf_options.maxnodecount", "MaxNodeCount at least the number of nodes (2)", "1"),
+    ("a node name whose number Slurm cannot hold", set_var("slurm_node_name", "gpu99999999999999999999"), HOST,
+     "slurm_node_name", "whose final number is at most 18446744073709551614", "'gpu99999999999999999999'"),
 ]
 
 
@@ -262,3 +278,10 @@ def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
         build_cluster_model(hostvars, groups, {})
     text = str(err.value)
     assert "host gpu-m1: slurm_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text
+
+
+def test_more_compute_hosts_than_slurm_holds_are_refused_before_any_is_read():
+    hostvars, groups, cluster = base()
+    groups["slurmd"] += ["n%d" % i for i in range(65535)]
+    problems = problems_of(hostvars, groups, cluster)
+    assert [(p.host, p.field, p.found) for p in problems] == [("localhost", "groups.slurmd", "65537 hosts")]

@@ -4,6 +4,7 @@ import random
 import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import render
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
@@ -179,8 +180,8 @@ def test_render_all_files_and_counts_agree_per_node_and_type():
 
 def test_render_all_refuses_files_that_disagree(monkeypatch):
     model = make({"n1": layout(slurm_gres_gpus=[{"index": i, "type": "a100"} for i in range(4)])})
-    real = render.node_gres_conf
-    monkeypatch.setattr(render, "node_gres_conf", lambda spec, live=None: real(spec, live).replace("[0-3]", "[0-2]"))
+    real = gres_conf.files_expr
+    monkeypatch.setattr(gres_conf, "files_expr", lambda minors: real(minors[:-1] if len(minors) > 2 else minors))
     with pytest.raises(GresError) as err:
         render.render_all(model)
     assert str(err.value) == "host n1: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 3"

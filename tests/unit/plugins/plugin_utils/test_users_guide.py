@@ -111,7 +111,7 @@ def test_shard_limit_is_per_gpu_unless_multiple_sharing_per_job():
     page = guide(guide_clusters.shards_model())["USERS.md"]
     assert "-p shared --gres=shard:8" in page_requests(page)
     assert "shard: 4 on GPUs 0-1, 2 on GPU 2" in page
-    many = guide(guide_clusters.shards_model(slurm_conf_options={
+    many = guide(guide_clusters.shards_model(slurm_version="23.11", slurm_conf_options={  # the keyword is 23.11+
         "SelectTypeParameters": "CR_Core_Memory,MULTIPLE_SHARING_GRES_PJ"}))["USERS.md"]
     assert "-p shared --gres=shard:32" in page_requests(many)
     assert "-p shared --gres=shard:8" not in page_requests(many)

@@ -254,3 +254,16 @@ def test_several_nodes_are_read_in_one_call_unknown_ones_none():
     nodes, error = sc.nodes(["n1", "n2"])
     assert nodes is None and "Unable to contact slurm controller" in error
     assert sc.nodes([]) == ({}, None)
+
+
+def test_several_nodes_are_named_in_a_hostlist_every_release_reads():
+    # scontrol before 23.11 does not read a suffix after the brackets (node[01-02]-ib), issue 11 case 1
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import Scontrol
+    calls = []
+
+    def run(argv, environ_update=None):
+        calls.append(argv[-1])
+        return 0, "NodeName=node01-ib State=IDLE\nNodeName=node02-ib State=IDLE\n", ""
+
+    nodes, error = Scontrol(run, "/usr/bin/scontrol").nodes(["node01-ib", "node02-ib"])
+    assert error is None and calls == ["node01-ib,node02-ib"] and sorted(nodes) == ["node01-ib", "node02-ib"]

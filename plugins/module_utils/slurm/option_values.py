@@ -1,0 +1,399 @@
+"""Values Slurm's configuration parser itself refuses, for the string options whose syntax it checks while reading.
+
+values.py decides which characters may be written at all; option_tables.py which keys and parser types a release
+knows. Some string options are then parsed again by read_config.c while the file is read, and a value that fails
+there stops slurmctld and slurmd ("Unable to process configuration file"). The shapes below are those checks, each
+from the Slurm function named (22.05 to 26.05 unless said otherwise). Options not listed are not checked beyond
+their characters: plugin names and the other flag lists (DebugFlags, PrologFlags, ...) are read by later code.
+
+``check(table, option, value, version)`` returns None or (expected, found, hint).
+"""
+import re
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import VALUE_KEYWORDS
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import parse_version, release_for
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import describe
+
+# log_string2num (slurm_protocol_defs.c): a name, or anything starting with a digit (atoi).
+LOG_LEVELS = ("quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5")
+# time_str2secs / _is_valid_timespec (parse_time.c): min, min:sec, hr:min:sec, days-hr, days-hr:min[:sec].
+_TIME_RE = re.compile(r"\A([0-9]+-[0-9]+(:[0-9]+(:[0-9]+)?)?|[0-9]+(:[0-9]+(:[0-9]+)?)?)\Z")
+_TIME_WORDS = ("-1", "infinite", "unlimited")
+# preempt_mode_num (slurm_protocol_defs.c): one mode, optionally with GANG or WITHIN (not both).
+_PREEMPT_MODES = ("off", "cluster", "cancel", "requeue", "on", "suspend")
+_PREEMPT_WITH = ("gang", "within")
+
+
+def _log_level(value):
+    if value[:1].isdigit() or value.lower() in LOG_LEVELS:
+        return None
+    return "a log level (%s) or 0-9" % ", ".join(LOG_LEVELS)
+
+
+def _port(value):
+    """SlurmctldPort: N or N-M with 0 < N < M (read_config.c, strtol)."""
+    match = re.match(r"\A([0-9]+)(?:-([0-9]+))?\Z", value)
+    if match and 0 < int(match.group(1)) <= 65535 and (
+            match.group(2) is None or int(match.group(1)) < int(match.group(2)) <= 65535):
+        return None
+    return "a port 1-65535 or a range N-M such as 6817-6818"
+
+
+def _time(value):
+    if value.lower() in _TIME_WORDS or _TIME_RE.match(value):
+        return None
+    return "a time limit: INFINITE, minutes, minutes:seconds, hours:minutes:seconds or days-hours[:minutes[:seconds]]"
+
+
+def _finite_time(value):
+    """PriorityCalcPeriod: a time spec, not INFINITE (read_config.c refuses it: "Bad value")."""
+    if _TIME_RE.match(value):
+        return None
+    return "a finite time: minutes, minutes:seconds, hours:minutes:seconds or days-hours[:minutes[:seconds]]"
+
+
+def _preempt_mode(value):
+    tokens = [t.lower() for t in value.split(",")]
+    modes = [t for t in tokens if t in _PREEMPT_MODES]
+    extras = [t for t in tokens if t in _PREEMPT_WITH]
+    if len(modes) + len(extras) == len(tokens) and len(modes) <= 1 and len(extras) <= 1:
+        return None
+    return "one of OFF, CANCEL, REQUEUE, SUSPEND, optionally with ,GANG or ,WITHIN"
+
+
+def _oversubscribe(value):
+    """_parse_partitionname: NO, EXCLUSIVE, YES[:N], FORCE[:N]."""
+    if re.match(r"\A(NO|EXCLUSIVE|YES(:[0-9]+)?|FORCE(:[0-9]+)?)\Z", value, re.IGNORECASE):
+        return None
+    return "NO, EXCLUSIVE, YES[:N] or FORCE[:N]"
+
+
+def _partition_state(value):
+    """_parse_partitionname compares the first letters: UP, DOWN, DRAIN, INACTIVE."""
+    if value.upper().startswith(("UP", "DOWN", "DRAIN", "INACTIVE")):
+        return None
+    return "UP, DOWN, DRAIN or INACTIVE"
+
+
+def _partition_select(value):
+    """_parse_partitionname: CR_Core, CR_Core_Memory, CR_Socket, CR_Socket_Memory (compared by prefix)."""
+    if value.lower().startswith(("cr_core", "cr_socket")):
+        return None
+    return "CR_Core, CR_Core_Memory, CR_Socket or CR_Socket_Memory"
+
+
+def _suspend_time(value):
+    """Partition SuspendTime: INFINITE, -1 or seconds up to 4294967295."""
+    if value.lower() in ("infinite", "-1") or (value.isdigit() and value.isascii() and int(value) <= 0xFFFFFFFF):
+        return None
+    return "INFINITE, -1 or a number of seconds"
+
+
+# _parse_select_type_param (read_config.c; 22.05: parse_select_type_param): at most one of these resource kinds,
+# and CR_ONE_TASK_PER_CORE not with CR_CPU*.
+_SELECT_KINDS = ("cr_socket", "cr_socket_memory", "cr_core", "cr_core_memory", "cr_memory", "cr_cpu", "cr_cpu_memory")
+
+
+def _select_type_parameters(value, version):
+    known = {k.lower(): k for k in VALUE_KEYWORDS["SelectTypeParameters"][release_for(version)]}
+    tokens = [t.lower() for t in value.split(",") if t]
+    unknown = [t for t in tokens if t not in known]
+    kinds = [t for t in tokens if t in _SELECT_KINDS]
+    cpu_and_core = "cr_one_task_per_core" in tokens and any(t.startswith("cr_cpu") for t in tokens)
+    if tokens and not unknown and len(kinds) <= 1 and not cpu_and_core:
+        return None
+    return "keywords Slurm %s reads, one resource kind at most (%s)" % (release_for(version),
+                                                                         ", ".join(sorted(known.values())))
+
+
+def _enforce_part_limits(value):
+    """parse_part_enforce_type (slurm_protocol_defs.c)."""
+    if value.lower() in ("yes", "up", "true", "any", "no", "down", "false", "all"):
+        return None
+    return "ALL, ANY or NO"
+
+
+# slurm_rlimits_info.c: the limits PropagateResourceLimits[Except] names, or ALL / NONE (case-sensitive there).
+_RLIMITS = ("AS", "CORE", "CPU", "DATA", "FSIZE", "MEMLOCK", "NOFILE", "NPROC", "RSS", "STACK")
+
+
+def _rlimits(value):
+    if value in ("ALL", "NONE") or all(t in _RLIMITS for t in value.split(",")):
+        return None
+    return "ALL, NONE or a list of %s" % ", ".join(_RLIMITS)
+
+
+def _usage_reset(value):
+    """PriorityUsageResetPeriod (read_config.c)."""
+    if value.lower() in ("none", "now", "daily", "weekly", "monthly", "quarterly", "yearly"):
+        return None
+    return "NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY or YEARLY"
+
+
+def _prio_process(value):
+    """PropagatePrioProcess: 0, 1 or 2 (read_config.c, "Bad PropagatePrioProcess")."""
+    return None if value in ("0", "1", "2") else "0, 1 or 2"
+
+
+def _at_least(minimum, maximum=None):
+    """A uint option read_config.c refuses below `minimum` (MaxJobCount=0: "No jobs permitted") or above
+    `maximum`."""
+    def check(value):
+        if value.upper() in ("INFINITE", "UNLIMITED"):
+            return None if maximum is None else "%d-%d" % (minimum, maximum)
+        number = int(value)
+        if number < minimum or (maximum is not None and number > maximum):
+            return "%d-%s" % (minimum, maximum if maximum is not None else "")
+        return None
+    return check
+
+
+_CPU_BIND = ("no", "none", "socket", "sockets", "ldom", "ldoms", "core", "cores", "thread", "threads", "off", "v",
+             "verbose")
+
+
+def _cpu_bind(value):
+    """xlate_cpu_bind_str (slurm_resource_info.c, the same 22.05 to 26.05): comma-separated keywords."""
+    if all(t.lower() in _CPU_BIND for t in value.split(",")):
+        return None
+    return "none, socket, ldom, core or thread (optionally with ,verbose)"
+
+
+def _cgroup_plugin(value, version):
+    """cgroup.c: autodetect, cgroup/v1, cgroup/v2; 25.05+ also disabled."""
+    choices = ["autodetect", "cgroup/v1", "cgroup/v2"]
+    if parse_version(version) >= (25, 5):
+        choices.append("disabled")
+    if value in choices:
+        return None
+    return "one of %s" % ", ".join(choices)
+
+
+SHAPES = {
+    ("slurm.conf", "SlurmctldDebug"): _log_level,
+    ("slurm.conf", "SlurmdDebug"): _log_level,
+    ("slurm.conf", "SlurmctldSyslogDebug"): _log_level,
+    ("slurm.conf", "SlurmdSyslogDebug"): _log_level,
+    ("slurm.conf", "SlurmctldPort"): _port,
+    ("slurm.conf", "PreemptMode"): _preempt_mode,
+    ("slurm.conf", "EnforcePartLimits"): _enforce_part_limits,
+    ("slurm.conf", "PropagateResourceLimits"): _rlimits,
+    ("slurm.conf", "PropagateResourceLimitsExcept"): _rlimits,
+    ("slurm.conf", "PropagatePrioProcess"): _prio_process,
+    ("slurm.conf", "PriorityDecayHalfLife"): _time,
+    ("slurm.conf", "PriorityCalcPeriod"): _finite_time,
+    ("slurm.conf", "PriorityMaxAge"): _time,
+    ("slurm.conf", "PriorityUsageResetPeriod"): _usage_reset,
+    # read_config.c's own bounds on integers
+    ("slurm.conf", "MaxJobCount"): _at_least(1),
+    ("slurm.conf", "MaxStepCount"): _at_least(1),
+    ("slurm.conf", "FirstJobId"): _at_least(1),
+    ("slurm.conf", "TreeWidth"): _at_least(1),
+    ("slurm.conf", "SchedulerTimeSlice"): _at_least(5),
+    ("slurm.conf", "MaxDBDMsgs"): _at_least(10000),
+    ("slurm.conf", "MaxArraySize"): _at_least(0, 4000001),
+    ("partition", "MaxTime"): _time,
+    ("partition", "DefaultTime"): _time,
+    ("partition", "PreemptMode"): _preempt_mode,
+    ("partition", "OverSubscribe"): _oversubscribe,
+    ("partition", "Shared"): _oversubscribe,
+    ("partition", "State"): _partition_state,
+    ("partition", "SelectTypeParameters"): _partition_select,
+    ("partition", "SuspendTime"): _suspend_time,
+    ("partition", "CpuBind"): _cpu_bind,
+    ("partition", "OverTimeLimit"): lambda v: None if v.upper() in ("INFINITE", "UNLIMITED") or (
+        v.isdigit() and v.isascii() and int(v) < 0xFFFF) else "INFINITE or minutes 0-65534",
+    ("cgroup.conf", "MemorySwappiness"): _at_least(0, 100),
+    # read_config.c _validate_and_set_defaults, 22.05 to 26.05: values it logs as errors and then ignores or
+    # resets (KeepAliveTime, also bounded there, is refused by name: it moved to CommunicationParameters).
+    # "MessageTimeout is too high for effective fault-tolerance"
+    ("slurm.conf", "MessageTimeout"): _at_least(0, 100),
+    # "MinJobAge must be at least 2" (slurmctld resets it to 2)
+    ("slurm.conf", "MinJobAge"): _at_least(2),
+    # "MaxJobId can not exceed MAX_JOB_ID, resetting value" (slurm.h MAX_JOB_ID 0x03FFFFFF)
+    ("slurm.conf", "MaxJobId"): _at_least(1, 0x03FFFFFF),
+    # 24.11+: "Specified MaxNodeCount in slurm.conf (%d) is higher than the maximum allowed (%d)",
+    # MAX_SLURM_NODES 65536; 22.05 to 24.05 have no bound and abort allocating the node table
+    # ("grow_node_record_table_ptr: malloc failed", seen with MaxNodeCount=4294967294).
+    ("slurm.conf", "MaxNodeCount"): _at_least(1, 65536),
+}
+
+
+def _epilog_msg_time(value, version):
+    """25.11+: "EpilogMsgTime can not exceed %d, resetting value" (EPILOG_MSG_TIME_MAX 1000000 usec)."""
+    if parse_version(version) < (25, 11):
+        return None
+    return _at_least(0, 1000000)(value)
+
+
+def _autodetect(value, version):
+    """gres.c _handle_autodetect_flags: the flags the release knows (``nvidia`` from 24.11); anything else is
+    "unknown autodetect flag" and slurmd detects nothing."""
+    known = VALUE_KEYWORDS["AutoDetect"][release_for(version)]
+    if value.lower() in known:
+        return None
+    return "an AutoDetect flag Slurm %s knows (%s)" % (release_for(version), ", ".join(known))
+
+
+VERSIONED_SHAPES = {
+    ("slurm.conf", "SelectTypeParameters"): _select_type_parameters,
+    ("slurm.conf", "EpilogMsgTime"): _epilog_msg_time,
+    ("cgroup.conf", "CgroupPlugin"): _cgroup_plugin,
+    ("gres.conf", "AutoDetect"): _autodetect,
+}
+
+
+def check(table, option, value, version):
+    """None when Slurm's parser accepts `value` (already a checked string) for `option`, else (expected, found,
+    hint). `option` is Slurm's spelling (options.lookup); `version` the target release "MAJOR.MINOR"."""
+    shape = SHAPES.get((table, option))
+    if shape is not None:
+        expected = shape(value)
+    elif (table, option) in VERSIONED_SHAPES:
+        expected = VERSIONED_SHAPES[(table, option)](value, version)
+    else:
+        return None
+    if expected is None:
+        return None
+    return expected, describe(value), "Slurm stops reading the file at a value it cannot parse for %s" % option
+
+
+# Options read_config.c judges together (_validate_and_set_defaults and _parse_partitionname, the same 22.05 to
+# 26.05): a combination it stops on, or where it ignores one of the values. Each rule takes the settings as
+# written ({Slurm's spelling: text}, defaults included) and the release, and returns None or (the options
+# involved, expected, found, hint).
+_TIME_PARTS_RE = re.compile(r"[0-9]+")
+_PRIORITY_WEIGHTS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeightFairshare", "PriorityWeightJobSize",
+                     "PriorityWeightPartition", "PriorityWeightQOS")
+
+
+def _exclusive(ignored, kept):
+    def rule(settings, version):
+        if ignored in settings and kept in settings:
+            return ((ignored, kept), "%s or %s, not both" % (ignored, kept), "both",
+                    "Slurm ignores %s: \"mutually exclusive with %s\"" % (ignored, kept))
+        return None
+    return rule
+
+
+def _allow_deny(allow, deny):
+    def rule(settings, version):
+        if deny in settings and allow in settings and settings[allow].upper() != "ALL":
+            return ((deny, allow), "%s or %s, not both" % (allow, deny), "both",
+                    "Slurm ignores %s: \"Both %s and %s are defined\"" % (deny, allow, deny))
+        return None
+    return rule
+
+
+def _preempt(settings, version):
+    """PreemptType and PreemptMode values incompatible; PreemptMode=SUSPEND requires GANG too."""
+    mode = settings.get("PreemptMode", "OFF")
+    tokens = [t.lower() for t in mode.split(",")]
+    kind = ([t for t in tokens if t not in _PREEMPT_WITH] or ["off"])[0]
+    kind = {"cluster": "off", "on": "suspend"}.get(kind, kind)
+    ptype = settings.get("PreemptType", "preempt/none")
+    if kind == "suspend" and tokens == [tokens[0]]:
+        return (("PreemptMode",), "PreemptMode=SUSPEND,GANG", mode, "Slurm stops: \"PreemptMode=SUSPEND requires "
+                "GANG too\"")
+    without_gang = [t for t in tokens if t != "gang"]
+    if ptype == "preempt/none" and without_gang and without_gang != ["off"] and without_gang != ["cluster"]:
+        return (("PreemptMode", "PreemptType"), "PreemptMode=OFF (optionally with GANG) while PreemptType is "
+                "preempt/none", "PreemptMode=%s" % mode, "set PreemptType (preempt/partition_prio or preempt/qos); "
+                "Slurm stops: \"PreemptType and PreemptMode values incompatible\"")
+    if ptype in ("preempt/qos", "preempt/partition_prio") and kind == "off":
+        return (("PreemptType", "PreemptMode"), "a PreemptMode other than OFF with PreemptType=%s" % ptype,
+                "PreemptMode=%s" % mode, "Slurm stops: \"PreemptType and PreemptMode values incompatible\"")
+    return None
+
+
+def _uint(settings, key, default):
+    value = settings.get(key)
+    if value is None:
+        return default
+    if value.upper() in ("INFINITE", "UNLIMITED"):
+        return 0xFFFFFFFF
+    return int(value) if value.isdigit() else default
+
+
+def _priority_weights(settings, version):
+    """"PriorityWeight values too high, job priority value may overflow": their sum must fit 32 bits."""
+    total = sum(_uint(settings, key, 0) for key in _PRIORITY_WEIGHTS)
+    if total > 0xFFFFFFFF:
+        named = tuple(k for k in _PRIORITY_WEIGHTS if k in settings)
+        return (named, "PriorityWeight* values whose sum is at most 4294967295", "a sum of %d" % total,
+                "Slurm warns \"job priority value may overflow\"")
+    return None
+
+
+def _job_ids(settings, version):
+    """FirstJobId > MaxJobId stops Slurm (defaults 1 and 0x03ff0000, read_config.h)."""
+    first = _uint(settings, "FirstJobId", 1)
+    last = min(_uint(settings, "MaxJobId", 0x03FF0000), 0x03FFFFFF)
+    if first > last:
+        return (("FirstJobId", "MaxJobId"), "FirstJobId at most MaxJobId (%d)" % last, str(first),
+                "Slurm stops: \"FirstJobId > MaxJobId\"")
+    return None
+
+
+def _max_node_count(settings, version):
+    """MaxNodeCount only compatible with cons_tres (the default SelectType from 23.11, select/linear before)."""
+    if "MaxNodeCount" not in settings:
+        return None
+    default = "select/cons_tres" if parse_version(version) >= (23, 11) else "select/linear"
+    select = settings.get("SelectType", default)
+    if "cons_tres" not in select:
+        return (("MaxNodeCount", "SelectType"), "MaxNodeCount only with SelectType=select/cons_tres",
+                "SelectType=%s" % select, "Slurm stops: \"MaxNodeCount only compatible with cons_tres\"")
+    return None
+
+
+def _sched_log(settings, version):
+    if _uint(settings, "SlurmSchedLogLevel", 0) and "SlurmSchedLogFile" not in settings:
+        return (("SlurmSchedLogLevel",), "SlurmSchedLogFile set when SlurmSchedLogLevel is not 0",
+                "no SlurmSchedLogFile", "Slurm stops: \"SlurmSchedLogLevel requires SlurmSchedLogFile value\"")
+    return None
+
+
+def _mcs(settings, version):
+    plugin = settings.get("MCSPlugin")
+    if "MCSParameters" in settings and plugin is None:
+        return (("MCSParameters",), "MCSPlugin set when MCSParameters is", "no MCSPlugin",
+                "Slurm stops: \"MCSParameters=... used and no MCSPlugin\"")
+    if plugin == "mcs/group" and "MCSParameters" not in settings:
+        return (("MCSPlugin",), "MCSParameters with MCSPlugin=mcs/group", "no MCSParameters",
+                "Slurm stops: \"MCSPlugin is mcs/group and no MCSParameters\"")
+    return None
+
+
+def _decay(settings, version):
+    """PriorityDecayHalfLife=0 needs PriorityUsageResetPeriod, else "the priority plugin will result in rolling
+    over" and Slurm stops."""
+    half_life = settings.get("PriorityDecayHalfLife")
+    if half_life is None or "PriorityUsageResetPeriod" in settings:
+        return None
+    if half_life.lower() not in _TIME_WORDS and not any(int(n) for n in _TIME_PARTS_RE.findall(half_life)):
+        return (("PriorityDecayHalfLife",), "PriorityDecayHalfLife other than 0, or PriorityUsageResetPeriod set",
+                "PriorityDecayHalfLife=%s without PriorityUsageResetPeriod" % half_life,
+                "Slurm stops: \"You have to either have PriorityDecayHalfLife != 0 or PriorityUsageResetPeriod "
+                "set\"")
+    return None
+
+
+RELATIONS = {
+    "slurm.conf": (_exclusive("DefMemPerCPU", "DefMemPerNode"), _exclusive("MaxMemPerCPU", "MaxMemPerNode"),
+                   _preempt, _priority_weights, _job_ids, _max_node_count, _sched_log, _mcs, _decay),
+    "partition": (_exclusive("DefMemPerCPU", "DefMemPerNode"), _exclusive("MaxMemPerCPU", "MaxMemPerNode"),
+                  _allow_deny("AllowAccounts", "DenyAccounts"), _allow_deny("AllowQos", "DenyQos")),
+}
+
+
+def relation_problems(table, settings, version):
+    """[(options involved, expected, found, hint)] for combinations of `settings` (one table's final {Slurm's
+    spelling: text}, defaults included) that Slurm stops on, or where it ignores one of the values. The options
+    involved are in the order a message should name them (the ignored or offending one first)."""
+    problems = []
+    for rule in RELATIONS.get(table, ()):
+        found = rule(settings, version)
+        if found:
+            problems.append(found)
+    return problems

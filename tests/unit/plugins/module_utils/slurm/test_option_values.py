@@ -1,0 +1,111 @@
+"""Values Slurm's parser reads again (log levels, times, partition states, ...): refused as read_config.c does."""
+import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values import check, relation_problems
+
+
+@pytest.mark.parametrize("table, option, value, version, ok", [
+    ("slurm.conf", "SlurmctldDebug", "debug2", "22.05", True),
+    ("slurm.conf", "SlurmctldDebug", "7", "22.05", True),
+    ("slurm.conf", "SlurmctldDebug", "INFINITE", "22.05", False),     # seen live: "Invalid SlurmctldDebug"
+    ("slurm.conf", "SlurmctldPort", "6817-6818", "22.05", True),
+    ("slurm.conf", "SlurmctldPort", "6818-6817", "22.05", False),
+    ("slurm.conf", "SlurmctldPort", "x", "22.05", False),
+    ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,CR_LLN", "22.05", True),
+    ("slurm.conf", "SelectTypeParameters", "CR_Core,CR_Memory", "22.05", False),       # two resource kinds
+    ("slurm.conf", "SelectTypeParameters", "CR_CPU,CR_ONE_TASK_PER_CORE", "22.05", False),
+    ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,MULTIPLE_SHARING_GRES_PJ", "22.05", False),  # 23.11+
+    ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,MULTIPLE_SHARING_GRES_PJ", "23.11", True),
+    ("slurm.conf", "PreemptMode", "REQUEUE,GANG", "22.05", True),
+    ("slurm.conf", "PreemptMode", "GANG,WITHIN", "22.05", False),
+    ("slurm.conf", "PreemptMode", "CANCEL,REQUEUE", "22.05", False),
+    ("slurm.conf", "EnforcePartLimits", "ANY", "22.05", True),
+    ("slurm.conf", "PropagateResourceLimitsExcept", "MEMLOCK,NOFILE", "22.05", True),
+    ("slurm.conf", "PropagateResourceLimits", "memlock", "22.05", False),
+    ("slurm.conf", "PriorityCalcPeriod", "5", "22.05", True),
+    ("slurm.conf", "PriorityCalcPeriod", "INFINITE", "22.05", False),
+    ("slurm.conf", "PriorityUsageResetPeriod", "MONTHLY", "22.05", True),
+    ("slurm.conf", "MaxJobCount", "0", "22.05", False),
+    ("slurm.conf", "MaxArraySize", "4000002", "22.05", False),
+    ("slurm.conf", "SchedulerParameters", "anything_goes", "22.05", True),   # not a checked option
+    ("partition", "MaxTime", "2-00:00:00", "22.05", True),
+    ("partition", "MaxTime", "UNLIMITED", "22.05", True),
+    ("partition", "MaxTime", "1:2:3:4", "22.05", False),
+    ("partition", "MaxTime", "1-2-3", "22.05", False),
+    ("partition", "DefaultTime", "x", "22.05", False),
+    ("partition", "State", "DRAIN", "22.05", True),
+    ("partition", "State", "INFINITE", "22.05", False),
+    ("partition", "OverSubscribe", "FORCE:4", "22.05", True),
+    ("partition", "OverSubscribe", "x", "22.05", False),
+    ("partition", "SelectTypeParameters", "CR_Socket_Memory", "22.05", True),
+    ("partition", "CpuBind", "cores,verbose", "22.05", True),
+    ("partition", "CpuBind", "x", "22.05", False),
+    ("cgroup.conf", "CgroupPlugin", "cgroup/v2", "22.05", True),
+    ("cgroup.conf", "CgroupPlugin", "disabled", "22.05", False),
+    ("cgroup.conf", "CgroupPlugin", "disabled", "25.05", True),
+    ("cgroup.conf", "MemorySwappiness", "101", "22.05", False),
+    ("slurm.conf", "MessageTimeout", "100", "22.05", True),
+    ("slurm.conf", "MessageTimeout", "101", "22.05", False),         # "too high for effective fault-tolerance"
+    ("slurm.conf", "MinJobAge", "2", "22.05", True),
+    ("slurm.conf", "MinJobAge", "0", "22.05", False),
+    ("slurm.conf", "MaxJobId", "67108863", "22.05", True),
+    ("slurm.conf", "MaxJobId", "67108864", "22.05", False),
+    ("slurm.conf", "MaxNodeCount", "65536", "22.05", True),
+    ("slurm.conf", "MaxNodeCount", "4294967294", "22.05", False),   # seen live: slurmd aborts, malloc failed
+    ("slurm.conf", "EpilogMsgTime", "4294967295", "25.05", True),
+    ("slurm.conf", "EpilogMsgTime", "4294967295", "25.11", False),  # "EpilogMsgTime can not exceed"
+    ("gres.conf", "AutoDetect", "nvml", "22.05", True),
+    ("gres.conf", "AutoDetect", "nvidia", "22.05", False),          # seen live: "unknown autodetect flag"
+    ("gres.conf", "AutoDetect", "nvidia", "24.11", True),
+])
+def test_values_slurms_parser_reads_again(table, option, value, version, ok):
+    problem = check(table, option, value, version)
+    assert (problem is None) == ok, problem
+    if problem:
+        assert problem[1] == "%r (string)" % value
+        assert option in problem[2]
+
+
+@pytest.mark.parametrize("table, settings, version, named", [
+    ("slurm.conf", {"DefMemPerCPU": "1", "DefMemPerNode": "2"}, "22.05", "DefMemPerCPU"),
+    ("slurm.conf", {"MaxMemPerCPU": "1", "MaxMemPerNode": "2"}, "22.05", "MaxMemPerCPU"),
+    ("partition", {"MaxMemPerCPU": "1", "MaxMemPerNode": "2"}, "22.05", "MaxMemPerCPU"),
+    ("partition", {"AllowAccounts": "a", "DenyAccounts": "b"}, "22.05", "DenyAccounts"),
+    ("partition", {"AllowQos": "normal", "DenyQos": "low"}, "22.05", "DenyQos"),
+    ("slurm.conf", {"PreemptMode": "REQUEUE"}, "22.05", "PreemptMode"),          # preempt/none by default
+    ("slurm.conf", {"PreemptMode": "WITHIN"}, "22.05", "PreemptMode"),
+    ("slurm.conf", {"PreemptType": "preempt/qos"}, "22.05", "PreemptType"),      # PreemptMode OFF by default
+    ("slurm.conf", {"PreemptType": "preempt/partition_prio", "PreemptMode": "SUSPEND"}, "22.05", "PreemptMode"),
+    ("slurm.conf", {"PriorityWeightAge": "4294967295", "PriorityWeightQOS": "1"}, "22.05", "PriorityWeightAge"),
+    ("slurm.conf", {"FirstJobId": "100", "MaxJobId": "99"}, "22.05", "FirstJobId"),
+    ("slurm.conf", {"FirstJobId": "67043329"}, "22.05", "FirstJobId"),          # default MaxJobId 0x03ff0000
+    ("slurm.conf", {"MaxNodeCount": "10", "SelectType": "select/linear"}, "22.05", "MaxNodeCount"),
+    ("slurm.conf", {"MaxNodeCount": "10"}, "22.05", "MaxNodeCount"),             # select/linear by default
+    ("slurm.conf", {"SlurmSchedLogLevel": "1"}, "22.05", "SlurmSchedLogLevel"),
+    ("slurm.conf", {"MCSParameters": "ondemand"}, "22.05", "MCSParameters"),
+    ("slurm.conf", {"MCSPlugin": "mcs/group"}, "22.05", "MCSPlugin"),
+    ("slurm.conf", {"PriorityDecayHalfLife": "0-0:00"}, "22.05", "PriorityDecayHalfLife"),
+])
+def test_combinations_slurm_stops_on_or_ignores_a_value_of(table, settings, version, named):
+    (problem,) = relation_problems(table, settings, version)
+    involved, expected, found, hint = problem
+    assert involved[0] == named
+    assert hint.startswith(("Slurm stops", "Slurm ignores", "Slurm warns", "set PreemptType"))
+
+
+@pytest.mark.parametrize("table, settings, version", [
+    ("slurm.conf", {"DefMemPerCPU": "1"}, "22.05"),
+    ("slurm.conf", {"PreemptMode": "OFF,GANG"}, "22.05"),
+    ("slurm.conf", {"PreemptMode": "CLUSTER"}, "22.05"),
+    ("slurm.conf", {"PreemptType": "preempt/partition_prio", "PreemptMode": "SUSPEND,GANG"}, "22.05"),
+    ("slurm.conf", {"PreemptType": "preempt/qos", "PreemptMode": "REQUEUE"}, "22.05"),
+    ("slurm.conf", {"PriorityWeightAge": "4294967295"}, "22.05"),
+    ("slurm.conf", {"MaxNodeCount": "10"}, "23.11"),                             # cons_tres by default
+    ("slurm.conf", {"SlurmSchedLogLevel": "1", "SlurmSchedLogFile": "/var/log/slurm/sched.log"}, "22.05"),
+    ("slurm.conf", {"MCSPlugin": "mcs/group", "MCSParameters": "enforced"}, "22.05"),
+    ("slurm.conf", {"PriorityDecayHalfLife": "0", "PriorityUsageResetPeriod": "MONTHLY"}, "22.05"),
+    ("slurm.conf", {"PriorityDecayHalfLife": "7-0"}, "22.05"),
+    ("partition", {"AllowAccounts": "ALL", "DenyAccounts": "b"}, "22.05"),
+])
+def test_combinations_slurm_accepts(table, settings, version):
+    assert relation_problems(table, settings, version) == []
