@@ -7,7 +7,8 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 DEMO_DIR ?= out/demo
 
-.PHONY: setup system-deps demo test lint unit integration molecule bench clean
+.PHONY: setup system-deps images demo test lint sanity unit integration pytest package compat compat-min molecule \
+	galaxy-importer fresh bench clean
 
 setup: $(VENV)/.stamp .cache/collections/ansible_collections/hpc/slurm_gres
 
@@ -22,6 +23,11 @@ $(VENV)/.stamp: requirements.txt
 system-deps:
 	bash scripts/setup-system.sh
 
+# The node tree of every Slurm release of molecule/releases (debootstrap, cached): the molecule images and the
+# chroots the integration tests run each release's slurmd and slurmctld in.
+images: system-deps
+	for suite in $$(awk '!/^#/ && NF {print $$2}' molecule/releases); do bash scripts/build-image.sh $$suite || exit 1; done
+
 demo: setup
 	bash scripts/demo.sh $(DEMO_DIR)
 
@@ -29,25 +35,55 @@ lint: setup
 	$(BIN)/yamllint -s .
 	$(BIN)/ansible-lint --profile production
 
+# ansible-test sanity with tests/sanity/ignore-X.Y.txt (offline-capable; its tool venvs are cached in .cache);
+# one test: make sanity TEST=pep8
+sanity: setup
+	bash scripts/sanity.sh $(if $(TEST),--test $(TEST))
+
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
-integration: system-deps setup
+integration: system-deps setup images
 	$(BIN)/pytest -q tests/integration
 
-molecule: system-deps setup
+pytest: system-deps setup images
+	$(BIN)/pytest -q tests/unit tests/integration
+
+# Build the Galaxy tarball, check its file list, install it and run it from the installed copy
+package: setup
+	$(BIN)/pytest -q tests/integration/test_package.py
+
+# Every ansible-core minor requires_ansible admits (one venv each under .cache/compat; Pythons from pyenv)
+compat: system-deps setup
+	bash scripts/compat.sh
+
+# The lowest admitted ansible-core only, on Debian's own Python, compared with .venv (part of `make test`)
+compat-min: system-deps setup
+	bash scripts/compat.sh --min
+
+# Galaxy's own import check on the built tarball (installs galaxy-importer in a throwaway venv)
+galaxy-importer: setup
+	bash scripts/galaxy-importer.sh
+
+# make system-deps setup lint sanity pytest package in a pristine Debian 12 chroot (root; see the script)
+fresh:
+	bash scripts/check-fresh.sh
+
+molecule: system-deps setup images
 	bash scripts/run-molecule.sh
 
-test: system-deps setup lint
+test: system-deps setup lint sanity images
 	$(BIN)/pytest -q tests/unit tests/integration
+	bash scripts/compat.sh --min
 	bash scripts/run-molecule.sh
 
 # Every benchmark runs; the target fails when any does (the render one when it misses its 1.25x target, the
 # hostile one when a pathological inventory takes over a second or 300 MB).
 bench: setup
 	rc=0; $(PY) bench/render_bench.py --json bench/out/render.json || rc=$$?; \
+	$(PY) bench/topology_bench.py --json bench/out/topology.json || rc=$$?; \
 	$(PY) bench/deploy_bench.py --json bench/out/deploy.json || rc=$$?; \
 	$(PY) bench/hostile_bench.py --json bench/out/hostile.json || rc=$$?; exit $$rc
 
 clean:
-	rm -rf out bench/out .pytest_cache
+	rm -rf out bench/out .pytest_cache .cache/sanity .cache/compat

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark the deploy path: verify, and a no-change deploy, over emulated nodes on the local connection.
 
 Builds N emulated GPU nodes (default 256; each an HGX A100 8-GPU board: the emulated nvidia-smi replaying a real
@@ -36,7 +35,7 @@ sys.path[:0] = [os.path.join(ROOT, ".cache", "collections"), os.path.join(ROOT, 
 
 import yaml  # noqa: E402
 
-from emulated_node import Node, node_nvidia_smi  # noqa: E402
+from emulated_node import Node, local_slurm_release, node_nvidia_smi  # noqa: E402
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf  # noqa: E402
 
 PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
@@ -115,6 +114,8 @@ def build(out, count):
         }
     all_vars = {"ansible_connection": "counting_local", "ansible_python_interpreter": PYTHON,
                 "slurm_cluster_name": "bench",
+                # the deploy reads this machine's slurmd -V / slurmctld -V (local connection): name that release
+                "slurm_version": local_slurm_release(),
                 "slurm_gres_node_scontrol": os.path.join(ctl, "scontrol"),
                 "slurm_gres_controller_scontrol": os.path.join(ctl, "scontrol"),
                 "slurm_gres_controller_config_dir": os.path.join(ctl, "etc"),

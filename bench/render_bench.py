@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark the renderer at scale: 16,384 nodes / 131,072 GPUs in 8 node shapes (--nodes-per-shape 2048).
 
 Generates an inventory (one group per shape, shape variables in group_vars, so every node carries its own
@@ -45,7 +44,7 @@ SHAPES = [
 
 
 def shape_vars(shape):
-    _, gtype, sockets, cps, tpc, mem, shards = shape
+    _name, gtype, sockets, cps, tpc, mem, shards = shape
     per_socket = GPUS_PER_NODE // sockets
     gpus = []
     for i in range(GPUS_PER_NODE):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Derive plugins/module_utils/slurm/option_tables.py (the option names each Slurm release parses) from Slurm's source.
 
 Slurm declares every key its parsers accept in ``s_p_options_t`` tables: ``slurm_conf_options`` (slurm.conf),
@@ -12,9 +11,9 @@ and writes the Python table.
 Two steps, so that the table can be re-derived without the Slurm repository:
 
   # 1. from a SchedMD/slurm git checkout (the `fetch` tool, or git clone): copy the tables into fixtures
-  scripts/derive-slurm-options.py extract --repo /path/to/slurm --fixtures tests/fixtures/slurm-source
+  .venv/bin/python scripts/derive-slurm-options.py extract --repo /path/to/slurm --fixtures tests/fixtures/slurm-source
   # 2. from the fixtures: write (or --check) the module
-  scripts/derive-slurm-options.py generate --fixtures tests/fixtures/slurm-source \
+  .venv/bin/python scripts/derive-slurm-options.py generate --fixtures tests/fixtures/slurm-source \
       --output plugins/module_utils/slurm/option_tables.py
 
 tests/unit/plugins/module_utils/slurm/test_options.py runs step 2 with --check semantics, so the committed module
@@ -154,11 +153,11 @@ def extract(repo, fixtures):
                              if pattern.search(line)]
                     with open(os.path.join(outdir, table + suffix), "w") as handle:
                         handle.write("# source: https://github.com/SchedMD/slurm/blob/%s/%s (lines %s)\n"
-                                     % (tag, path, ",".join(str(n) for n, _ in found) or "none"))
+                                     % (tag, path, ",".join(str(n) for n, _text in found) or "none"))
                         handle.write("# machine: n/a (Slurm %s source, tag %s: %s)\n# ---\n" % (series, tag, what))
-                        handle.write("".join(line + "\n" for _, line in found))
+                        handle.write("".join(line + "\n" for _number, line in found))
                 break
-        for option, paths, opening, _ in TOKEN_FUNCTIONS:
+        for option, paths, opening, _token_re in TOKEN_FUNCTIONS:
             for path in paths:
                 try:
                     found = find_function(_git(repo, "show", "%s:%s" % (tag, path)), opening)
@@ -247,10 +246,10 @@ def _note_for(notes, option):
 def derive(fixtures):
     """({table: {option: [(series, type or None, note or None), ...]}}, {series: {table: url}},
     {option: {series: (keywords, ...)}})."""
-    history = {table: {} for table, _, _, _ in TABLES}
+    history = {table: {} for table, *_rest in TABLES}
     sources = {}
-    tokens = {option: {} for option, _, _, _ in TOKEN_FUNCTIONS}
-    token_res = {option: token_re for option, _, _, token_re in TOKEN_FUNCTIONS}
+    tokens = {option: {} for option, *_rest in TOKEN_FUNCTIONS}
+    token_res = {option: token_re for option, *_rest, token_re in TOKEN_FUNCTIONS}
     previous = {table: {} for table in history}
     present = [s for s in SERIES if os.path.isdir(os.path.join(fixtures, s))]
     for series in present:
@@ -373,7 +372,7 @@ def render_module(history, sources, tokens):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ext = sub.add_parser("extract", help="copy the option tables of every release from a Slurm git repository")
     ext.add_argument("--repo", required=True, help="a SchedMD/slurm git directory (bare or not)")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generated inventories, valid and hostile, through the render-only playbook, judged by the real slurmd.
 
 Each inventory from tests/helpers/inventory_strategies.py is written as an inventory directory (hosts.yml,
@@ -62,7 +61,8 @@ def run_playbook(inventory_path, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/deploy-gres.yml", "-i",
            inventory_path, "-e", "slurm_gres_render_dir=%s" % dest]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
     return proc.returncode, proc.stdout
 
 
@@ -81,13 +81,13 @@ def judge_playbook(inventory, workdir):
         if rc != 0:
             return "the playbook refused what the pure functions render:\n%s" % out[-4000:]
         written = {}
-        for folder, _, names in os.walk(dest):
+        for folder, _subdirs, names in os.walk(dest):
             for name in names:
                 with open(os.path.join(folder, name)) as handle:
                     written[os.path.relpath(os.path.join(folder, name), dest)] = handle.read()
         if written != expected.files:
-            return "the playbook wrote other files than the pure render: %s vs %s" % (sorted(written),
-                                                                                       sorted(expected.files))
+            return "the playbook wrote other files than the pure render: %s vs %s" % (
+                sorted(written), sorted(expected.files))
         return None
     if rc == 0 or os.path.exists(dest):
         return "refused by the pure functions but the playbook exited %d (wrote: %s)" % (rc, os.path.exists(dest))
@@ -99,7 +99,7 @@ def judge_playbook(inventory, workdir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--examples", type=int, default=40)
     parser.add_argument("--seed", type=int, default=None, help="fixed seed (default: a new one each run)")
     parser.add_argument("--keep", help="directory to keep the inventories that broke a rule")

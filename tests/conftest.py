@@ -27,3 +27,10 @@ try:  # hypothesis profiles for the property tests: HYPOTHESIS_PROFILE=dev for a
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # pragma: no cover - hypothesis is in requirements.txt
     pass
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "ansible_core: where ansible-core itself takes part (argument specs, AnsiballZ, check mode, "
+        "failures, inventories, templating, playbooks); `make test` reruns these on the lowest ansible-core "
+        "meta/runtime.yml admits (scripts/compat.sh --min), `make compat` runs everything on every version")

@@ -20,6 +20,7 @@ ARGS = {
     "hosts": {"type": "dict", "default": {}},
     "dest": {"type": "path", "required": True},
     "header": {"type": "list", "elements": "str", "default": []},
+    "slurm_version": {"type": "str"},
 }
 
 
@@ -33,7 +34,7 @@ class ActionModule(ActionBase):
                                               required_one_of=[("src", "sources")])
         try:
             source = read_source_dir(args["src"]) if args["src"] else source_from_texts(args["sources"])
-            done = run_import(source, args["header"], hosts=args["hosts"])
+            done = run_import(source, args["header"], hosts=args["hosts"], slurm_version=args["slurm_version"])
         except SourceError as exc:
             result.update(failed=True, msg="import refused, nothing written: %s" % exc, refusals=[str(exc)])
             return result

@@ -14,7 +14,8 @@ options:
   sysfs_root:
     description:
       - Root under which C(sys/devices/system/cpu), C(proc/driver/nvidia-caps/mig-minors),
-        C(proc/driver/nvidia/gpus/*/information) and C(proc/<pid>) are read. Tests point it at a fake tree.
+        C(proc/driver/nvidia/gpus/*/information) and C(proc/<pid>) are read. Tests point it at a fake tree
+        (hwloc is then pointed at it too, with C(HWLOC_FSROOT)).
     type: path
     default: /
 """

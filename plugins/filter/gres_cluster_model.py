@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 name: gres_cluster_model
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Validate the inventory and build the Slurm GPU cluster model
 description:
@@ -33,10 +33,13 @@ options:
   cluster:
     description:
       - Cluster-wide variables, normally taken from C(group_vars/all).
-      - C(slurm_cluster_name) (default V(cluster)), C(slurm_gres_autodetect) (V(off), V(nvml) or V(nvidia);
-        default V(off)), C(slurm_partitions) (list of C({name, group|nodes, default, options}); default one
-        partition V(main) with all nodes), C(slurm_conf_options) and C(slurm_cgroup_conf_options) (dicts merged
-        over the defaults; V(null) drops a default), C(slurm_gres_types) (GRES names always in C(GresTypes)).
+      - C(slurm_cluster_name) (default V(cluster)), C(slurm_version) (the Slurm release the cluster runs, V("22.05")
+        to V("26.05"); default V("24.11")), C(slurm_gres_autodetect) (V(off), V(nvml), V(nvidia) from 24.11,
+        V(full) from 26.05; default V(off)), C(slurm_partitions) (list of C({name, group|nodes, default, options});
+        default one partition V(main) with all nodes), C(slurm_conf_options) and C(slurm_cgroup_conf_options)
+        (dicts merged over the defaults; V(null) drops a default), C(slurm_gres_types) (GRES names
+        always in C(GresTypes)), C(slurm_gres_config_mode) (V(files), V(configless) or V(include)) and
+        C(slurm_gres_include_file).
     type: dict
     default: {}
   cluster_host:

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: write {relative path: content} under a directory in one task, all or nothing."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: config_tree
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Write a tree of text files under one directory, all or nothing
 description:

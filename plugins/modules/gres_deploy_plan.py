@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation of the gres_deploy_plan action (plugins/action/gres_deploy_plan.py); it runs on the controller."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_deploy_plan
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Make the deploy's cross-host decisions once, from what every host reported
 description:

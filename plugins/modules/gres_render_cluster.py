@@ -2,20 +2,23 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation of the gres_render_cluster action (plugins/action/gres_render_cluster.py), run on the controller."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_render_cluster
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Render and prove the whole cluster's Slurm GPU configuration once, on the controller
 description:
   - Reads the inventory schema of every host from C(hostvars) (C(slurm_node_*), C(slurm_gres_gpus),
     C(slurm_ctld_addr)) and the cluster-wide variables of the host the task runs for (C(slurm_cluster_name),
-    C(slurm_gres_autodetect), C(slurm_partitions), C(slurm_conf_options), C(slurm_cgroup_conf_options)),
-    validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per GPU node, parses them back and
-    proves per node and GPU type that the counts agree. Any problem fails the task before anything is written;
-    every message names the host, the field, what was expected and what was found.
+    C(slurm_version), C(slurm_gres_autodetect), C(slurm_partitions), C(slurm_conf_options),
+    C(slurm_cgroup_conf_options)), validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per
+    GPU node, parses them back and proves per node and GPU type that the counts agree. Any problem fails the task
+    before anything is written; every message names the host, the field, what was expected and what was found.
+  - The files follow the rules of the Slurm release in C(slurm_version) (V(22.05) to V(26.05); unset, the default
+    release, and the summary says so); hostlist forms its parser reads, its AutoDetect modes, GPU C(Cores=) on
+    socket boundaries from 24.11 (refused; a warning for older releases). The rules are one table,
+    C(plugins/module_utils/slurm/versions.py).
   - The cluster model is built and used inside this one step; it never becomes a variable. The task returns the
     files, a summary, the Slurm node name of every host (RV(nodes)) and, for hosts whose GPUs have a C(model) or
     C(mig), what their MIG layouts and live gres.conf need (RV(mig_nodes)).
@@ -91,7 +94,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 summary:
-  description: Counts for a human (nodes, GPUs per type, MIG instances, shards, NodeName lines) and C(lines) of text.
+  description:
+    - Counts for a human (nodes, GPUs per type, MIG instances, shards, NodeName lines) and C(lines) of text.
+    - C(slurm_version) (the release the files are rendered for), C(slurm_version_default) (true when the inventory
+      does not set it) and C(warnings) (rules of later releases this inventory breaks, one line each).
   returned: success
   type: dict
 files:

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: prove staged slurm.conf + gres.conf fit this node before they are installed."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: gres_verify
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Check staged slurm.conf and gres.conf against a node's GPUs before slurmd restarts
 description:
@@ -18,15 +17,20 @@ description:
     matches the Type its line claims (O(type_patterns)); every C(File) exists, is a character device with the
     NVIDIA major 195, and its minor is a GPU nvidia-smi sees; a whole-GPU line does not name a GPU in MIG mode;
     C(Cores) lie within the socket(s) the GPU is local to (error) and are set where the topology is known
-    (warning); C(Cores) cover whole sockets (an error from Slurm 24.11, where slurmctld drains the node with
-    C(doesn't match socket boundaries); a warning before); the Slurm GPU order follows PCI bus order, the order
+    (warning); C(Cores) line up with sockets the way the node's Slurm release demands (whole sockets from 24.11,
+    one socket or all cores from 25.11, where slurmctld drains the node with C(doesn't match socket boundaries);
+    a warning for releases before the rule); the Slurm GPU order follows PCI bus order, the order
     C(CUDA_DEVICE_ORDER=PCI_BUS_ID) numbers GPUs in; C(Sockets)/C(CoresPerSocket)/C(ThreadsPerCore) match the
-    CPUs; and, with O(slurmd), what the real C(slurmd -N NODE -G) makes of the staged files."
+    CPUs; slurm.conf hostlists are in a form the release parses (C(node[01-02]-ib) only from 23.11) and the
+    AutoDetect mode is one it knows, with its plugin (C(gpu_nvml.so), C(gpu_nvidia.so)) installed; and, with
+    O(slurmd), what the real C(slurmd -N NODE -G) makes of the staged files."
+  - "The release rules come from the collection's one table (C(module_utils/slurm/versions.py)), the same the
+    renderer applies for the inventory's C(slurm_version)."
   - "A node with MIG GPUs: with O(gres_spec), the module first writes the node's C(MultipleFiles) lines from its
     live GPU and compute instance ids and C(/proc/driver/nvidia-caps/mig-minors), with the same renderer the
     controller used for the rest of the file, and verifies the completed file (returned as RV(gres_conf_text), the
     file to install). A GPU whose live MIG layout differs from the inventory is an error naming the GPU, what is
-    declared and what is live, and the way out (C(playbooks/mig-reconfigure.yml --limit HOST))."
+    declared and what is live, and the way out (C(ansible-playbook hpc.slurm_gres.mig_reconfigure --limit HOST))."
   - Errors fail the task with a table of findings; warnings are returned and shown. Changes nothing on the node.
   - The files are given as paths of staged files or as their content (one module run, nothing written on the node;
     the C(slurmd) cross-check copies them into a private temporary directory).
@@ -71,14 +75,15 @@ options:
     type: path
   slurmd_version:
     description:
-      - The Slurm version of the node (C(24.11.1)). It decides whether C(Cores) that split a socket are an error
-        (24.11 and later) or a warning.
-      - When unset and O(slurmd) is set, taken from C(slurmd -V); otherwise unknown, and socket findings are warnings.
+      - The Slurm version of the node (C(24.11.1), or the output of C(slurmd -V)). The release rules are judged for
+        it (socket boundaries, hostlist forms, AutoDetect modes).
+      - When unset and O(slurmd) is set, taken from C(slurmd -V); otherwise unknown, socket findings are warnings
+        and the hostlist and AutoDetect release checks are skipped.
     type: str
   slurm_plugin_dir:
     description:
       - Where the node's Slurm plugins are, to check that C(AutoDetect=nvml) has slurmd's C(gpu_nvml.so)
-        (Debian's Slurm has none).
+        (Debian's Slurm has none) and C(AutoDetect=nvidia) its C(gpu_nvidia.so).
       - Default, slurm.conf's C(PluginDir), else the usual install locations
         (C(/usr/lib/x86_64-linux-gnu/slurm-wlm), C(/usr/lib64/slurm), ...).
     type: path
@@ -159,8 +164,8 @@ findings:
     severity: {description: C(error) or C(warning)., type: str}
     check:
       description: >-
-        C(parse), C(count), C(present), C(type), C(mig), C(device), C(cores), C(socket_boundary), C(order),
-        C(cpu_layout) or C(slurmd_g).
+        C(parse), C(release), C(count), C(present), C(type), C(mig), C(device), C(cores), C(socket_boundary),
+        C(order), C(cpu_layout), C(autodetect) or C(slurmd_g).
       type: str
     gpu: {description: "nvidia-smi index, a range string for several GPUs, or null.", type: raw}
     expected: {description: What the check wanted., type: str}
@@ -193,7 +198,7 @@ slurmd_g:
   type: dict
   sample: {"ran": true, "rc": 0, "output": "slurmd-gpu-a01: Gres Name=gpu Type=a100 Count=4 ..."}
 slurmd_version:
-  description: The Slurm version the socket-boundary rule was judged for, or null when unknown.
+  description: The Slurm version the release rules were judged for, or null when unknown.
   returned: always
   type: str
 gres_conf_text:

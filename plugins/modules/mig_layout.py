@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: bring each GPU of a node to its declared MIG layout, idempotently, and prove it took."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: mig_layout
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Apply MIG layouts (GPU instances per GPU) with nvidia-smi, idempotently, and check the result
 description:
@@ -68,8 +67,8 @@ attributes:
     description: Reports the plan (RV(plan)) and whether it would change anything; runs only the read commands.
 notes:
   - Needs root, as nvidia-smi does to change MIG mode and instances.
-  - Drain the node and stop slurmd first; the runbook C(playbooks/mig-reconfigure.yml) does all of it, including
-    gres.conf, slurm.conf and the daemon restarts that GRES count changes need.
+  - Drain the node and stop slurmd first; the runbook playbook C(hpc.slurm_gres.mig_reconfigure) does all of it,
+    including gres.conf, slurm.conf and the daemon restarts that GRES count changes need.
 seealso:
   - module: hpc.slurm_gres.gpu_facts
   - name: MIG layouts, placements and the reconfiguration runbook

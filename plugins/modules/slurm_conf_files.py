@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: read Slurm configuration files from several directories in one call."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_conf_files
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Read Slurm configuration files (installed ones, the ones a daemon last started with) at once
 description:

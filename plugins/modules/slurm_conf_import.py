@@ -2,7 +2,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation of the slurm_conf_import action (it runs on the control machine)."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_conf_import
@@ -48,6 +47,13 @@ options:
     type: list
     elements: str
     default: []
+  slurm_version:
+    description:
+      - The Slurm release the cluster runs (V("22.05") to V("26.05")), written as C(slurm_version) in
+        C(group_vars/all.yml); the proof renders for that release.
+      - Unset, the inventory sets none and the proof renders for the collection's default release, whose rules
+        apply (from 24.11 GPU C(Cores) must cover whole sockets, so a site on an older release should name it).
+    type: str
 attributes:
   check_mode:
     support: full

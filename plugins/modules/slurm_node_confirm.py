@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: wait until slurmctld shows a node registered with the Gres it should have; resume a GRES drain."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_confirm
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Wait for a Slurm node to register with its declared Gres, and resume a GRES-mismatch drain
 description:

@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: drain a Slurm node for maintenance and wait for its jobs, or resume it; only ever its own drain."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_drain
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Drain a Slurm node and wait for its jobs, or resume it, touching only the drain it set
 description:
@@ -122,6 +121,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol impo
     describe,
     format_jobs,
     parse_squeue,
+    same_drain_reason,
 )
 
 
@@ -170,7 +170,7 @@ class Drainer(object):
     def drained(self):
         node = self.read()
         drained = bool(set(node.get("state_flags") or []) & DRAIN_FLAGS)
-        if drained and node.get("reason") != self.reason:
+        if drained and not same_drain_reason(node.get("reason"), self.reason):
             self.result["drained_by_other"] = node.get("reason") or "(no reason)"
         elif drained:
             self.result["ours"] = True
@@ -203,7 +203,7 @@ class Drainer(object):
         node = self.read()
         if not set(node.get("state_flags") or []) & DRAIN_FLAGS:
             return
-        if node.get("reason") != self.reason:
+        if not same_drain_reason(node.get("reason"), self.reason):
             self.result["drained_by_other"] = node.get("reason") or "(no reason)"
             return
         self.result["ours"] = True

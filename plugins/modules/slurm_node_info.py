@@ -2,11 +2,10 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Module: what slurmctld says about nodes (scontrol show node), parsed."""
-from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: slurm_node_info
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Read slurmctld's view of Slurm nodes (state, registered Gres, drain reason)
 description:

@@ -64,6 +64,7 @@ def propose_host_vars(hw, type_patterns=None, memtotal_mb=None):
                          "slightly smaller MemTotal after an update does not drain the node" % (memory, memtotal_mb))
     else:
         notes.append("slurm_node_real_memory: not derived (facts not gathered); take it from `slurmd -C`")
+    notes.extend(_cpu_notes(cpu))
     gpus = []
     for gpu in sorted((hw or {}).get("gpus") or [], key=lambda g: g["index"]):
         entry = {"index": int(gpu["index"])}
@@ -98,6 +99,21 @@ def propose_host_vars(hw, type_patterns=None, memtotal_mb=None):
     return {"vars": proposal, "notes": notes}
 
 
+def _cpu_notes(cpu):
+    """Where the CPU topology came from, and what is wrong with the shape when it does not fit."""
+    notes = []
+    if cpu.get("source"):
+        notes.append("CPU topology from %s%s; Cores= are hwloc logical core indexes, as slurmd numbers them"
+                     % (cpu["source"], " (%s)" % cpu["source_detail"] if cpu.get("source_detail") else ""))
+    if cpu.get("shape_fits") is False:
+        notes.append("CPU shape: Sockets x CoresPerSocket x ThreadsPerCore does not describe this node: %s. "
+                     "`slurmd -C` would print %s; the values below are those, which slurmd registers, so the node "
+                     "is not drained for them, but Slurm's placement assumes a regular node: review them, and each "
+                     "GPU's cores, before committing"
+                     % ("; ".join(cpu.get("shape_problems") or ["(no reason given)"]), cpu.get("slurmd_c", "?")))
+    return notes
+
+
 def _cores(value):
     if value in (None, "", []):
         return None
@@ -120,7 +136,7 @@ def _scalar(value):
 def render_host_vars(host, proposal, source=None):
     """YAML text of a proposal, with a header saying where it came from and the notes as comments."""
     lines = ["---",
-             "# Proposed by hpc.slurm_gres playbooks/discover-gpus.yml for %s%s." % (
+             "# Proposed by hpc.slurm_gres.discover_gpus for %s%s." % (
                  host, " (%s)" % source if source else ""),
              "# Review before committing: these are the facts the node reported, not a checked configuration."]
     for note in proposal.get("notes") or []:

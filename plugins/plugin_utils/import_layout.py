@@ -11,8 +11,8 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostl
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import PER_NODE_OPTIONS
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import natural_key
 
-CLUSTER_ORDER = ("slurm_cluster_name", "slurm_gres_autodetect", "slurm_gres_types", "slurm_conf_options",
-                 "slurm_cgroup_conf_options", "slurm_partitions")
+CLUSTER_ORDER = ("slurm_cluster_name", "slurm_version", "slurm_gres_autodetect", "slurm_gres_types",
+                 "slurm_conf_options", "slurm_cgroup_conf_options", "slurm_partitions")
 NODE_ORDER = ("slurm_node_name", "slurm_node_sockets", "slurm_node_cores_per_socket", "slurm_node_threads_per_core",
               "slurm_node_real_memory", "slurm_node_features", "slurm_node_weight", "slurm_node_autodetect",
               "slurm_node_options", "slurm_gres_gpus", "slurm_node_shards", "slurm_node_mps", "slurm_node_gres",

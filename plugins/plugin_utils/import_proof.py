@@ -111,13 +111,13 @@ def tres_note(imported, files):
     return None
 
 
-def run_import(source, header, hosts=None):
+def run_import(source, header, hosts=None, slurm_version=None):
     """Import, lay out, read the layout back the way Ansible does, render, compare.
 
     Returns ``{"files": {relative path: text}, "groups": {group: [hosts]}, "report": [str], "rendered": {...}}``;
     raises ImportRefused with every refusal (or difference) found.
     """
-    imported = import_cluster(source, hosts)
+    imported = import_cluster(source, hosts, slurm_version)
     files, groups = import_layout.layout_inventory(imported, header)
     hostvars, inv_groups, cluster = import_layout.load_inventory_files(files)
     try:

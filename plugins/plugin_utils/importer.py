@@ -109,12 +109,14 @@ def _int(value):
         return None
 
 
-def import_cluster(source, hosts=None):
+def import_cluster(source, hosts=None, slurm_version=None):
     """Translate a site's files into inventory variables.
 
     ``source``: ``{"slurm.conf": text, "includes": {name: text}, "cgroup.conf": text or None, "gres.conf": text or
     None (one file for every node), "node_gres": {node: text} (per node)}`` as read_source_dir returns.
     ``hosts``: {Slurm node or controller name: inventory host name} (live imports keep the inventory's names).
+    ``slurm_version``: the release the cluster runs ("24.11"), written as the inventory's slurm_version; the proof
+    renders for it (unset: the model's default release, whose rules, e.g. whole-socket GPU Cores, then apply).
     Returns ``{"hostvars", "groups", "cluster", "node_hosts": {node: host}, "controllers": [hosts],
     "report": [str], "views": {node: node_view}, "conf": parsed slurm.conf}``; raises ImportRefused with every
     refusal.
@@ -135,6 +137,8 @@ def import_cluster(source, hosts=None):
         where, what = imp._map_message(err)
         imp.refuse(where, None, what, "slurmctld refuses this")
     cluster = _cluster_options(imp, conf)
+    if slurm_version is not None:
+        cluster["slurm_version"] = str(slurm_version)
     controllers = _controllers(imp, conf)
     node_vars = {}
     for name in sorted(conf["nodes"], key=model_mod.natural_key):

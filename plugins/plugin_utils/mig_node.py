@@ -8,7 +8,7 @@ node needs the runbook at all (so a rerun continues where a run stopped).
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import node_gres_conf
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, same_drain_reason
 
 
 def live_layouts(plan):
@@ -22,7 +22,7 @@ def live_layouts(plan):
         mode = str(gpu.get("mig_mode") or "")
         counts = gpu.get("current") or {}
         if mode == "Enabled" and counts:
-            out[int(gpu["index"])] = [p for p in sorted(counts) for _ in range(int(counts[p]))]
+            out[int(gpu["index"])] = [p for p in sorted(counts) for _copy in range(int(counts[p]))]
         else:
             out[int(gpu["index"])] = None
     return out
@@ -65,7 +65,7 @@ def runbook_status(host, check, node, files_read, step, reason):
     """
     why = []
     flags = set((node or {}).get("state_flags") or [])
-    ours = bool(flags & DRAIN_FLAGS) and (node or {}).get("reason") == reason
+    ours = bool(flags & DRAIN_FLAGS) and same_drain_reason((node or {}).get("reason"), reason)
     if check.get("changed"):
         why.append("the GPUs do not have the declared MIG layout")
     installed = (files_read.get("contents") or {}).get("installed") or {}

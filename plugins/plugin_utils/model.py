@@ -19,6 +19,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges impor
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import option_values, options, values
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
 
 CTLD_GROUP = "slurmctld"
 SLURMD_GROUP = "slurmd"
@@ -49,6 +50,7 @@ GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "mps", "model", 
 # Cluster-wide variables (group_vars/all) and their defaults.
 CLUSTER_VARS = {
     "slurm_cluster_name": "cluster",
+    "slurm_version": versions.DEFAULT_SLURM_VERSION,
     "slurm_gres_autodetect": "off",
     "slurm_partitions": None,
     "slurm_conf_options": {},
@@ -61,7 +63,7 @@ CLUSTER_VARS = {
 # one cluster-wide gres.conf on the controllers, nothing on the nodes (SlurmctldParameters=enable_configless);
 # include: only a node/partition file the site's slurm.conf includes, and each node's gres.conf.
 CONFIG_MODES = ("files", "configless", "include")
-AUTODETECT_CHOICES = ("off", "nvml", "nvidia")
+AUTODETECT_CHOICES = ("off", "nvml", "nvidia", "full")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
 # slurm.conf settings the renderer owns: derived from the inventory, never taken from slurm_conf_options.
@@ -88,6 +90,14 @@ DEFAULT_SLURM_CONF = (
     ("SelectType", "select/cons_tres"),
     ("SelectTypeParameters", "CR_Core_Memory"),
 )
+
+
+def default_slurm_conf(release):
+    """DEFAULT_SLURM_CONF for a release: SlurmctldPidFile where that release's slurmctld unit can write it."""
+    pidfile = versions.rule("slurmctld_pidfile", release or versions.DEFAULT_SLURM_VERSION)
+    return tuple((key, pidfile if key == "SlurmctldPidFile" else value) for key, value in DEFAULT_SLURM_CONF)
+
+
 DEFAULT_CGROUP_CONF = (
     ("CgroupPlugin", "autodetect"),
     ("ConstrainCores", "yes"),
@@ -231,9 +241,14 @@ class _Collector(object):
         # Hosts of one group share their group_vars objects: validate each distinct GPU list once per layout.
         self.gpu_cache = {}
         self.cores_cache = {}
+        self.boundary_cache = {}
+        self.warnings = []
 
     def add(self, host, field, expected, found, hint=None):
         self.extend([Problem(host, field, expected, found, hint)])
+
+    def warn(self, host, field, expected, found, hint=None):
+        self.warnings.append(Problem(host, field, expected, found, hint))
 
     def extend(self, problems):
         for problem in problems:
@@ -288,7 +303,8 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     slurmd_hosts = list(groups.get(SLURMD_GROUP) or [])
     ctld_hosts = list(groups.get(CTLD_GROUP) or [])
     slurmd_set = set(slurmd_hosts)
-    version = _slurm_version(col, cluster_host, cluster.get("slurm_version"))
+    release = _slurm_version(col, cluster_host, cluster.get("slurm_version"))
+    version = release or versions.DEFAULT_SLURM_VERSION
 
     if not ctld_hosts:
         col.add(cluster_host, "groups.%s" % CTLD_GROUP, "at least one controller host in inventory group %s"
@@ -313,10 +329,11 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
                     "%d GPU entries on a host outside %s" % (_len(hv["slurm_gres_gpus"]), SLURMD_GROUP),
                     "add the host to group %s or remove slurm_gres_gpus" % SLURMD_GROUP)
 
+    boundary = _socket_boundary_setting(col, cluster_host, cluster.get("slurm_conf_options"), release)
     nodes = []
     by_name = {}
     for host in slurmd_hosts:
-        node = _build_node(col, host, hostvars.get(host) or {}, version)
+        node = _build_node(col, host, hostvars.get(host) or {}, version, boundary)
         if node is None:
             continue
         if node["name"] in by_name:
@@ -343,18 +360,24 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         controllers.append({"host": host, "name": name, "addr": _plain(addr) if addr else None})
 
     _check_accounting(col, cluster_host, cluster.get("slurm_conf_options"))
+    autodetect = _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
+                                                            CLUSTER_VARS["slurm_gres_autodetect"]), release)
+    _check_autodetect_with_mig(col, cluster_host, autodetect, nodes)
+
+    cgroup_conf = _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
+                           cluster.get("slurm_cgroup_conf_options"), (), "cgroup.conf", version)
+    _check_cgroup_plugin(col, cluster_host, cgroup_conf, release)
 
     model = {
         "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
                                                                      CLUSTER_VARS["slurm_cluster_name"])),
-        "autodetect": _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
-                                                                 CLUSTER_VARS["slurm_gres_autodetect"]), version),
+        "slurm_version_default": "slurm_version" not in cluster,
+        "autodetect": autodetect,
         "controllers": controllers,
         "settings": {
-            "slurm_conf": _options(col, cluster_host, "slurm_conf_options", DEFAULT_SLURM_CONF,
+            "slurm_conf": _options(col, cluster_host, "slurm_conf_options", default_slurm_conf(version),
                                    cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
-            "cgroup_conf": _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
-                                    cluster.get("slurm_cgroup_conf_options"), (), "cgroup.conf", version),
+            "cgroup_conf": cgroup_conf,
         },
         "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
                                   slurmd_set, by_name, version),
@@ -362,6 +385,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "gres_types": extra_types,
         "slurm_version": version,
         "cluster_host": str(cluster_host),
+        "warnings": [str(w) for w in col.warnings],
     }
     model["config_mode"], model["include_file"] = _config_mode(col, cluster_host, cluster, nodes)
     _check_max_node_count(col, cluster_host, cluster.get("slurm_conf_options"), model["settings"]["slurm_conf"],
@@ -413,7 +437,7 @@ def _node_int(col, host, var, value, key, minimum, version):
     return col.int_value(host, var, value, minimum, values.COUNT_MAX[width], note="%s=, %s in Slurm" % (key, width))
 
 
-def _build_node(col, host, hv, version):
+def _build_node(col, host, hv, version, boundary=None):
     before = col.count
     name = _node_name(col, host, hv)
     gpus_raw = hv.get("slurm_gres_gpus")
@@ -507,6 +531,8 @@ def _build_node(col, host, hv, version):
     generic = model_gres.generic_gres(col, host, generic_raw,
                                       lambda field, value: _cores(col, host, field, value, layout, core_count))
     node_options = model_gres.node_options(col, host, hv.get("slurm_node_options"))
+    if col.count == before and boundary:
+        _check_socket_boundaries(col, host, name, gpus, gpus_raw, layout, boundary)
     if col.count != before:
         return None
     return {
@@ -755,23 +781,137 @@ def _cluster_name(col, host, value):
     return str(value)
 
 
-def _autodetect(col, host, value, version, var="slurm_gres_autodetect"):
-    """off, nvml or nvidia, and one the target release's slurmd knows (nvidia from 24.11: option_values)."""
+def _autodetect(col, host, value, release, var="slurm_gres_autodetect"):
+    """off, nvml, nvidia or full, and one the release's slurmd knows (versions.autodetect_modes)."""
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
-    if isinstance(value, str) and value.lower() in AUTODETECT_CHOICES:
-        mode = value.lower()
-        if option_values.check("gres.conf", "AutoDetect", mode, version) is None:
-            return mode
-        release = options.release_for(version)
-        known = [c for c in AUTODETECT_CHOICES if option_values.check("gres.conf", "AutoDetect", c, version) is None]
-        since = [r for r in options.RELEASES if option_values.check("gres.conf", "AutoDetect", mode, r) is None]
-        col.add(host, var, "one of %s (the modes slurmd %s knows)" % (", ".join(known), release),
-                _describe(value), "AutoDetect=%s is new in Slurm %s; slurmd %s logs \"unknown autodetect flag\" and "
-                "detects nothing" % (mode, since[0] if since else "?", release))
+    if not (isinstance(value, str) and value.lower() in AUTODETECT_CHOICES):
+        col.add(host, var, "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
         return "off"
-    col.add(host, var, "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
-    return "off"
+    mode = value.lower()
+    if release is not None and mode not in versions.autodetect_modes(release):
+        since = versions.autodetect_since(mode)
+        col.add(host, var,
+                "one of %s (the AutoDetect modes of Slurm %s, slurm_version; %s needs Slurm %s or later)"
+                % (", ".join(m for m in versions.autodetect_modes(release) if m in AUTODETECT_CHOICES), release,
+                   mode, since), _describe(value),
+                "slurmd %s logs 'error: unknown autodetect flag '%s'' and detects nothing" % (release, mode))
+        return "off"
+    return mode
+
+
+def _check_autodetect_with_mig(col, host, mode, nodes):
+    """AutoDetect=full loads gpu_nvml.so where slurmd has it (MIG instances detected) and gpu_nvidia.so otherwise
+    (MIG not detected): which MIG lines gres.conf needs would depend on each node's Slurm build."""
+    for node in nodes:  # a node's own slurm_node_autodetect overrides the cluster's for that node
+        if node.get("autodetect") == "full":
+            mig = next((g["index"] for g in node["gpus"] if g["mig"]), None)
+            if mig is not None:
+                col.add(node["host"], "slurm_node_autodetect", "nvml or nvidia on a node with MIG GPUs (or off)",
+                        "'full' (GPU %s has mig)" % mig,
+                        "AutoDetect=full picks gpu_nvml.so where slurmd has it (which detects MIG) and gpu_nvidia.so "
+                        "otherwise (which does not), so the gres.conf MIG lines cannot be known; name the plugin")
+    if mode != "full":
+        return
+    mig = next(((n["host"], g["index"]) for n in nodes if not n.get("autodetect")
+                for g in n["gpus"] if g["mig"]), None)
+    if mig:
+        col.add(host, "slurm_gres_autodetect", "nvml or nvidia on a cluster with MIG GPUs (or off)",
+                "'full' (host %s GPU %s has mig)" % mig,
+                "AutoDetect=full picks gpu_nvml.so where slurmd has it (which detects MIG) and gpu_nvidia.so "
+                "otherwise (which does not), so the gres.conf MIG lines cannot be known; name the plugin")
+
+
+def _check_cgroup_plugin(col, host, cgroup_conf, release):
+    """CgroupPlugin=cgroup/v1 where the release deprecates it: a warning (it still works)."""
+    if release is None or versions.rule("cgroup_v1", release) != "deprecated":
+        return
+    for key, value in cgroup_conf.items():
+        if key.lower() == "cgroupplugin" and value.strip().lower() == "cgroup/v1":
+            col.warn(host, "slurm_cgroup_conf_options.%s" % key,
+                     "cgroup/v2 or autodetect (cgroup/v1 is deprecated in Slurm %s, slurm_version)" % release, value,
+                     "slurmd logs 'cgroup/v1 plugin is deprecated, please upgrade to cgroup/v2'; boot the nodes with "
+                     "the unified hierarchy (systemd.unified_cgroup_hierarchy=1) and use cgroup/v2")
+
+
+def _slurm_version(col, host, value):
+    """The release the cluster runs, "24.11"; None after recording a problem. Unset: DEFAULT_SLURM_VERSION."""
+    if value is None:
+        return versions.DEFAULT_SLURM_VERSION
+    expected = "a Slurm release %s to %s, quoted (\"24.11\"): %s" % (
+        versions.SUPPORTED[0], versions.SUPPORTED[-1], ", ".join(versions.SUPPORTED))
+    try:
+        release = versions.release_of(value)
+    except ValueError:
+        col.add(host, "slurm_version", expected, _describe(value))
+        return None
+    if release not in versions.SUPPORTED:
+        hint = None
+        if versions.parse_version(release) > versions.parse_version(versions.RELEASES[-1]):
+            hint = ("a release newer than this collection knows: its rules go into "
+                    "plugins/module_utils/slurm/versions.py")
+        col.add(host, "slurm_version", expected, _describe(value), hint)
+        return None
+    return release
+
+
+# SlurmdParameters that make Slurm's "socket" a NUMA node or an L3 cache, which the inventory does not describe.
+SOCKET_REDEFINING = ("numa_node_as_socket", "l3cache_as_socket")
+
+
+def _socket_boundary_setting(col, host, options, release):
+    """The release the socket-boundary rule is judged for, or None when it cannot be judged."""
+    if release is None:
+        return None
+    if isinstance(options, dict):
+        for key, value in options.items():
+            if str(key).lower() == "slurmdparameters" and any(t in str(value).lower() for t in SOCKET_REDEFINING):
+                col.warn(host, "slurm_conf_options.%s" % key, "GPU Cores= checked against socket boundaries",
+                         "%s: Slurm's sockets are then NUMA nodes or L3 caches, which the inventory does not "
+                         "describe; not checked" % value)
+                return None
+    return release
+
+
+def _check_socket_boundaries(col, host, name, gpus, entries, layout, release):
+    """GPU Cores must line up with sockets the way slurmctld of the release (and later ones) demand."""
+    sockets, per_socket = layout["sockets"], layout["cores_per_socket"]
+    if not (sockets and per_socket):
+        return
+    position = {}
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            position.setdefault(entry.get("index"), i)
+    for gpu in gpus:
+        if not gpu["cores"]:
+            continue
+        key = (gpu["cores"], sockets, per_socket, release)
+        found = col.boundary_cache.get(key)
+        if found is None:
+            found = versions.socket_boundary_findings(parse_int_ranges(gpu["cores"]), sockets, per_socket, release)
+            col.boundary_cache[key] = found
+        for severity, since, expected, sock in found:
+            cores = parse_int_ranges(gpu["cores"])
+            if severity == "error":
+                expected = "%s (Slurm %s, slurm_version, drains the node otherwise)" % (expected, release)
+                record = col.add
+            else:
+                expected = "%s (Slurm %s and later drain the node; this cluster runs %s)" % (expected, since, release)
+                record = col.warn
+            if versions.rule("socket_boundary", since) == "one_socket_or_all":
+                remedy = "the one socket it is local to, or all cores (0-%d)" % (sockets * per_socket - 1)
+            else:
+                remedy = "the whole socket(s) it is local to (%s)" % _covering_sockets(cores, per_socket)
+            record(host, "slurm_gres_gpus[%d].cores" % position.get(gpu["index"], 0), expected,
+                   "%s for GPU %d: %s" % (gpu["cores"], gpu["index"],
+                                          versions.socket_boundary_message(cores, name, sock, per_socket)),
+                   "Slurm schedules GPUs per socket: give the GPU %s, or set SlurmdParameters=l3cache_as_socket or "
+                   "numa_node_as_socket with Sockets/CoresPerSocket to match" % remedy)
+
+
+def _covering_sockets(cores, per_socket):
+    touched = sorted(set(c // per_socket for c in cores))
+    return format_int_ranges(c for s in touched for c in range(s * per_socket, (s + 1) * per_socket))
 
 
 def _config_mode(col, host, cluster, nodes):
@@ -836,19 +976,6 @@ def uses_slurmdbd(model):
     return False
 
 
-def _slurm_version(col, host, value):
-    """The target release "MAJOR.MINOR" (slurm_version; issue 9 owns the variable, its default and its docs)."""
-    if value is None:
-        return options.DEFAULT_SLURM_VERSION
-    text = "%.2f" % value if isinstance(value, float) else value
-    try:
-        major, minor = options.parse_version(text)
-    except ValueError:
-        col.add(host, "slurm_version", "a Slurm release such as 23.11 (MAJOR.MINOR)", _describe(value))
-        return options.DEFAULT_SLURM_VERSION
-    return "%02d.%02d" % (major, minor)
-
-
 def _option_value(col, host, field, value, name, kind, table, version):
     """The text written for one option value, checked against its parser type and, for the options Slurm's parser
     reads again (option_values.py), their syntax; None after recording a problem."""
@@ -894,7 +1021,7 @@ def _options(col, host, var, defaults, overrides, owned, table, version):
     default). Every key must be one the target Slurm release reads in `table`, every value fit its type."""
     merged = {}
     for key, value in defaults:
-        name, _ = options.lookup(table, key, version)
+        name, _kind = options.lookup(table, key, version)
         merged[name] = str(value)
     if overrides is None:
         return merged

@@ -31,6 +31,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
 CLUSTER = "(cluster)"  # origin of lines no single inventory value decides
 UNTYPED = "(untyped)"
 
+SUMMARY_WARNINGS = 20  # warning lines the summary shows; a 4,096-node cluster could have thousands
+
 
 def hostlist_expr(names, version):
     """A Slurm hostlist of `names` in a form the target release parses (``hostlists.slurm_hostlist``)."""
@@ -82,7 +84,7 @@ def _grouped(model, elements=None):
 
 def node_groups(model, elements=None):
     """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
-    return [(expr, ["%s=%s" % (k, v) for k, v, _ in _node_pairs(node, elements_)], gres)
+    return [(expr, ["%s=%s" % (k, v) for k, v, _source in _node_pairs(node, elements_)], gres)
             for expr, node, elements_, gres in _grouped(model, elements)]
 
 
@@ -135,7 +137,7 @@ def _slurm_conf(model):
         if key.lower() == "accountingstoragetres":
             user_tres = settings.pop(key)
     out = ConfText("slurm.conf")
-    out.comment("slurm.conf for cluster %s" % model["cluster_name"])
+    out.comment("slurm.conf for cluster %s, Slurm %s" % (model["cluster_name"], target_version(model)))
     out.comment(GENERATED)
     if model.get("config_mode") == "include":
         out.comment("Include mode: checked, never installed. The site's slurm.conf holds the options and includes "
@@ -369,6 +371,9 @@ def summarize(model, files=None):
     lines = len(node_groups(model))
     summary = {
         "cluster": model["cluster_name"],
+        "slurm_version": target_version(model),
+        "slurm_version_default": bool(model.get("slurm_version_default")),
+        "warnings": list(model.get("warnings") or []),
         "controllers": [c["name"] for c in model["controllers"]],
         "nodes": len(model["nodes"]),
         "gpu_nodes": gpu_nodes,
@@ -384,6 +389,11 @@ def summarize(model, files=None):
     text = ["cluster %s: %d nodes (%d with GPUs, %d CPU-only), controller %s"
             % (summary["cluster"], summary["nodes"], gpu_nodes, summary["cpu_only_nodes"],
                ", ".join(summary["controllers"]))]
+    if summary["slurm_version_default"]:
+        text.append("Slurm %s: the default, the inventory does not set slurm_version (set it to the release the "
+                    "cluster runs; the deploy refuses a cluster that runs another)" % summary["slurm_version"])
+    else:
+        text.append("Slurm %s (slurm_version)" % summary["slurm_version"])
     text.append("GPUs: %d (%s)" % (summary["gpus"], ", ".join("%s %d" % kv for kv in summary["gpus_by_type"].items())
                                    or "none"))
     if mig:
@@ -395,5 +405,9 @@ def summarize(model, files=None):
         others = sorted(p for p in files if "/" not in p and p not in ("slurm.conf", "cgroup.conf"))
         text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf%s)" % (
             len(files), summary["gres_conf_files"], "".join(", " + p for p in others)))
+    text.extend("warning: %s" % w for w in summary["warnings"][:SUMMARY_WARNINGS])
+    if len(summary["warnings"]) > SUMMARY_WARNINGS:
+        text.append("warning: ... and %d more (the model's warnings list has them all)"
+                    % (len(summary["warnings"]) - SUMMARY_WARNINGS))
     summary["lines"] = text
     return summary

@@ -38,6 +38,11 @@ def _node_def(node):
     return node_definition(node)
 
 
+def _defs(parts):
+    """Partition definitions as slurmctld reads them: what they mean, not where they stand."""
+    return {name: partition_definition(part) for name, part in parts.items()}
+
+
 def slurm_conf_changes(old_text, new_text):
     """Compare two slurm.conf texts by meaning, not bytes.
 
@@ -73,8 +78,7 @@ def slurm_conf_changes(old_text, new_text):
             result["gres_up"][name] = up
         if down:
             result["gres_down"][name] = down
-    strip = lambda parts: {n: partition_definition(p) for n, p in parts.items()}  # noqa: E731
-    result["partitions_changed"] = strip(old["partitions"]) != strip(new["partitions"])
+    result["partitions_changed"] = _defs(old["partitions"]) != _defs(new["partitions"])
     result["changed"] = bool(result["options"] or result["nodes_added"] or result["nodes_removed"]
                              or result["nodes_changed"] or result["partitions_changed"])
     return result

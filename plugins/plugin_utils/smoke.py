@@ -40,7 +40,7 @@ def _type_positions(declared_gres, records):
     positions = {}
     index = 0
     for key, count in declared_gres.items():
-        name, _, gres_type = key.partition(":")
+        name, _sep, gres_type = key.partition(":")
         if name != "gpu":
             continue
         span = list(range(index, index + count))
@@ -79,7 +79,7 @@ def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None)
                 best[gres_type] = (node, positions, rank)
     plan = []
     for gres_type in sorted(best):
-        node, positions, _ = best[gres_type]
+        node, positions, _score = best[gres_type]
         count = len(positions)
         expected = list(range(count)) if confined else positions
         plan.append({"type": gres_type, "node": node, "count": count,

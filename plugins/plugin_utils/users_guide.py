@@ -88,7 +88,7 @@ def _mig_types(node):
 
 
 def _kind(key, node):
-    name, _, gtype = key.partition(":")
+    name, _sep, gtype = key.partition(":")
     if name == "gpu":
         if not gtype:
             return "untyped"
@@ -107,7 +107,7 @@ def _per_gpu(node, name):
 def _slurm_option(files, name):
     """The value of a slurm.conf option in the rendered file (None when not set)."""
     for line in files["slurm.conf"].splitlines():
-        key, _, value = line.partition("=")
+        key, _sep, value = line.partition("=")
         if key.strip().lower() == name.lower():
             return value.strip()
     return None
@@ -117,7 +117,7 @@ def _requeue_delay(files):
     """Seconds a requeued job waits before it may start again: the job credential's lifetime plus one
     (``AuthInfo=cred_expire=N``, 120 s by default; measured on 22.05: EligibleTime = requeue time + N + 1)."""
     for item in (_slurm_option(files, "AuthInfo") or "").split(","):
-        key, _, value = item.partition("=")
+        key, _sep, value = item.partition("=")
         if key.strip().lower() == "cred_expire" and value.strip().isdigit():
             return int(value) + 1
     return 121
@@ -337,9 +337,8 @@ def _requests(part, offers, multiple_sharing):
         elif offer.kind == "untyped":
             lines += _gpu_requests(part, offer, "untyped GPUs", "")
         elif offer.kind == "mig":
-            lines += _request(part, "--gres=%s:1" % offer.key,
-                              "one %s MIG instance (%s; up to %d per node)" % (offer.gtype, offer.nodes(),
-                                                                                offer.most))
+            what = "one %s MIG instance (%s; up to %d per node)" % (offer.gtype, offer.nodes(), offer.most)
+            lines += _request(part, "--gres=%s:1" % offer.key, what)
         elif offer.kind == "sharing":
             most = offer.most if multiple_sharing else offer.per_gpu_max
             lines += _request(part, "--gres=%s:1" % offer.key, "%s:1, a share of one GPU that other jobs use too (%s)"

@@ -321,7 +321,7 @@ def create_gi(machine, args):
     for index, gpu in _selected_mig_gpus(machine, args.get("-i")):
         model = model_of(gpu)
         for token in spec.split(","):
-            name, _, start_text = token.partition(":")
+            name, _sep, start_text = token.partition(":")
             prof = _find_profile(model, name)
             if prof is None:
                 machine.save()
@@ -497,8 +497,8 @@ def list_gi_placements(machine, args):
     for index, gpu in _selected_mig_gpus(machine, args.get("-i")):
         for prof in profiles_of(model_of(gpu)):
             word = "Placements:" if len(prof["starts"]) > 1 else "Placement :"
-            lines.append("GPU %2d Profile ID %2d %s {%s}:%d" % (index, prof["id"], word,
-                                                               ",".join(str(s) for s in prof["starts"]), prof["size"]))
+            starts = ",".join(str(s) for s in prof["starts"])
+            lines.append("GPU %2d Profile ID %2d %s {%s}:%d" % (index, prof["id"], word, starts, prof["size"]))
     return "".join(line + "\n" for line in lines)
 
 

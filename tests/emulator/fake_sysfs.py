@@ -164,6 +164,84 @@ def write_cpu_topology(root, lay):
     return table
 
 
+def write_topology(root, cpus, nodes=None, distances=None, offline=(), allowed=None, l3=None, arch=None,
+                   old_names=False, cpuinfo=None):
+    """Write a cpu topology described cpu by cpu, for cases the regular layouts cannot express.
+
+    ``cpus``: ``{cpu: {"package": key, "core": key, "die": key (optional), "cluster": key (optional),
+    "package_id": label, "core_id": label (None: no core_id file), "die_id": label}}``. The grouping keys build
+    the sibling masks; the ``*_id`` labels (default: the key when it is an int) are written as they are, so
+    two packages may share a ``physical_package_id`` or a core_id may repeat within a package, like on real
+    kernels. ``nodes``: ``{node: [cpus]}``; ``distances``: ``{node: [row]}``; ``offline``: cpus written without
+    a topology directory and left out of ``online``; ``allowed``: the cpus of this process's cgroup v2 cpuset;
+    ``l3``: ``{key: [cpus]}`` L3 caches; ``arch``: ``uname -m`` for ``proc/hwloc-nofile-info``;
+    ``old_names``: only ``thread_siblings``/``core_siblings`` (kernels before 4.x's core_cpus/package_cpus).
+    """
+    everything = sorted(set(cpus) | set(offline))
+    nr = max(everything) + 1
+    online = [c for c in everything if c not in offline]
+    base = os.path.join(root, "sys", "devices", "system", "cpu")
+    _write(os.path.join(base, "possible"), _ranges(everything) + "\n")
+    _write(os.path.join(base, "present"), _ranges(everything) + "\n")
+    _write(os.path.join(base, "online"), _ranges(online) + "\n")
+
+    def members(field, key):
+        return [c for c, d in cpus.items() if c not in offline and d.get(field) == key]
+
+    for cpu in everything:
+        cpu_dir = os.path.join(base, "cpu%d" % cpu)
+        os.makedirs(cpu_dir, exist_ok=True)
+        if cpu in offline:
+            _write(os.path.join(cpu_dir, "online"), "0\n")
+            continue
+        desc = cpus[cpu]
+        topo = os.path.join(cpu_dir, "topology")
+        files = {}
+        core = members("core", desc["core"])
+        package = members("package", desc["package"])
+        if old_names:
+            files.update(thread_siblings=core, core_siblings=package)
+        else:
+            files.update(core_cpus=core, thread_siblings=core, package_cpus=package, core_siblings=package)
+        if desc.get("die") is not None:
+            files["die_cpus"] = members("die", desc["die"])
+        if desc.get("cluster") is not None:
+            files["cluster_cpus"] = members("cluster", desc["cluster"])
+        for name, value in files.items():
+            _write(os.path.join(topo, name), _mask(value, nr) + "\n")
+            _write(os.path.join(topo, name + "_list"), _ranges(value) + "\n")
+        labels = {"physical_package_id": desc.get("package_id", desc["package"]),
+                  "core_id": desc.get("core_id", desc["core"]), "die_id": desc.get("die_id", desc.get("die"))}
+        for name, value in labels.items():
+            if isinstance(value, int):
+                _write(os.path.join(topo, name), "%d\n" % value)
+    for key, members_ in sorted((l3 or {}).items()):
+        for cpu in members_:
+            cache = os.path.join(base, "cpu%d" % cpu, "cache", "index3")
+            _write(os.path.join(cache, "level"), "3\n")
+            _write(os.path.join(cache, "type"), "Unified\n")
+            _write(os.path.join(cache, "shared_cpu_map"), _mask(members_, nr) + "\n")
+    node_base = os.path.join(root, "sys", "devices", "system", "node")
+    for node, node_cpus in sorted((nodes or {}).items()):
+        _write(os.path.join(node_base, "node%d" % node, "cpumap"), _mask(node_cpus, nr) + "\n")
+        _write(os.path.join(node_base, "node%d" % node, "cpulist"), _ranges(node_cpus) + "\n")
+        if distances:
+            _write(os.path.join(node_base, "node%d" % node, "distance"),
+                   " ".join(str(v) for v in distances[node]) + "\n")
+    if arch:
+        _write(os.path.join(root, "proc", "hwloc-nofile-info"), "Architecture: %s\n" % arch)
+    if cpuinfo:
+        _write(os.path.join(root, "proc", "cpuinfo"), cpuinfo)
+    if allowed is not None:
+        _write(os.path.join(root, "proc", "self", "cgroup"), "0::/job\n")
+        _write(os.path.join(root, "proc", "mounts"), "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n")
+        _write(os.path.join(root, "sys", "fs", "cgroup", "cgroup.controllers"), "cpuset cpu memory\n")
+        _write(os.path.join(root, "sys", "fs", "cgroup", "job", "cpuset.cpus.effective"), _ranges(allowed) + "\n")
+        _write(os.path.join(root, "sys", "fs", "cgroup", "job", "cpuset.mems.effective"),
+               _ranges(sorted(nodes or [0])) + "\n")
+    return root
+
+
 def mig_minors_text():
     """The full ``/proc/driver/nvidia-caps/mig-minors`` table, as the driver lays it out."""
     lines = ["config 1", "monitor 2"]

@@ -90,6 +90,22 @@ def shape_profile(sockets, cores_per_socket, threads_per_core, numbering, gpus_p
     }
 
 
+def hwloc_profile(info, source):
+    """A profile for the NVIDIA GPUs of a real machine's hwloc XML (``hwloc_sysfs.write(...)`` result): bus ids
+    and CPU/NUMA locality from the XML, names and UUIDs made up; topo matrix generated."""
+    gpus = []
+    for n, g in enumerate(sorted(info["gpus"], key=lambda g: g["bus_id"])):
+        domain, rest = g["bus_id"].split(":", 1)
+        bus = "%08X:%s" % (int(domain, 16), rest.upper())
+        gpus.append(gpu("NVIDIA Tesla GPU", bus, 16384, fake_sysfs._ranges(_bits(g["cpuset"])),
+                        str(g["numa"]) if g["numa"] is not None else None, minor=n))
+    return {"source": source, "driver_version": "550.127.05", "gpu_links": "NV2", "gpus": gpus, "processes": []}
+
+
+def _bits(mask):
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
 def _a100_p4d():
     buses = ["10:1C", "10:1D", "20:1C", "20:1D", "90:1C", "90:1D", "A0:1C", "A0:1D"]
     gpus = []
@@ -273,7 +289,7 @@ if __name__ == "__main__":
     main()
 
 
-EMULATOR = os.path.join(HERE, "nvidia-smi")
+EMULATOR = os.path.join(HERE, "nvidia_smi.py")
 
 
 def run_emulator(profile_file, argv, log=None):
@@ -283,5 +299,5 @@ def run_emulator(profile_file, argv, log=None):
     env = dict(os.environ, NVSMI_EMU_PROFILE=str(profile_file))
     if log:
         env["NVSMI_EMU_LOG"] = str(log)
-    proc = subprocess.run([sys.executable, EMULATOR] + list(argv), env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, EMULATOR] + list(argv), env=env, check=False, capture_output=True, text=True)
     return proc.returncode, proc.stdout, proc.stderr

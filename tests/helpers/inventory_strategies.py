@@ -141,8 +141,8 @@ def valid_inventories(draw, slurm_version=None):
     types = draw(st.lists(st.sampled_from(GPU_TYPES), min_size=1, max_size=3, unique=True))
     hostvars = {ctl: {}}
     if draw(st.booleans()):
-        hostvars[ctl]["slurm_ctld_addr"] = draw(st.sampled_from(("10.0.0.1", "ctl.example.org", "fd00::1",
-                                                                  "192.168.100.254")))
+        addresses = ("10.0.0.1", "ctl.example.org", "fd00::1", "192.168.100.254")
+        hostvars[ctl]["slurm_ctld_addr"] = draw(st.sampled_from(addresses))
     # MIG and shards cannot share a cluster (GresTypes is cluster-wide; the model refuses the mix).
     sharing = draw(st.sampled_from(("none", "mig", "shard")))
     shapes = draw(st.lists(st.tuples(st.integers(1, 2), st.integers(1, 8), st.integers(1, 2)), min_size=1,
@@ -274,7 +274,7 @@ def inventories(draw, slurm_version=None):
     """A valid inventory, or (half the time) one with 1-3 hostile changes anywhere in it."""
     hostvars, groups, cluster = draw(valid_inventories(slurm_version))
     if draw(st.booleans()):
-        for _ in range(draw(st.integers(1, 3))):
+        for _extra in range(draw(st.integers(1, 3))):
             if draw(st.integers(0, 4)) == 0:
                 _new_key(draw, hostvars, cluster)
                 continue
@@ -337,7 +337,7 @@ def check_files(model, files):
         expected |= {"grestypes", "accountingstoragetres"}
     extra = set(conf["options"]) - expected
     assert not extra, "slurm.conf keys nobody asked for: %s" % sorted(extra)
-    cgroup = [pairs for _, pairs, _ in read_records(files["cgroup.conf"])]
+    cgroup = [pairs for _key, pairs, _line in read_records(files["cgroup.conf"])]
     assert cgroup == [[item] for item in model["settings"]["cgroup_conf"].items()], "cgroup.conf differs"
     for node in model["nodes"]:
         if node["gpus"]:

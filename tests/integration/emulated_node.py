@@ -14,13 +14,15 @@ import sys
 import pytest
 import yaml
 
+import testpaths
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 EMULATOR = os.path.join(ROOT, "tests", "emulator")
 NVIDIA_SMI = os.path.join(EMULATOR, "nvidia-smi")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
-ANSIBLE = os.path.join(ROOT, ".venv", "bin", "ansible")
-ANSIBLE_PLAYBOOK = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
+ANSIBLE = testpaths.ANSIBLE
+ANSIBLE_PLAYBOOK = testpaths.ANSIBLE_PLAYBOOK
 
 sys.path.insert(0, EMULATOR)
 import fake_sysfs  # noqa: E402  (test helper beside the emulator)
@@ -28,8 +30,8 @@ import fake_sysfs  # noqa: E402  (test helper beside the emulator)
 # HGX A100 8-GPU board as recorded in tests/fixtures/nvidia-smi/topo/a100-8gpu-4nic-2s-ht-confluence.txt:
 # 2 sockets x 32 cores x 2 threads, GPUs 0-3 local to cpus 0-31,64-95, GPUs 4-7 to 32-63,96-127.
 HGX_TOPO = "nvidia-smi/topo/a100-8gpu-4nic-2s-ht-confluence.txt"
-HGX_BUS = ["00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0",
-           "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0"]
+HGX_BUS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0",
+           "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0")
 HGX_NAME = "NVIDIA A100-SXM4-80GB"  # as tests/fixtures/nvidia-smi/query/a100sxm80-4gpu-... prints it
 HGX_LAYOUT = (2, 32, 2)
 
@@ -39,6 +41,25 @@ def fail_or_skip(reason):
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def local_slurm_release():
+    """The release of this machine's slurmd and slurmctld (``"22.05"``): what a deploy over the local connection
+    reads with ``slurmd -V`` / ``slurmctld -V``, so the inventory's ``slurm_version`` must name it."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import release_of
+
+    found = set()
+    for daemon in ("slurmd", "slurmctld"):
+        try:
+            proc = subprocess.run([daemon, "-V"], capture_output=True, text=True, timeout=60, check=False)
+        except OSError as exc:
+            fail_or_skip("%s -V: %s (run `make system-deps` as root)" % (daemon, exc))
+        if proc.returncode != 0:
+            fail_or_skip("%s -V: exit %d: %s" % (daemon, proc.returncode, proc.stderr.strip()))
+        found.add(release_of(proc.stdout))
+    if len(found) != 1:
+        pytest.fail("slurmd and slurmctld of this machine are different releases: %s" % ", ".join(sorted(found)))
+    return found.pop()
 
 
 def can_mknod(directory):
@@ -86,8 +107,9 @@ class Node(object):
                         "topo": {"text_file": os.path.relpath(os.path.join(FIXTURES, topo), self.base)}}
         self.save()
         self.layout = fake_sysfs.layout(*layout)
-        fake_sysfs.build(self.root, self.layout, gpus=[{"pci_bus_id": g["pci_bus_id"], "minor": g["minor"],
-                                                         "name": g["name"], "uuid": g["uuid"]} for g in self.gpus])
+        fake_sysfs.build(self.root, self.layout, gpus=[
+            {"pci_bus_id": g["pci_bus_id"], "minor": g["minor"], "name": g["name"], "uuid": g["uuid"]}
+            for g in self.gpus])
         os.makedirs(os.path.join(self.dev_root, "dev"))
         for gpu in self.gpus:
             self.make_device(gpu["minor"])
@@ -137,7 +159,7 @@ def run_module(node, module, args, check=False, extra_env=None):
     argv = [ANSIBLE, "localhost", "-m", module, "-a", json.dumps(args)]
     if check:
         argv.append("--check")
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300)
     try:
         data = json.loads(proc.stdout)
         result = data["plays"][0]["tasks"][0]["hosts"]["localhost"]
@@ -153,7 +175,7 @@ def run_playbook_json(inventory, playbook, *extra, env=None):
                    ANSIBLE_NOCOLOR="1")
     run_env.update(env or {})
     argv = [ANSIBLE_PLAYBOOK, "-i", inventory, os.path.join(ROOT, "playbooks", playbook)] + list(extra)
-    proc = subprocess.run(argv, cwd=ROOT, env=run_env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(argv, cwd=ROOT, env=run_env, check=False, capture_output=True, text=True, timeout=600)
     try:
         data = json.loads(proc.stdout)
     except ValueError:
@@ -172,7 +194,7 @@ def flat(text):
     return " ".join(str(text).split())
 
 
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+PYTHON = testpaths.PYTHON
 
 
 def node_nvidia_smi(node):
@@ -203,6 +225,6 @@ def apply_mig_layout(node, layouts):
     env = dict(node.env, NVSMI_EMU_ROOT=node.root, NVSMI_EMU_DEV_ROOT=node.dev_root, LC_ALL="C")
 
     def run(argv):
-        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
         return proc.returncode, proc.stdout, proc.stderr
     return apply_layouts(run, node.name, layouts, sysfs_root=node.root, nvidia_smi_path=node_nvidia_smi(node))

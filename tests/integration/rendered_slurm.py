@@ -62,8 +62,8 @@ class RenderedSlurm(LoopbackSlurm):
                     self.shape = tuple(int(v) for v in found.groups())
             lines.append(line)
         lines.append(DAEMON_CONF.format(host=socket.gethostname(), dir=self.dir, ctld_port=self.ports[0],
-                                 slurmd_port=self.ports[1],
-                                 auth=",".join(auth + ["socket=%s/munge/sock" % self.dir])))
+                                        slurmd_port=self.ports[1],
+                                        auth=",".join(auth + ["socket=%s/munge/sock" % self.dir])))
         if cloud:
             lines.append(_CLOUD)
         with open(self.conf, "w") as handle:

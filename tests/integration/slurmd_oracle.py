@@ -41,8 +41,10 @@ _SLURMD_CANDIDATES = ("/usr/sbin/slurmd", "/usr/local/sbin/slurmd")
 # so this machine's default is used instead (a site's /usr/lib/slurm says nothing about its configuration).
 _PRIVATE_KEYS = ("SlurmdSpoolDir", "SlurmdLogFile", "SlurmdPidFile", "SlurmdSyslogDebug", "PluginDir")
 _SETUP_MARK = "slurmd-oracle: namespace ready"
-_LOG_LINE = re.compile(r"^(?:[\w.\-]+: )?(error|fatal|warning|WARNING): (.*)$")
-_GRES_LINE = re.compile(r"^(?:[\w.\-]+: )?Gres (Name=.*)$")
+# slurmd prefixes its stderr lines with "slurmd: " / "slurmd-NODE: " (22.05, 24.11) or "[timestamp] " (26.05)
+_PREFIX = r"^(?:[\w.\-]+: |\[[^\]]+\] )?"
+_LOG_LINE = re.compile(_PREFIX + r"(error|fatal|warning|WARNING): (.*)$")
+_GRES_LINE = re.compile(_PREFIX + r"Gres (Name=.*)$")
 _DEVICE_RULES = (
     (re.compile(r"^/dev/nvidia(\d+)$"), NVIDIA_MAJOR),
     (re.compile(r"^/dev/nvidia-caps/nvidia-cap(\d+)$"), NVIDIA_CAPS_MAJOR),
@@ -176,8 +178,8 @@ class OracleResult(object):
 
     def describe(self):
         """Multi-line text for assertion messages."""
-        return "slurmd -N %s -G (shape %s, exit %s):\n%s" % (self.node, self.shape, self.returncode,
-                                                              self.output.rstrip() or "(no output)")
+        return "slurmd -N %s -G (shape %s, exit %s):\n%s" % (
+            self.node, self.shape, self.returncode, self.output.rstrip() or "(no output)")
 
     def __repr__(self):
         return "OracleResult(node=%r, rc=%r, records=%d, errors=%r, fatals=%r)" % (
@@ -323,7 +325,8 @@ def slurmd_release():
     if slurmd is None:
         return None
     try:
-        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30).stdout
+        out = subprocess.run([slurmd, "-V"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30,
+                             check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     match = re.search(r"(\d+)\.(\d+)\.\d+", out.decode(errors="replace"))
@@ -390,8 +393,12 @@ def _namespace_script(devices):
 
 
 def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, threads_per_core,
-                 devices=None, omit=(), extra_files=None, timeout=DEFAULT_TIMEOUT, other_devices=False):
+                 devices=None, omit=(), extra_files=None, timeout=DEFAULT_TIMEOUT, other_devices=False,
+                 root=None):
     """Run the real ``slurmd -N node_name -G`` on these files for a node of this shape.
+
+    root: None runs this machine's slurmd; a chroot of another Slurm release (slurm_release.release_root) runs
+        that release's slurmd inside it, with its own munged (24.11+ needs one even for -G).
 
     slurm_conf, gres_conf: file contents (str).
     devices: None (default) makes every NVIDIA device path that gres.conf names for this node;
@@ -403,7 +410,7 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
     extra_files: {name: text} written beside slurm.conf (e.g. cgroup.conf).
     Returns an OracleResult; raises OracleSetupError when slurmd could not be run at all.
     """
-    reason = unavailable_reason()
+    reason = unavailable_reason() if root is None else None
     if reason:
         raise OracleSetupError(reason)
     shape = hwloc_synthetic(sockets, cores_per_socket, threads_per_core)
@@ -425,15 +432,20 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
         if not path.startswith("/dev/") or ".." in path.split("/"):
             raise ValueError("device path must be under /dev: %r" % path)
         made.append((path, number[0], number[1]))
-    made_paths = {p for p, _, _ in made}
+    made_paths = {p for p, _kind, _minor in made}
     absent = [p for p in named if p not in made_paths]
 
     workdir = tempfile.mkdtemp(prefix="slurmd-oracle-")
     try:
         os.mkdir(os.path.join(workdir, "spool"))
         conf_path = os.path.join(workdir, "slurm.conf")
+        if root is not None:
+            import slurm_release
+            seen_as = slurm_release.CONF_DIR
+        else:
+            seen_as = workdir
         with open(conf_path, "w") as handle:
-            handle.write(_private_slurm_conf(slurm_conf, workdir))
+            handle.write(_private_slurm_conf(slurm_conf, seen_as))
         with open(os.path.join(workdir, "gres.conf"), "w") as handle:
             handle.write(gres_conf)
         for name, text in (extra_files or {}).items():
@@ -441,6 +453,15 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
                 raise ValueError("extra_files names a plain file beside slurm.conf, got %r" % name)
             with open(os.path.join(workdir, name), "w") as handle:
                 handle.write(text)
+        if root is not None:
+            command = ["slurmd", "-N", node_name, "-G"]
+            try:
+                returncode, output = slurm_release.run_in_release(
+                    root, workdir, command, devices=made, timeout=timeout,
+                    env={"SLURM_CONF": seen_as + "/slurm.conf", "HWLOC_SYNTHETIC": shape})
+            except RuntimeError as exc:
+                raise OracleSetupError(str(exc))
+            return OracleResult(node_name, shape, command, returncode, output, made, absent)
         slurmd = find_slurmd()
         command = [slurmd, "-N", node_name, "-G"]
         argv = ["unshare", "-m", "--propagation", "private", "--", "/bin/sh", "-c",
@@ -452,7 +473,7 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
             "HWLOC_SYNTHETIC": shape,
         }
         try:
-            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            proc = subprocess.run(argv, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                   timeout=timeout, cwd=workdir)
         except subprocess.TimeoutExpired as exc:
             raise OracleSetupError("slurmd -N %s -G did not finish in %ss: %s"

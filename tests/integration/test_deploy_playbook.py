@@ -9,7 +9,15 @@ import os
 
 import pytest
 
-from emulated_node import Node, apply_mig_layout, flat, node_nvidia_smi, run_playbook_json, write_inventory
+from emulated_node import (
+    Node,
+    apply_mig_layout,
+    flat,
+    local_slurm_release,
+    node_nvidia_smi,
+    run_playbook_json,
+    write_inventory,
+)
 
 MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 GATE = "Every targeted node passed verification"
@@ -42,7 +50,9 @@ def cluster(tmp_path):
 def deploy(tmp_path, cluster, layout, *extra):
     mig, plain = cluster
     host_vars = {mig.name: node_vars(mig, tmp_path, layout), plain.name: node_vars(plain, tmp_path)}
-    cluster_vars = {"slurm_cluster_name": "check", "slurm_gres_controller_restart": False,
+    # the deploy reads slurmd -V and slurmctld -V of this machine (local connection) and refuses another release
+    cluster_vars = {"slurm_cluster_name": "check", "slurm_version": local_slurm_release(),
+                    "slurm_gres_controller_restart": False,
                     "slurm_gres_controller_config_dir": str(tmp_path / "ctl" / "etc"),
                     "slurm_gres_controller_state_dir": str(tmp_path / "ctl" / "state")}
     inventory = write_inventory(tmp_path, [mig, plain], host_vars, cluster_vars)
@@ -57,6 +67,7 @@ def written(tmp_path):
     return [str(d) for d in dirs if os.path.exists(d)]
 
 
+@pytest.mark.ansible_core
 def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_nothing(tmp_path, cluster):
     rc, tasks, out = deploy(tmp_path, cluster, MIG_LAYOUT)
     assert rc == 0, out

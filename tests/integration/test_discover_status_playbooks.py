@@ -6,6 +6,7 @@ import yaml
 
 from emulated_node import Node, flat, node_nvidia_smi as wrapper, run_playbook_json, write_inventory
 
+
 def playbook(inventory, name, *extra):
     """(rc, {task name: {host: result}}, raw output)."""
     return run_playbook_json(inventory, name, *extra)

@@ -10,14 +10,19 @@ import subprocess
 import pytest
 import testpaths
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpusets
+
 ROOT = testpaths.ROOT
 EMULATOR_DIR = os.path.join(ROOT, "tests", "emulator")
 
 import fake_sysfs  # noqa: E402
+import hwloc_oracle  # noqa: E402
+import hwloc_sysfs  # noqa: E402
 import machines  # noqa: E402
+import topology_corpus  # noqa: E402
 
-ANSIBLE = os.path.join(ROOT, ".venv", "bin", "ansible")
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
+ANSIBLE = testpaths.ANSIBLE
+PYTHON = testpaths.PYTHON
 SMI = os.path.join(EMULATOR_DIR, "nvidia-smi")
 
 
@@ -35,12 +40,12 @@ def run_module(args, profile_file=None, log=None, check=False):
             "-m", "hpc.slurm_gres.gpu_facts", "-a", args]
     if check:
         argv.append("--check")
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(argv, cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=120)
     try:
         data = json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError("ansible output is not JSON (rc %d):\n%s\n%s" % (proc.returncode, proc.stdout,
-                                                                             proc.stderr))
+        raise AssertionError("ansible output is not JSON (rc %d):\n%s\n%s" % (
+            proc.returncode, proc.stdout, proc.stderr))
     return data["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 
@@ -58,7 +63,7 @@ def expected_cores(lay, profile):
     for gpu in sorted(profile["gpus"], key=lambda g: g["pci_bus_id"]):
         cpus = []
         for part in gpu["cpu_affinity"].split(","):
-            lo, _, hi = part.partition("-")
+            lo, _sep, hi = part.partition("-")
             cpus.extend(range(int(lo), int(hi or lo) + 1))
         out.append(fake_sysfs._ranges(fake_sysfs.expected_slurm_cores(lay, cpus)))
     return out
@@ -81,7 +86,10 @@ def test_generated_shapes(tmp_path, shape):
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
     hw = result["ansible_facts"]["slurm_gres_hw"]
-    assert hw["cpu"] == {"sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
+    assert {k: hw["cpu"][k] for k in ("sockets", "cores_per_socket", "threads_per_core")} == {
+        "sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
+    assert hw["cpu"]["shape_fits"] is True
+    assert hw["cpu"]["source"] == "libhwloc", hw["cpu"]["source_notes"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
     # Whole sockets: Slurm cores s*C .. s*C+C-1.
     per = shape[1]
@@ -98,8 +106,8 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
     assert not result.get("failed"), result.get("msg")
     hw = result["ansible_facts"]["slurm_gres_hw"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
-    assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in sorted(profile["gpus"],
-                                                                            key=lambda g: g["pci_bus_id"])]
+    by_bus_id = sorted(profile["gpus"], key=lambda g: g["pci_bus_id"])
+    assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in by_bus_id]
     # Only the three calls of the contract, as argument lists (no MIG here).
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert calls == [
@@ -110,6 +118,39 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
     assert result["commands"][0][0] == SMI
 
 
+@pytest.mark.parametrize("name, source", [("nvidiaDGX2", "auto"), ("nvidiaDGX2", "sysfs"),
+                                          ("power8gpudistances", "auto"), ("24em64t-2n6c2t-pci", "lstopo")])
+def test_real_machines_from_hwlocs_corpus(tmp_path, name, source):
+    """DGX-2 (16 GPUs), POWER8 with 4 P100 and a Xeon with 3 Teslas from hwloc's test XMLs: every GPU's
+    slurm_cores is hwloc-calc's answer on the machine's own topology, whichever source the module used."""
+    hwloc_oracle.require()
+    kind, xml = topology_corpus.prepare(os.path.join(ROOT, "tests", "fixtures", "hwloc", "xml", name + ".xml.xz"),
+                                        str(tmp_path / "in"))
+    full = hwloc_oracle.full_xml(xml, kind, str(tmp_path / "full.xml"))
+    view = hwloc_oracle.slurm_view_xml(xml, kind, str(tmp_path / "view.xml"))
+    root = tmp_path / "root"
+    with open(full) as handle:
+        info = hwloc_sysfs.write(str(root), handle.read())
+    profile = machines.hwloc_profile(info, "hwloc tests/hwloc/xml/%s.xml" % name)
+    fake_sysfs.write_gpu_information(str(root), [{"pci_bus_id": g["pci_bus_id"], "minor": g["minor"]}
+                                                 for g in profile["gpus"]])
+    path = tmp_path / "profile.json"
+    machines.write(str(path), profile)
+    result = run_module("nvidia_smi=%s sysfs_root=%s topology_source=%s" % (SMI, root, source), path)
+    assert not result.get("failed"), result.get("msg")
+    hw = result["ansible_facts"]["slurm_gres_hw"]
+    assert hw["cpu"]["source"] == ("libhwloc" if source == "auto" else source)
+    masks = [cpusets.to_hwloc_bitmap(cpusets.parse_cpulist(g["cpu_affinity"])) for g in profile["gpus"]]
+    expected = hwloc_oracle.intersect_cores(view, masks)
+    assert [g["slurm_cores"] for g in hw["gpus"]] == [fake_sysfs._ranges(cores) for cores in expected]
+    assert len(hw["gpus"]) == len(info["gpus"]) > 0
+    if hwloc_oracle.slurmd_path():
+        assert hw["cpu"]["slurmd_c"] == hwloc_oracle.slurmd_view(view)["slurmd_c"]
+    if not hw["cpu"]["shape_fits"]:
+        assert any("slurmd -C would print: " + hw["cpu"]["slurmd_c"] in w for w in result.get("warnings", []))
+
+
+@pytest.mark.ansible_core
 def test_mig_profile_runs_the_mig_listings(tmp_path):
     path, root, _lay = machine(tmp_path, machines.load("a100-40gb-mig-ssup2"))
     log = tmp_path / "calls.log"
@@ -146,6 +187,7 @@ def test_lost_gpus(tmp_path):
     assert any("cannot reach a GPU" in w for w in result.get("warnings", []))
 
 
+@pytest.mark.ansible_core
 def test_check_mode(tmp_path):
     path, root, _lay = machine(tmp_path, machines.shape_profile(2, 8, 2, "linear", 1))
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path, check=True)
@@ -153,6 +195,7 @@ def test_check_mode(tmp_path):
     assert [g["slurm_cores"] for g in result["ansible_facts"]["slurm_gres_hw"]["gpus"]] == ["0-7", "8-15"]
 
 
+@pytest.mark.ansible_core
 def test_missing_nvidia_smi_fails_clearly(tmp_path):
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (tmp_path / "no-such-nvidia-smi", tmp_path))
     assert result["failed"]

@@ -50,6 +50,7 @@ def errors(result):
     return [f for f in result["findings"] if f["severity"] == "error"]
 
 
+@pytest.mark.ansible_core
 def test_correct_node_passes(node):
     rc, result = verify(node, stage(node), slurmd_version="24.11.1")
     assert rc == 0, result.get("msg")
@@ -60,6 +61,7 @@ def test_correct_node_passes(node):
     assert [g["slurm_cores"] for g in result["hw"]["gpus"]] == ["0-31"] * 4 + ["32-63"] * 4
 
 
+@pytest.mark.ansible_core
 def test_check_mode_gives_the_same_verdict(node):
     rc, result = verify(node, stage(node, gres=GRES_CONF.replace("Cores=32-63", "Cores=0-31")), check=True)
     assert rc != 0
@@ -113,6 +115,7 @@ def test_half_socket_cores_warn_on_22_05_and_fail_on_24_11(node):
     assert rc != 0 and "doesn't match socket boundaries" in result["msg"]
 
 
+@pytest.mark.ansible_core
 def test_type_patterns_parameter(node):
     slurm = SLURM_CONF.replace("gpu:a100:8", "gpu:hgx:8")
     gres = GRES_CONF.replace("Type=a100", "Type=hgx")
@@ -157,6 +160,7 @@ def _real_paths(node, gres):
 HWLOC = {"HWLOC_SYNTHETIC": "package:2 core:32 pu:2"}
 
 
+@pytest.mark.ansible_core
 def test_slurmd_cross_check_passes_on_a_correct_node(node):
     slurmd = _slurmd()
     rc, result = verify(node, stage(node, gres=_real_paths(node, GRES_CONF)), extra_env=HWLOC, slurmd=slurmd,

@@ -46,14 +46,14 @@ CLUSTER_FIELDS = ("slurm_conf_options.MaxJobCount", "slurm_conf_options.Schedule
 def test_every_hostile_value_is_refused_naming_host_and_field_and_nothing_is_written(tmp_path):
     hosts = {"all": {"children": {"slurmctld": {"hosts": {"head.lab": None}},
                                   "slurmd": {"hosts": {h: None for h in NODES}}}}}
-    host_vars = {h: v for h, (v, _) in NODES.items()}
+    host_vars = {h: v for h, (v, _field) in NODES.items()}
     host_vars["head.lab"] = {"slurm_ctld_addr": "10.0.0.1\nFoo=bar"}
     inventory = write_inventory(tmp_path / "inv", hosts, host_vars=host_vars, group_vars={"all": CLUSTER})
     dest = tmp_path / "out"
     rc, out = render(inventory, dest)
     assert rc != 0, out
     assert "Traceback" not in out and "Exception" not in out, out
-    expected = ["host %s: %s: expected" % (h, f) for h, (_, f) in NODES.items()]
+    expected = ["host %s: %s: expected" % (h, f) for h, (_value, f) in NODES.items()]
     expected.append("host head.lab: slurm_ctld_addr: expected")
     expected.extend("host localhost: %s: expected" % f for f in CLUSTER_FIELDS)
     missing = [e for e in expected if e not in out]

@@ -86,8 +86,8 @@ def test_the_guide_says_this_cluster_confines_jobs(cluster):
 
 
 def test_multi_gpu_job_sees_its_gpus_from_0_and_only_them(cluster):
-    slurm, _ = cluster
-    _, output = submit(slurm, "--gres=gpu:h100:2", "gpu-multi.sbatch", PROBE.format(dev=slurm.device("")))
+    slurm, _files = cluster
+    _job, output = submit(slurm, "--gres=gpu:h100:2", "gpu-multi.sbatch", PROBE.format(dev=slurm.device("")))
     print(output)
     (visible, job_gpus, order), devices = probe(output)
     assert (visible, job_gpus, order) == ("0,1", "2,3", "PCI_BUS_ID")
@@ -123,10 +123,10 @@ def test_single_gpu_job_next_to_another_sees_0(cluster):
         assert "GRES_USED" in shown[0] and "gpu:a100:1(IDX:0)" in shown[0], shown[0]
         assert "GresUsed=gpu:a100:1(IDX:0),gpu:h100:0(IDX:N/A)" in shown[1], shown[1]
         assert "gres:gpu:a100:1" in shown[2], shown[2]
-        _, output = submit(slurm, "--gres=gpu:a100:1", "gpu-single.sbatch", PROBE.format(dev=slurm.device("")))
+        _job, output = submit(slurm, "--gres=gpu:a100:1", "gpu-single.sbatch", PROBE.format(dev=slurm.device("")))
     finally:
         slurm.run("scancel %s" % blocker)
     print(output)
-    (visible, job_gpus, _), devices = probe(output)
+    (visible, job_gpus, _rest), devices = probe(output)
     assert (visible, job_gpus) == ("0", "1"), output
     assert "No such device or address" in devices["nvidia1"] and "Operation not permitted" in devices["nvidia0"]

@@ -1,11 +1,14 @@
-"""Rendered MIG gres.conf lines judged by the real ``slurmd -N NODE -G`` (Debian's Slurm 22.05).
+"""Rendered MIG gres.conf lines judged by the real ``slurmd -N NODE -G`` of every tested Slurm release.
 
 The lines come from ``mig_render`` with cap minors from the driver's full mig-minors table, and the
-slurm.conf ``Gres=`` counts from ``mig.mig_gres_types``: slurmd must accept every line, keep ``+me`` in the
+slurm.conf ``Gres=`` counts from ``gres_type.mig_gres_types``: slurmd must accept every line, keep ``+me`` in the
 type, and report one device per MIG instance with its three device files.
 """
 
-from slurmd_oracle import require_oracle, run_slurmd_g
+import pytest
+
+import slurm_release
+from slurmd_oracle import run_slurmd_g
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import profiles as mig
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_types
@@ -34,8 +37,12 @@ def gres_field(types, whole=None):
     return ",".join(parts)
 
 
-def test_mixed_mig_and_whole_gpu_node_is_accepted_by_slurmd():
-    require_oracle()
+@pytest.fixture(scope="module", params=slurm_release.releases())
+def root(request):
+    return slurm_release.require_release(request.param)
+
+
+def test_mixed_mig_and_whole_gpu_node_is_accepted_by_slurmd(root):
     layout = ["3g.40gb", "2g.20gb", "1g.10gb+me", "1g.10gb"]
     placed = mig.creation_order("A100-80GB", layout)
     assert placed is not None
@@ -46,7 +53,7 @@ def test_mixed_mig_and_whole_gpu_node_is_accepted_by_slurmd():
     gres = "\n".join(lines + ["NodeName=gpu-m01 Name=gpu Type=a100 File=/dev/nvidia1 Cores=4-7"]) + "\n"
     slurm = SLURM_CONF % gres_field(mig_gres_types(layout), whole=("a100", 1))
 
-    result = run_slurmd_g("gpu-m01", slurm, gres, 1, 8, 1)
+    result = run_slurmd_g("gpu-m01", slurm, gres, 1, 8, 1, root=root)
     assert result.ok, result.describe()
     assert result.counts("gpu") == {"gpu:1g.10gb": 1, "gpu:1g.10gb+me": 1, "gpu:2g.20gb": 1,
                                     "gpu:3g.40gb": 1, "gpu:a100": 1}, result.describe()
@@ -59,14 +66,13 @@ def test_mixed_mig_and_whole_gpu_node_is_accepted_by_slurmd():
         assert files in by_type[gtype], (gtype, files, result.describe())
 
 
-def test_real_gh200_layout_is_accepted_by_slurmd():
-    require_oracle()
+def test_real_gh200_layout_is_accepted_by_slurmd(root):
     devices = [{"profile": "1g.24gb", "gi_id": gi, "ci_id": 0} for gi in (3, 4, 5)]
     devices.append({"profile": "1g.12gb", "gi_id": 13, "ci_id": 0})
     minors = parse_mig_minors(fake_sysfs.mig_minors_text())
     lines = mig_render.render_mig_gres_lines("gpu-m01", 0, devices, minors)
     slurm = SLURM_CONF % gres_field(mig_gres_types(d["profile"] for d in devices))
-    result = run_slurmd_g("gpu-m01", slurm, "\n".join(lines) + "\n", 1, 8, 1)
+    result = run_slurmd_g("gpu-m01", slurm, "\n".join(lines) + "\n", 1, 8, 1, root=root)
     assert result.ok, result.describe()
     assert result.counts("gpu") == {"gpu:1g.12gb": 1, "gpu:1g.24gb": 3}, result.describe()
     assert sorted(f for rec in result.records for f in rec.files if "nvidia-cap" in f) == sorted(

@@ -2,7 +2,11 @@
 import os
 import subprocess
 
+import pytest
+import testpaths
 from render_helpers import ROOT, write_inventory
+
+pytestmark = pytest.mark.ansible_core
 
 HOSTS = {"all": {"children": {
     "slurmctld": {"hosts": {"head.lab": None}},
@@ -17,9 +21,10 @@ A100 = {
 
 def render(inventory, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/deploy-gres.yml", "-i", inventory,
+    cmd = [testpaths.ANSIBLE_PLAYBOOK, "playbooks/deploy-gres.yml", "-i", inventory,
            "-e", "slurm_gres_render_dir=%s" % dest]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
     return proc.returncode, " ".join(proc.stdout.split())  # YAML output wraps long lines
 
 
@@ -29,7 +34,7 @@ def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path)
     dest = tmp_path / "out"
     rc, out = render(inventory, dest)
     assert rc == 0, out
-    written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs)
+    written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _subdirs, fs in os.walk(dest) for f in fs)
     assert written == ["USERS.md", "USERS.motd", "cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf",
                        "gpu03/gres.conf", "slurm.conf"]
     assert "sbatch -p main --gres=gpu:a100:4 job.sh" in (dest / "USERS.md").read_text()
@@ -89,3 +94,49 @@ def test_config_modes_reach_the_render_through_the_playbook(tmp_path):
     assert "NodeName=gpu[01-03] Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-31" in (
         tmp_path / "configless" / "out" / "gres.conf").read_text()
     assert "NodeName=gpu[01-03]" in (tmp_path / "include" / "out" / "nodes.conf").read_text()
+
+
+def test_partial_socket_cores_on_24_11_are_refused_and_nothing_is_written(tmp_path):
+    half = dict(A100, slurm_gres_gpus=[{"index": 0, "type": "a100", "cores": "0-15"}])
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"slurm_version": "24.11"}},
+                                host_vars={"gpu03.lab": half})
+    dest = tmp_path / "out"
+    rc, out = render(inventory, dest)
+    assert rc != 0
+    assert ("host gpu03.lab: slurm_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11, "
+            "slurm_version, drains the node otherwise), found 0-15 for GPU 0: gres/gpu GRES core specification 0-15 "
+            "for node gpu03 doesn't match socket boundaries. (Socket 0 is cores 0-31)") in out
+    assert not dest.exists()
+    # the same inventory for 22.05 renders, and says what 24.11 would do
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"slurm_version": "22.05"}},
+                                host_vars={"gpu03.lab": half})
+    rc, out = render(inventory, dest)
+    assert rc == 0, out
+    assert "warning: host gpu03.lab: slurm_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11 " \
+           "and later drain the node; this cluster runs 22.05)" in out
+
+
+def test_autodetect_nvidia_on_22_05_is_refused_naming_the_variable(tmp_path):
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={
+        "a100": A100, "all": {"slurm_version": "22.05", "slurm_gres_autodetect": "nvidia"}})
+    rc, out = render(inventory, tmp_path / "out")
+    assert rc != 0
+    assert "slurm_gres_autodetect: expected one of off, nvml (the AutoDetect modes of Slurm 22.05" in out
+    assert not (tmp_path / "out").exists()
+
+
+def test_ib_suffixed_identical_nodes_render_a_form_22_05_reads(tmp_path):
+    hosts = {"all": {"children": {"slurmctld": {"hosts": {"head": None}},
+                                  "slurmd": {"hosts": {"node01-ib": None, "node02-ib": None}}}}}
+    inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"slurmd": A100, "all": {"slurm_version": "22.05"}})
+    rc, out = render(inventory, tmp_path / "out")
+    assert rc == 0, out
+    assert "\nNodeName=node01-ib,node02-ib Sockets=2 " in (tmp_path / "out" / "slurm.conf").read_text()
+    assert "Slurm 22.05 (slurm_version)" in out
+
+
+def test_the_summary_says_when_the_default_release_is_assumed(tmp_path):
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100})
+    rc, out = render(inventory, tmp_path / "out")
+    assert rc == 0, out
+    assert "Slurm 24.11: the default, the inventory does not set slurm_version" in out

@@ -6,6 +6,7 @@ drain"; the states here are produced by the real Slurm 22.05, not by fixtures.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -72,6 +73,7 @@ def healthy(cluster):
     return cluster
 
 
+@pytest.mark.ansible_core
 def test_info_parses_the_live_node(healthy):
     result = run_module("slurm_node_info", {"nodes": [NODE, "nosuchnode"], "expected_gres": {NODE: GOOD}}, healthy)
     assert not result.get("failed"), result
@@ -84,12 +86,14 @@ def test_info_parses_the_live_node(healthy):
     assert result["verdicts"][NODE]["status"] == "ok"
 
 
+@pytest.mark.ansible_core
 def test_registered_node_is_ok_and_unchanged(healthy):
     result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 5}, healthy)
     assert not result.get("failed"), result
     assert result["status"] == "ok" and result["changed"] is False
 
 
+@pytest.mark.ansible_core
 def test_refused_registration_fails_fast_with_scontrol_reason(healthy):
     healthy.write_slurm_conf("gpu:a100:3,gpu:h100:2")
     healthy.restart_slurmctld()
@@ -144,20 +148,33 @@ def test_admin_drain_is_left_alone(healthy):
     assert "Reason=admin: fan swap, ticket=42" in healthy.node_line()
 
 
-def test_waits_for_the_registration_after_a_restart(healthy):
+def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
     before = run_module("slurm_node_info", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
     time.sleep(1.1)  # SlurmdStartTime has a resolution of one second
-    # late enough that the module polls before it even on a loaded machine (ansible takes seconds to start it)
-    restart = threading.Timer(12, healthy.restart_slurmd)
-    restart.start()
+    # slurmd restarts only once the module polls (its scontrol leaves a line per call): however long ansible
+    # takes to start on a loaded machine, the module must first see the old registration and keep waiting.
+    polls = tmp_path / "polls"
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text('#!/bin/sh\necho "$*" >>%s\nexec %s "$@"\n' % (polls, shutil.which("scontrol")))
+    scontrol.chmod(0o755)
+    result = {}
+    confirm = threading.Thread(target=lambda: result.update(run_module("slurm_node_confirm", {
+        "node": NODE, "expected_gres": GOOD, "since": before, "timeout": 60, "interval": 0.5,
+        "scontrol": str(scontrol)}, healthy)))
+    confirm.start()
     try:
-        result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,
-                                                   "timeout": 60, "interval": 0.5}, healthy)
+        deadline = time.monotonic() + 120
+        while not polls.exists() and confirm.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert polls.exists(), "slurm_node_confirm never ran scontrol"
+        time.sleep(1)
+        healthy.restart_slurmd()
     finally:
-        restart.join()
+        confirm.join()
     assert not result.get("failed"), result
-    assert result["status"] == "ok" and result["waited"] >= 2
+    assert result["status"] == "ok"
     assert result["node"]["slurmd_start_time"] != before
+    assert len(polls.read_text().splitlines()) >= 2, "accepted the registration from before the restart"
 
 
 def test_times_out_when_slurmd_does_not_come_back(healthy):
@@ -213,7 +230,7 @@ def test_waiting_for_jobs_fails_naming_them_and_the_node_stays_drained(healthy):
     job_id = job.stdout.strip().split(";")[0]
     try:
         healthy.wait(lambda: "RUNNING" in subprocess.run(["squeue", "--noheader", "--jobs=" + job_id, "--format=%T"],
-                                                         env=healthy.env, stdout=subprocess.PIPE, text=True).stdout,
+                                                         env=healthy.env, stdout=subprocess.PIPE, text=True, check=False).stdout,
                      "the job to run")
         result = drain(healthy, wait_for_jobs=True, timeout=3, interval=0.5)
         assert result["failed"]

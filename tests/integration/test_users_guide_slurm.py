@@ -44,7 +44,7 @@ def _partition_nodes(model, part):
 
 
 def test_every_request_line_of_the_guide_is_accepted(cluster):
-    _, files, ctld = cluster
+    _model, files, ctld = cluster
     requests = page_requests(files["USERS.md"])
     assert len(requests) >= 9
     refused = []
@@ -59,7 +59,7 @@ def test_every_request_line_of_the_guide_is_accepted(cluster):
 def test_per_node_maxima_are_exact(cluster):
     """For every partition and GRES: the largest count one node has is accepted, one more is refused. Shards on
     and mps on Slurm 22.05 must come from one GPU: the largest per-GPU count is accepted, one more refused."""
-    model, _, ctld = cluster
+    model, _files, ctld = cluster
     checked = 0
     for part in model["partitions"]:
         most = {}
@@ -80,7 +80,7 @@ def test_per_node_maxima_are_exact(cluster):
 
 def test_multi_node_forms_are_exact(cluster):
     """The guide's ``-N K --gpus-per-node=T:M`` and ``--gpus=T:G`` lines: K+1 nodes, G+1 GPUs are refused."""
-    _, files, ctld = cluster
+    _model, files, ctld = cluster
     bumped = 0
     for options in page_requests(files["USERS.md"]):
         if "--gpus-per-node=" in options:
@@ -102,7 +102,7 @@ def _bump(options, pattern):
 
 
 def test_a_type_the_cluster_does_not_have_is_refused(cluster):
-    model, _, ctld = cluster
+    model, _files, ctld = cluster
     part = model["partitions"][0]["name"]
     ok, answer = ctld.test_only("-p %s --gres=gpu:no_such_type:1" % part)
     assert not ok, answer

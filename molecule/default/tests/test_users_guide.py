@@ -88,7 +88,7 @@ def test_guide_templates_and_banner_are_installed_on_the_login_node(rendered):
     guide = CTL.file(DEFAULT_DIR + "/USERS.md")
     assert guide.content_string == rendered["USERS.md"]
     assert (guide.user, guide.group, guide.mode) == ("root", "root", 0o644)
-    for name, _, _ in TEMPLATES:
+    for name, _purpose, _key in TEMPLATES:
         installed = CTL.file("%s/%s" % (TEMPLATE_DIR, name))
         with open(os.path.join(ROLE_FILES, name)) as handle:
             assert installed.content_string == handle.read(), name
@@ -169,9 +169,9 @@ def _intervals(job):
 
 def _most_at_once(spans):
     """Largest number of intervals [start, end) running at the same time."""
-    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda ev: (ev[0], ev[1]))
+    events = sorted([(s, 1) for s, _end in spans] + [(e, -1) for _start, e in spans], key=lambda ev: (ev[0], ev[1]))
     running = most = 0
-    for _, step in events:
+    for _when, step in events:
         running += step
         most = max(most, running)
     return most
@@ -206,6 +206,11 @@ def _checkpoints(lines):
     return [int(m.group(1)) for m in (re.search(r"checkpoint written at step (\d+)", line) for line in lines) if m]
 
 
+def _resumed(output):
+    """The job's output once it says it resumed from its checkpoint, else None (for wait_for)."""
+    return output if "run 1: resumed from the checkpoint" in output else None
+
+
 def test_preemptible_template_checkpoints_is_requeued_and_resumes(rendered):
     """Three runs of the installed template at once, each with CKPT_INTERVAL=3:
 
@@ -237,13 +242,12 @@ def test_preemptible_template_checkpoints_is_requeued_and_resumes(rendered):
         urgent = submit("-p", "urgent", "-w", "gres-gpu02", "--gres=gpu:h100:4", "--wrap=sleep 5")
         for name, (job, node) in jobs.items():
             outputs[name] = wait_for(
-                lambda: (lambda out: out if "run 1: resumed from the checkpoint" in out else None)(
-                    output_of(job, "gpu-preemptible", node)),
+                lambda job=job, node=node: _resumed(output_of(job, "gpu-preemptible", node)),
                 "job %s (%s) to resume after its requeue" % (job, name), timeout=180)
             print("%s job %s on %s:\n%s" % (name, job, node, outputs[name]))
             assert int(job_record(job).get("Restarts", 0)) >= 1
     finally:
-        CTL.run("scancel %s %s %s", *[job for job, _ in jobs.values()])
+        CTL.run("scancel %s %s %s", *[job for job, _info in jobs.values()])
     assert job_record(urgent).get("JobState") == "COMPLETED", "the urgent job ran in the preempted job's place"
     for name, signal in (("warned", "USR1 from Slurm: the time limit is near"),
                          ("requeued", "SIGTERM (preemption, scontrol requeue or scancel)"),

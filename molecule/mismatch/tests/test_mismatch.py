@@ -1,4 +1,5 @@
-"""mismatch: gres-gpu02 declares five H100, the node has four. The deploy must refuse at verify and touch nothing."""
+"""mismatch: gres-gpu02 declares five H100, the node has four; or the inventory names another Slurm release than
+the cluster runs. The deploy must refuse and touch nothing."""
 
 import os
 import sys
@@ -64,6 +65,32 @@ def test_nodes_not_drained(refused):
         assert refused["after"]["nodes"][node]["reason"] is None
 
 
+# The release the containers run (scripts/run-molecule.sh), and another one the inventory could wrongly name.
+RUNNING = os.environ.get("SLURM_GRES_SLURM_VERSION", "24.11")
+OTHER = "22.05" if RUNNING != "22.05" else "24.11"
+
+
+@pytest.fixture(scope="module")
+def wrong_release(refused):
+    """The inventory names another Slurm release than the cluster runs: refused before anything is staged."""
+    before = deploy_checks.snapshot()
+    rc, out = deploy_checks.deploy("-e", "slurm_version=%s" % OTHER)
+    return {"before": before, "rc": rc, "out": out, "after": deploy_checks.snapshot()}
+
+
+def test_a_release_the_cluster_does_not_run_is_refused_naming_each_daemon(wrong_release):
+    assert wrong_release["rc"] != 0
+    out = wrong_release["out"]
+    for host, daemon in (("gres-ctl", "slurmctld"), ("gres-gpu01", "slurmd"), ("gres-gpu02", "slurmd")):
+        assert "host %s: %s -V: expected Slurm %s (slurm_version), found %s." % (host, daemon, OTHER, RUNNING) in out
+    assert "nothing installed, nothing restarted: 3 Slurm daemon(s) do not run Slurm %s" % OTHER in out
+    assert "Stage the files, verify them" not in out  # refused before verification staged anything
+
+
+def test_a_refused_release_changes_nothing(wrong_release):
+    deploy_checks.assert_unchanged(wrong_release["before"], wrong_release["after"])
+
+
 THREE_H100 = {"gres-gpu02": {"slurm_gres_gpus": FIVE_H100["gres-gpu02"]["slurm_gres_gpus"][:3]}}
 
 
@@ -98,12 +125,7 @@ def test_gres_change_for_a_node_outside_the_limit_is_refused(limited):
 
 
 def test_refused_limits_change_nothing(limited):
-    before, after = limited["before"], limited["after"]
-    assert after["slurmctld"] == before["slurmctld"]
-    assert after["ctl_files"] == before["ctl_files"]
-    for node in deploy_checks.NODES:
-        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
-        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
+    deploy_checks.assert_unchanged(limited["before"], limited["after"])
 
 
 def test_a_sufficient_limit_deploys(limited):

@@ -57,7 +57,7 @@ def render(extra_inventories=()):
         rc, out = run_playbook("-e", "slurm_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories)
         assert rc == 0, "render-only run failed:\n%s" % out
         files = {}
-        for base, _, names in os.walk(out_dir):
+        for base, _subdirs, names in os.walk(out_dir):
             for name in names:
                 path = os.path.join(base, name)
                 with open(path) as handle:
@@ -111,6 +111,15 @@ def snapshot():
             "reason": info.get("Reason"),
         }
     return state
+
+
+def assert_unchanged(before, after):
+    """A refused run left every daemon and file as it was (snapshot() before and after)."""
+    assert after["slurmctld"] == before["slurmctld"]
+    assert after["ctl_files"] == before["ctl_files"]
+    for node in NODES:
+        assert after["nodes"][node]["files"] == before["nodes"][node]["files"], node
+        assert after["nodes"][node]["slurmd"] == before["nodes"][node]["slurmd"], node
 
 
 def digest(text):

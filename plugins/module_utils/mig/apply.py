@@ -77,7 +77,8 @@ def read_state(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None):
     Returns ``{"smi", "gpus", "processes", "hw", "warnings", "commands"}``; raises CollectError.
     """
     parsed = {}
-    hw, warnings, commands = collect(run, sysfs_root, nvidia_smi_path, which, parsed=parsed)
+    # The MIG plan needs no core numbers: sysfs is enough, and spares starting hwloc on every runbook step.
+    hw, warnings, commands = collect(run, sysfs_root, nvidia_smi_path, which, parsed=parsed, topology_source="sysfs")
     smi = commands[0][0]
     gis = parsed.get("lgi") or []
     cis = parsed.get("lci") or []
@@ -119,11 +120,11 @@ def summarize(gpus, indexes):
     for gpu in gpus:
         if gpu["index"] not in indexes:
             continue
-        devices = sorted(gpu.get("mig_devices") or [], key=lambda d: (d.get("gi_id") is None, d.get("gi_id"),
-                                                                       d.get("ci_id")))
+        devices = sorted(gpu.get("mig_devices") or [],
+                         key=lambda d: (d.get("gi_id") is None, d.get("gi_id"), d.get("ci_id")))
+        keys = ("profile", "gi_id", "ci_id", "uuid", "placement_start", "placement_size")
         out.append({"index": gpu["index"], "uuid": gpu["uuid"], "name": gpu["name"], "mig_mode": gpu["mig_mode"],
-                    "mig_devices": [{k: d.get(k) for k in ("profile", "gi_id", "ci_id", "uuid", "placement_start",
-                                                             "placement_size")} for d in devices]})
+                    "mig_devices": [{k: d.get(k) for k in keys} for d in devices]})
     return out
 
 

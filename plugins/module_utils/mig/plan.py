@@ -201,7 +201,7 @@ def plan_gpu(host, desired, gpu, processes=(), model=None, field=None, refuse_bu
 
 def wanted_profiles(counts):
     for name, n in counts.items():
-        for _ in range(n):
+        for _copy in range(n):
             yield name
 
 
@@ -216,7 +216,8 @@ def _finish(host, result, gpu, processes):
                 host, "GPU %d (%s)" % (result["index"], gpu.get("uuid") or "no uuid"),
                 "no compute processes on a GPU whose MIG layout changes",
                 "; ".join(_describe_process(p) for p in busy),
-                hint="drain the node and wait for its jobs to end (playbooks/mig-reconfigure.yml does), then rerun",
+                hint="drain the node and wait for its jobs to end (the playbook hpc.slurm_gres.mig_reconfigure "
+                     "does), then rerun",
             ))
     return result
 

@@ -441,7 +441,7 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
 
     if find_placement(canonical, names) is None:
         spec = MIG_MODELS[canonical]
-        used = sorted({n for n in names}, key=lambda n: _profile_sort_key(profile_spec(canonical, n)))
+        used = sorted(set(names), key=lambda n: _profile_sort_key(profile_spec(canonical, n)))
         mem = sum(profile_spec(canonical, n)["memory_slices"] for n in names)
         comp = sum(profile_spec(canonical, n)["compute_slices"] for n in names)
         if mem > spec["memory_slices"] or comp > spec["compute_slices"]:

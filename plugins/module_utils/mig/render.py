@@ -29,7 +29,8 @@ MIG_MINORS_PATH = "/proc/driver/nvidia-caps/mig-minors"
 CAPS_DIR = "/dev/nvidia-caps"
 # The way out for a node whose GPUs do not have the layout the inventory declares.
 RECONFIGURE_HINT = ("apply the inventory's layout with the MIG runbook, `ansible-playbook "
-                    "playbooks/mig-reconfigure.yml --limit %s` (it drains the node and waits for its jobs), or "
+                    "hpc.slurm_gres.mig_reconfigure --limit %s` (from a checkout `ansible-playbook "
+                    "playbooks/mig-reconfigure.yml --limit %s`; it drains the node and waits for its jobs), or "
                     "declare the live layout in the inventory; then deploy again")
 
 
@@ -164,7 +165,7 @@ def check_live_against_layout(declared_profiles, live_devices, host="?", field="
     hint = "; ".join(parts)
     if any(k.count(".") > 1 and "c." in k.split("g.")[0] for k in extra):
         hint += "; compute-instance splits are not supported, each GPU instance gets one default CI"
-    hint += "; " + RECONFIGURE_HINT % host
+    hint += "; " + RECONFIGURE_HINT % (host, host)
     where = "GPU %s " % gpu if gpu is not None else ""
     return [Problem(
         host, field,
@@ -219,7 +220,7 @@ def live_mig_gpus(hw_facts, node, host=None):
             continue
         if live.get("mig_mode") != "Enabled":
             problems.append(Problem(host, field, "GPU %d in MIG mode with %s" % (index, _fmt(profile_counts(
-                gpu["mig"]))), "MIG mode %s" % live.get("mig_mode"), hint=RECONFIGURE_HINT % host))
+                gpu["mig"]))), "MIG mode %s" % live.get("mig_mode"), hint=RECONFIGURE_HINT % (host, host)))
             continue
         devices = live.get("mig_devices") or []
         found = check_live_against_layout(gpu["mig"], devices, host=host, field=field, gpu=index)

@@ -1,165 +1,268 @@
-"""CPU topology from sysfs, and OS cpu ids -> the core indices Slurm uses in ``Cores=``.
+"""A node's CPU topology as Slurm sees it: its core numbering (``Cores=``), its shape, what ``slurmd -C`` prints.
 
-Slurm numbers cores in gres.conf ``Cores=`` by hwloc's *logical* core index (``Core L#`` in ``lstopo``),
-and translates them to OS cpus itself (``xcpuinfo_abs_to_mac``). The OS numbering can be anything:
-``0-31,64-95`` is socket 0 on a 2x32x2 Linux box (siblings at +64), even cpus are socket 0 on some
-older BIOSes. So a GPU's CPU affinity (OS ids from ``nvidia-smi topo -m``) must be mapped through the
-node's real topology.
+Slurm's ``Cores=`` indices are hwloc's *logical* core indices (``Core L#`` in ``lstopo``) of the topology
+slurmd loads (``src/slurmd/common/xcpuinfo.c``): whole system (cgroup-disallowed cpus included), L1/L2/L4/L5
+caches and Misc dropped, L3 caches, Dies and Groups kept. hwloc numbers cores depth-first over that tree
+(every object's children by their lowest cpu), so the OS numbering does not decide, and neither do the
+``core_id``/``physical_package_id`` labels: on a Xeon in SNC2 with cpus interleaved across the two NUMA nodes
+of a package, NUMA node 0's cores are ``0-9``, not every other core.
 
-The rule used here is hwloc's, checked against hwloc 2.9 itself (``HWLOC_FSROOT`` on a fake tree, see
-tests/unit/plugins/module_utils/node/test_cpu_topology.py):
+Where the topology comes from (``source``), in the order ``auto`` tries them:
 
-- a *core* is the set of online cpus with the same ``(physical_package_id, die_id, core_id)``
-  (``die_id`` only where the kernel exposes it);
-- hwloc orders sibling objects by their cpusets, that is by the lowest OS cpu they contain, so
-  packages come in the order of their lowest cpu (usually, but not necessarily, package id order), and
-  cores within a package in the order of their lowest cpu, **not** by ``core_id``: a core with
-  ``core_id`` 3 that holds cpu 0 is ``Core L#0``;
-- logical index = position in that order, one index per core whatever its thread count.
+- ``libhwloc``: slurmd's own hwloc library, asked with slurmd's settings (hwloc_query.py);
+- ``lstopo``: hwloc's command line tool, same settings;
+- ``sysfs``: sysfs read the way hwloc's Linux backend reads it (sysfs_topology.py), when hwloc is absent.
 
-Only sysfs is read (``<root>/sys/devices/system/cpu/online`` and ``cpuN/topology/*``); cpus that are
-offline or have no topology directory are left out, like hwloc leaves them out of the allowed set.
-Caches and NUMA nodes between package and core are not read: hwloc's depth-first order equals the
-order above unless a cache or NUMA node groups cores whose cpu ids interleave *inside* one package.
+slurmd then builds its CPU map (``xcpuinfo_hwloc_topo_get``): sockets are the Packages that hold cores,
+``CoresPerSocket = cores // sockets``, ``ThreadsPerCore = cpus // cores`` (integer divisions), and abstract
+cpu ``core * ThreadsPerCore + t`` maps to the t-th PU of the core-th core; a PU whose OS index is not below the
+number of cpus is left unmapped. The shape problems below are the cases where that description is not the
+node (uneven packages, hybrid cores, offline or disallowed cpus, no packages, sparse cpu ids).
 """
-import glob
-import os
-import re
-
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpusets, hwloc_query, hwloc_tree
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import sysfs_topology
+
+SOURCES = ("auto", "libhwloc", "lstopo", "sysfs")
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except (IOError, OSError):
-        return None
+class CpuTopology(object):
+    """Slurm's view of one hwloc tree. ``source``/``detail`` say where the tree came from."""
+
+    def __init__(self, tree, source, detail="", notes=()):
+        self.tree = tree
+        self.source = source
+        self.detail = detail
+        self.notes = list(notes)
+        self.pu_mask = tree.pus()
+        self.complete = (tree.complete or 0) | self.pu_mask
+        self.allowed = tree.allowed
+        self.numa_nodes = {k: cpusets.bits(v & self.pu_mask) for k, v in sorted(tree.numa_nodes.items())}
+        self.packages = tree.objects("Package")
+        self.cores = [cpusets.bits(c.cpuset) for c in tree.objects("Core")]
+        self.core_of = {}
+        for index, pus in enumerate(self.cores):
+            for cpu in pus:
+                self.core_of[cpu] = index
+        self._slurm_map()
+
+    # --- slurmd's computation (xcpuinfo_hwloc_topo_get) -----------------------------------------------------
+    def _slurm_map(self):
+        tree = self.tree
+        cpus = cpusets.weight(self.pu_mask)
+        core_objs = tree.objects("Core")
+        packages = self.packages
+        per_package = [len(tree.inside(p.cpuset, "Core")) for p in packages]
+        used = [p for p, n in zip(packages, per_package) if n]
+        sockets = len(used)
+        cores_per_used = [n for n in per_package if n]
+        if sockets == 0:
+            sockets = max(len(packages), 1)
+            cores_per_used = []
+        cores = len(core_objs) or 1
+        threads = cpus // cores
+        first = tree.root.children[0] if tree.root.children else None
+        boards = 1
+        if first is not None and first.type == "Group":
+            boards = max(len(tree.levels[first.depth]) if first.depth is not None else 1, 1)
+        block = {}
+        core_index = -1
+        for socket, count in zip(used, cores_per_used):
+            inside = tree.inside(socket.cpuset, "Core")
+            for idx in range(count):
+                core_index += 1
+                pus = tree.inside(inside[idx].cpuset, "PU") if idx < len(inside) else []
+                for t in range(threads):
+                    if t >= len(pus):
+                        continue
+                    macid = pus[t].os_index
+                    absid = core_index * threads + t
+                    if macid >= cpus or absid >= cpus:
+                        continue
+                    block[absid] = macid
+        self.cpus = cpus
+        self.boards = boards
+        self.sockets = sockets
+        self.cores_per_socket = cores // sockets
+        self.threads_per_core = threads
+        self.cores_per_package = per_package
+        self.block_map = block
+        self.slurm_core_of = {mac: absid // threads for absid, mac in block.items()} if threads else {}
+
+    def slurmd_c(self):
+        """The hardware part of ``slurmd -C``'s line."""
+        return "CPUs=%d Boards=%d SocketsPerBoard=%d CoresPerSocket=%d ThreadsPerCore=%d" % (
+            self.cpus, self.boards, self.sockets // self.boards, self.cores_per_socket, self.threads_per_core)
+
+    def shape_problems(self):
+        """Why ``Sockets x CoresPerSocket x ThreadsPerCore`` does not describe this node (empty when it does)."""
+        problems = []
+        threads = sorted({len(c) for c in self.cores})
+        if not self.packages:
+            problems.append("hwloc sees no Package: slurmd counts 1 socket and maps cpus in OS order, not by core")
+        elif len(set(n for n in self.cores_per_package if n)) > 1:
+            problems.append("packages have different core counts (%s): slurmd -C reports CoresPerSocket=%d, "
+                            "the integer average" % (", ".join(str(n) for n in self.cores_per_package if n),
+                                                     self.cores_per_socket))
+        if len(threads) > 1:
+            problems.append("cores have different thread counts (%s; hybrid CPU or SMT partly off): slurmd -C "
+                            "reports ThreadsPerCore=%d" % (" or ".join(str(t) for t in threads),
+                                                           self.threads_per_core))
+        offline = self.complete & ~self.pu_mask
+        if offline:
+            problems.append("%s offline: slurmd counts only the %d online cpus, and the shape changes when "
+                            "they come back" % (_cpus_are(offline), self.cpus))
+        if self.allowed is not None and self.pu_mask & ~self.allowed:
+            problems.append("%s outside this node's cgroup cpuset: slurmd counts them (whole system) but jobs "
+                            "cannot run there" % _cpus_are(self.pu_mask & ~self.allowed))
+        mismatched = self.slurm_map_mismatch()
+        if mismatched:
+            problems.append("slurmd's CPU map does not follow the cores for %s (cpu ids not below the cpu "
+                            "count %d, or cores outside packages): their Cores= binding is unreliable"
+                            % (_cpus(cpusets.mask_of(mismatched)), self.cpus))
+        pcores = self.without_ecores()
+        if pcores is not None:
+            problems.append("E-cores on %s (not in hwloc's IntelCore kind): Slurm 23.02 and later drop them unless "
+                            "SlurmdParameters=allow_ecores; slurmd -C then prints %s and Cores= can only name the "
+                            "%d P-cores (these facts number all cores, as with allow_ecores)"
+                            % (_cpus(self.pu_mask & ~pcores.pu_mask), pcores.slurmd_c(), len(pcores.cores)))
+        return problems
+
+    def without_ecores(self):
+        """The topology Slurm 23.02+ uses without ``SlurmdParameters=allow_ecores``, or None when that is this one.
+
+        xcpuinfo.c's ``_remove_ecores`` (Slurm 24.11 and later) restricts hwloc's topology to the CPU kinds whose
+        CoreType is IntelCore (the P-cores of an Intel hybrid CPU) and the kinds with the same FrequencyMaxMHz
+        (P-cores that hwloc before 2.10 leaves unlabelled when a cpuset hides them); without an IntelCore kind
+        nothing is removed. Slurm 23.02 to 24.05 keep only the first IntelCore kind.
+        """
+        pcores = 0
+        frequencies = set()
+        for cpuset, info in self.tree.cpukinds:
+            if (info.get("CoreType") or "").lower() == "intelcore":
+                pcores |= cpuset
+                frequencies.add((info.get("FrequencyMaxMHz") or "").lower())
+        frequencies.discard("")
+        for cpuset, info in self.tree.cpukinds:
+            if (info.get("FrequencyMaxMHz") or "").lower() in frequencies:
+                pcores |= cpuset
+        pcores &= self.pu_mask
+        if not pcores or pcores == self.pu_mask:
+            return None
+        return CpuTopology(self.tree.restricted(pcores), self.source, self.detail, self.notes)
+
+    def slurm_map_mismatch(self):
+        """OS cpus whose slurmd abstract core is not their hwloc logical core (sorted)."""
+        wrong = []
+        for cpu in cpusets.bits(self.pu_mask):
+            core = self.core_of.get(cpu)
+            if core is None:
+                continue
+            if core * self.threads_per_core + self.cores[core].index(cpu) >= self.cpus:
+                wrong.append(cpu)
+                continue
+            if len(self.cores[core]) > self.threads_per_core and self.cores[core].index(cpu) >= self.threads_per_core:
+                continue  # a thread slurmd does not map at all (uneven threads): reported as such above
+            if self.slurm_core_of.get(cpu) != core:
+                wrong.append(cpu)
+        return wrong
+
+    # --- conversions --------------------------------------------------------------------------------------
+    def slurm_cores(self, os_cpus, strict=True):
+        """Slurm core range (``"0-31"``) for OS cpus: the cores they intersect (``hwloc-calc --intersect core``).
+
+        ``strict``: ValueError naming cpus that are not PUs of this node; otherwise those are ignored.
+        """
+        if isinstance(os_cpus, str):
+            os_cpus = parse_int_ranges(os_cpus) if os_cpus.strip() else []
+        unknown = sorted(set(os_cpus) - set(self.core_of))
+        if unknown and strict:
+            raise ValueError("cpus %s are not online cpus with a topology on this node (online: %s)"
+                             % (format_int_ranges(unknown), format_int_ranges(self.core_of)))
+        return format_int_ranges(self.core_of[c] for c in os_cpus if c in self.core_of)
+
+    def package_of_core(self):
+        """``{core index: socket index}`` (Slurm's sockets: packages that hold cores, in logical order)."""
+        result = {}
+        socket = 0
+        for package in self.packages:
+            inside = self.tree.inside(package.cpuset, "Core")
+            if not inside:
+                continue
+            for core in inside:
+                result[self.core_of[cpusets.first(core.cpuset)]] = socket
+            socket += 1
+        return result
+
+    def facts(self):
+        """The ``cpu`` part of ``slurm_gres_hw`` (the first three keys are the long-standing ones)."""
+        problems = self.shape_problems()
+        pcores = self.without_ecores()
+        offline = self.complete & ~self.pu_mask
+        disallowed = self.pu_mask & ~self.allowed if self.allowed is not None else 0
+        return {
+            "sockets": self.sockets,
+            "cores_per_socket": self.cores_per_socket,
+            "threads_per_core": self.threads_per_core,
+            "boards": self.boards,
+            "cpus": self.cpus,
+            "cores": len(self.cores),
+            "cores_per_package": [n for n in self.cores_per_package if n],
+            "threads_per_core_seen": sorted({len(c) for c in self.cores}),
+            "offline_cpus": cpusets.to_cpulist(offline),
+            "disallowed_cpus": cpusets.to_cpulist(disallowed),
+            "numa_nodes": {str(k): format_int_ranges(v) for k, v in self.numa_nodes.items() if v},
+            "slurmd_c": self.slurmd_c(),
+            "slurmd_c_without_ecores": pcores.slurmd_c() if pcores is not None else None,
+            "shape_fits": not problems,
+            "shape_problems": problems,
+            "source": self.source,
+            "source_detail": self.detail,
+            "source_notes": list(self.notes),
+        }
 
 
-def read_cpu_topology(sysfs_root="/"):
-    """Read the cpu topology under ``sysfs_root``.
+def _cpus(mask):
+    return "%s %s" % ("cpu" if cpusets.weight(mask) == 1 else "cpus", cpusets.to_cpulist(mask))
 
-    Returns ``{"cpus": {os_cpu: (package_id, core_key)}, "online": [...], "skipped": [...],
-    "numa_nodes": {node: [cpus]}}`` where ``core_key`` is the sysfs ``core_id`` (or ``(die_id, core_id)``
-    when dies are exposed with more than one die per package). ``skipped``: cpus listed online whose
-    topology could not be read. Raises ValueError when no cpu topology is found at all.
+
+def _cpus_are(mask):
+    return "%s %s" % (_cpus(mask), "is" if cpusets.weight(mask) == 1 else "are")
+
+
+def from_hwloc_xml(text, source="hwloc-xml", detail="", notes=()):
+    """CpuTopology of an hwloc XML (lstopo --of xml / hwloc_topology_export_xmlbuffer output)."""
+    return CpuTopology(hwloc_tree.from_xml(text), source, detail, notes)
+
+
+def from_sysfs(sysfs_root="/", notes=()):
+    tree = sysfs_topology.read_tree(sysfs_root)
+    return CpuTopology(tree, "sysfs", "%s/sys/devices/system/cpu" % (sysfs_root.rstrip("/") or ""), notes)
+
+
+def read_cpu_topology(sysfs_root="/", source="auto", run=None, which=None):
+    """The node's CpuTopology from the first source that works (see the module docstring).
+
+    ``run(argv) -> (rc, out, err)`` and ``which(name) -> path or None`` are needed for the hwloc sources;
+    without them only sysfs is read. Raises ValueError when nothing could be read (the message lists why).
     """
-    base = os.path.join(sysfs_root, "sys", "devices", "system", "cpu")
-    present = sorted(int(m.group(1)) for m in (re.match(r".*/cpu(\d+)$", p) for p in glob.glob(base + "/cpu[0-9]*"))
-                     if m)
-    online_text = _read(os.path.join(base, "online"))
-    if online_text:
-        online = set(parse_int_ranges(online_text))
-    else:
-        online = set(present)
-    raw = {}
-    skipped = []
-    for cpu in present:
-        if cpu not in online:
-            continue
-        topo = os.path.join(base, "cpu%d" % cpu, "topology")
-        package = _read(os.path.join(topo, "physical_package_id"))
-        core = _read(os.path.join(topo, "core_id"))
-        if package is None or core is None or not re.match(r"^-?\d+$", package) or not re.match(r"^-?\d+$", core):
-            skipped.append(cpu)
-            continue
-        die = _read(os.path.join(topo, "die_id"))
-        raw[cpu] = (int(package), int(die) if die and re.match(r"^-?\d+$", die) else 0, int(core))
-    if not raw:
-        raise ValueError("no cpu topology under %s (expected cpuN/topology/physical_package_id and core_id)" % base)
-    multi_die = any(len({d for (p2, d, _c) in raw.values() if p2 == p}) > 1 for (p, _d, _c) in raw.values())
-    cpus = {}
-    for cpu, (package, die, core) in raw.items():
-        cpus[cpu] = (package, (die, core) if multi_die else core)
-    return {"cpus": cpus, "online": sorted(raw), "skipped": skipped, "numa_nodes": read_numa_nodes(sysfs_root)}
-
-
-def read_numa_nodes(sysfs_root="/"):
-    """``{node: [cpus]}`` from ``<root>/sys/devices/system/node/nodeN/cpulist`` (empty when absent)."""
-    nodes = {}
-    for path in glob.glob(os.path.join(sysfs_root, "sys", "devices", "system", "node", "node[0-9]*", "cpulist")):
-        m = re.match(r".*/node(\d+)/cpulist$", path)
-        text = _read(path)
-        if m is None or text is None:
-            continue
-        nodes[int(m.group(1))] = parse_int_ranges(text) if text else []
-    return nodes
-
-
-def _cpus_of(topology_or_cpus):
-    if isinstance(topology_or_cpus, dict) and "cpus" in topology_or_cpus and isinstance(topology_or_cpus["cpus"], dict):
-        return topology_or_cpus["cpus"]
-    return topology_or_cpus
-
-
-def _cores(cpus):
-    """``[(package_id, core_key, [os cpus])]`` in hwloc logical order."""
-    members = {}
-    for cpu, (package, core) in cpus.items():
-        members.setdefault((package, core), []).append(cpu)
-    package_first = {}
-    for (package, _core), cpu_list in members.items():
-        package_first[package] = min(package_first.get(package, min(cpu_list)), min(cpu_list))
-    ordered = sorted(members.items(), key=lambda item: (package_first[item[0][0]], min(item[1])))
-    return [(package, core, sorted(cpu_list)) for (package, core), cpu_list in ordered]
-
-
-def logical_core_map(cpus):
-    """``{os_cpu: slurm_core_index}`` (hwloc logical core order, see the module docstring)."""
-    cpus = _cpus_of(cpus)
-    mapping = {}
-    for index, (_package, _core, cpu_list) in enumerate(_cores(cpus)):
-        for cpu in cpu_list:
-            mapping[cpu] = index
-    return mapping
-
-
-def socket_of_core(cpus):
-    """``{slurm_core_index: socket_index}`` with sockets numbered like hwloc's ``Package L#``."""
-    cpus = _cpus_of(cpus)
-    result = {}
-    package_rank = {}
-    for index, (package, _core, _cpu_list) in enumerate(_cores(cpus)):
-        package_rank.setdefault(package, len(package_rank))
-        result[index] = package_rank[package]
-    return result
-
-
-def cpu_layout(cpus):
-    """``{"sockets", "cores_per_socket", "threads_per_core"}`` as slurmd computes them from hwloc
-    (cores = all cores / sockets, threads = all cpus / all cores, integer division), plus ``cpus`` (online
-    cpus counted) and ``uniform`` (every socket has the same core count and every core the same thread
-    count; false on hybrid CPUs, where the integer division hides the difference)."""
-    cpus = _cpus_of(cpus)
-    cores = _cores(cpus)
-    packages = {}
-    threads = set()
-    for package, _core, cpu_list in cores:
-        packages[package] = packages.get(package, 0) + 1
-        threads.add(len(cpu_list))
-    sockets = len(packages)
-    total_cores = len(cores)
-    return {
-        "sockets": sockets,
-        "cores_per_socket": total_cores // sockets if sockets else 0,
-        "threads_per_core": len(cpus) // total_cores if total_cores else 0,
-        "cpus": len(cpus),
-        "uniform": len(set(packages.values())) <= 1 and len(threads) <= 1,
-    }
-
-
-def os_cpus_to_slurm_cores(os_cpus, cpus, strict=True):
-    """Slurm core range string (``"0-31"``) for a list (or range string) of OS cpu ids.
-
-    ``strict``: raise ValueError naming the cpus the topology does not know (offline, or a CPU list
-    that belongs to another machine); otherwise those are ignored. Returns "" for an empty set.
-    """
-    if isinstance(os_cpus, str):
-        os_cpus = parse_int_ranges(os_cpus)
-    mapping = logical_core_map(cpus)
-    unknown = sorted(set(os_cpus) - set(mapping))
-    if unknown and strict:
-        raise ValueError("cpus %s are not online cpus with a topology on this node (online: %s)"
-                         % (format_int_ranges(unknown), format_int_ranges(mapping)))
-    return format_int_ranges(mapping[c] for c in os_cpus if c in mapping)
+    if source not in SOURCES:
+        raise ValueError("topology source must be one of %s, not %r" % (", ".join(SOURCES), source))
+    notes = []
+    wanted = ("libhwloc", "lstopo", "sysfs") if source == "auto" else (source,)
+    for name in wanted:
+        try:
+            if name == "sysfs":
+                return from_sysfs(sysfs_root, notes)
+            if run is None:
+                raise hwloc_query.HwlocUnavailable("%s: no command runner given" % name)
+            if name == "libhwloc":
+                text, detail = hwloc_query.query_libhwloc(run, sysfs_root)
+            else:
+                if which is None:
+                    raise hwloc_query.HwlocUnavailable("lstopo: no PATH lookup given")
+                text, detail = hwloc_query.query_lstopo(run, which, sysfs_root)
+            return from_hwloc_xml(text, name, detail, notes)
+        except (hwloc_query.HwlocUnavailable, ValueError) as exc:
+            notes.append(str(exc))
+    raise ValueError("; ".join(notes))

@@ -22,6 +22,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges impor
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_type_fits
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.render import RECONFIGURE_HINT
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     conf_problems,
     gres_counts_from_records,
@@ -31,9 +32,9 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 )
 
 NVIDIA_MAJOR = 195
-CHECKS = ("parse", "count", "present", "type", "mig", "device", "cores", "socket_boundary", "order",
-          "cpu_layout", "slurmd_g")
-_AUTODETECT_ON = ("nvml", "nvidia")
+CHECKS = ("parse", "release", "count", "present", "type", "mig", "device", "cores", "socket_boundary", "order",
+          "cpu_layout", "autodetect", "slurmd_g")
+_AUTODETECT_ON = ("nvml", "nvidia", "full")
 
 
 def finding(severity, check, gpu, expected, found, hint=None):
@@ -42,15 +43,14 @@ def finding(severity, check, gpu, expected, found, hint=None):
 
 
 def parse_slurm_version(text):
-    """``"slurm-wlm 22.05.8"`` / ``"slurm 24.11.1"`` / ``"24.11"`` -> (22, 5, 8) / (24, 11, 1) / (24, 11, 0)."""
+    """``"slurm-wlm 22.05.8"`` / ``"slurm 24.11.1"`` / ``"24.11"`` -> (22, 5, 8) / (24, 11, 1) / (24, 11, 0); None
+    stays None (unknown)."""
     if text is None:
         return None
-    if isinstance(text, (tuple, list)):
-        return tuple(int(v) for v in text) + (0,) * (3 - len(text))
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text))
-    if not match:
+    try:
+        return versions.parse_version(text)
+    except ValueError:
         raise ValueError("slurmd_version: expected a Slurm version such as 22.05.8, found %r" % (text,))
-    return (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
 
 
 # ---------------------------------------------------------------------------------------------- parsing
@@ -111,7 +111,7 @@ def _type_key(name, gtype):
 
 
 def _split_key(key):
-    name, _, gtype = key.partition(":")
+    name, _sep, gtype = key.partition(":")
     return name, (gtype or None)
 
 
@@ -290,6 +290,7 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
             "slurmd -N %s would exit: slurmd initialization failed" % node_name))
         return findings
 
+    findings.extend(_check_release(node, slurm_text, version))
     findings.extend(_check_counts(node, deferred))
     findings.extend(_check_present(node))
     findings.extend(_check_devices(node))
@@ -299,7 +300,7 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
     findings.extend(_check_socket_boundaries(node, version))
     findings.extend(_check_order(node))
     findings.extend(_check_cpu_layout(node))
-    findings.extend(_check_autodetect_plugin(node, gpu_plugins))
+    findings.extend(_check_autodetect_plugin(node, gpu_plugins, version))
     if slurmd_g_output is not None:
         findings.extend(_check_slurmd_g(node, slurmd_g_output))
     return findings
@@ -324,21 +325,64 @@ def find_gpu_plugins(plugin_dir=None, candidates=GPU_PLUGIN_DIRS, listdir=os.lis
     return {"dir": None, "plugins": []}
 
 
-def _check_autodetect_plugin(node, gpu_plugins):
-    """AutoDetect=nvml needs slurmd's gpu_nvml plugin; without it nothing is detected and nothing is checked."""
-    if gpu_plugins is None or "nvml" not in (node.autodetect or ""):
+_HOSTLIST_KEYS = re.compile(r"(?:^|\s)(NodeName|Nodes)=(\S+)", re.IGNORECASE)
+
+
+def _check_release(node, slurm_text, version):
+    """What the node's Slurm release cannot read: hostlist forms in slurm.conf, the AutoDetect mode of gres.conf."""
+    if version is None:
         return []
-    if "nvml" in gpu_plugins["plugins"]:
+    out = []
+    release = versions.release_of(version)
+    for lineno, raw in enumerate(slurm_text.splitlines(), 1):
+        line = raw.split("#", 1)[0]
+        for key, expr in _HOSTLIST_KEYS.findall(line):
+            bad = versions.hostlist_form_problem(expr, release)
+            if bad:
+                out.append(finding(
+                    "error", "release", None,
+                    "slurm.conf line %d: %s= in a hostlist form Slurm %s parses" % (lineno, key, release),
+                    "%s (text after the last ']' of %s)" % (expr, bad),
+                    "Slurm before 23.11 cannot read a suffix after a bracket (fatal: Unable to create NodeAddr "
+                    "list); render with slurm_version: \"%s\"" % release))
+    mode = node.autodetect
+    if mode and mode != "off":
+        known = [m for m in versions.autodetect_modes(release) if m != "off"]
+        if not any(m in mode for m in known):
+            out.append(finding(
+                "error", "release", None, "gres.conf AutoDetect= a mode Slurm %s knows (%s)"
+                % (release, ", ".join(versions.autodetect_modes(release))), "AutoDetect=%s" % mode,
+                "slurmd logs 'error: unknown autodetect flag '%s'' and detects nothing; set slurm_gres_autodetect "
+                "and slurm_version to what the cluster runs" % mode))
+    return out
+
+
+def _check_autodetect_plugin(node, gpu_plugins, version):
+    """AutoDetect=nvml|nvidia|full needs a gpu plugin of slurmd for NVIDIA GPUs (versions.autodetect_plugins);
+    without one nothing is detected or checked."""
+    mode = next((m for m in _AUTODETECT_ON if m in (node.autodetect or "")), None)
+    if gpu_plugins is None or mode is None:
         return []
+    plugins = versions.autodetect_plugins(mode, version or versions.RELEASES[-1])
+    if not plugins:
+        return []  # a mode the release does not know: the release check reports it
+    if any(p[len("gpu_"):-len(".so")] in gpu_plugins["plugins"] for p in plugins):
+        return []
+    wanted = " or ".join(plugins)
     if gpu_plugins["dir"] is None:
-        return [finding("warning", "autodetect", None, "slurmd's gpu_nvml.so plugin for AutoDetect=nvml",
+        return [finding("warning", "autodetect", None, "slurmd's %s plugin for AutoDetect=%s" % (wanted, mode),
                         "no Slurm plugin directory found (set PluginDir in slurm.conf)")]
     found = ", ".join("gpu_%s.so" % p for p in gpu_plugins["plugins"]) or "no gpu_*.so"
-    return [finding("error", "autodetect", None,
-                    "gpu_nvml.so in %s for AutoDetect=nvml" % gpu_plugins["dir"], found,
-                    "this slurmd was built without NVML (Debian's is): AutoDetect=nvml would detect and check "
-                    "nothing; set slurm_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or "
-                    "install a Slurm built with NVML")]
+    if mode == "nvml":
+        hint = ("this slurmd was built without NVML (Debian's is): AutoDetect=nvml would detect and check nothing; "
+                "set slurm_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or install a Slurm "
+                "built with NVML")
+    else:
+        hint = ("AutoDetect=%s would detect and check nothing%s; install the slurmd package that has %s or set "
+                "slurm_gres_autodetect: 'off'" % (mode, " (slurmd falls back to gpu/generic)" if mode == "full" else "",
+                                                  wanted))
+    return [finding("error", "autodetect", None, "%s in %s for AutoDetect=%s" % (wanted, gpu_plugins["dir"], mode),
+                    found, hint)]
 
 
 def _check_counts(node, deferred=None):
@@ -366,7 +410,7 @@ def _mig_types(node):
 def _seen_count(node, key, mig_types):
     """How many devices of ``key`` nvidia-smi shows: whole GPUs (MIG mode off) whose name fits the type, or MIG
     devices of that type (``gres_type.mig_type_fits``). None when the type cannot be judged."""
-    _, gtype = _split_key(key)
+    _name, gtype = _split_key(key)
     if key in mig_types:
         if gtype is None:
             return None
@@ -421,7 +465,7 @@ def _check_present(node):
     gpus = node.gpus
     per_type_shortfall = False
     for key, want in declared:
-        _, gtype = _split_key(key)
+        _name, gtype = _split_key(key)
         if gtype is None:
             continue
         seen = _seen_count(node, key, mig_types)
@@ -441,7 +485,7 @@ def _check_present(node):
             "a GPU fell off the bus, is held by a failed driver or is of another model (nvidia-smi names: %s); "
             "slurmctld would drain the node (count reported lower)%s" % ("; ".join(names) or "none", _lost_text(node))))
     whole = [(k, v) for k, v in declared if k not in mig_types]
-    total_want = sum(v for _, v in whole)
+    total_want = sum(v for _key, v in whole)
     if not per_type_shortfall and total_want > len(gpus):
         out.append(finding(
             "error", "present", None, "%d GPUs visible to nvidia-smi" % total_want,
@@ -554,14 +598,15 @@ def _check_mig(node):
             out.append(finding(
                 "error", "mig", gpu.get("index"), "MIG mode Enabled on %s (MultipleFiles line)" % slot["file"],
                 "MIG mode %s" % (gpu.get("mig_mode") or "unknown"),
-                "the GPU does not have the MIG layout the inventory declares; " + RECONFIGURE_HINT % node.name))
+                "the GPU does not have the MIG layout the inventory declares; "
+                + RECONFIGURE_HINT % (node.name, node.name)))
         elif not slot["multiple"] and mode == "enabled":
             out.append(finding(
                 "error", "mig", gpu.get("index"), "%s as a whole GPU (MIG mode off)" % slot["file"],
                 "MIG mode Enabled",
                 "jobs would get no usable CUDA device: the GPU has a MIG layout the inventory does not declare "
                 "(to turn MIG off, the runbook needs the GPU's `model` in the inventory); "
-                + RECONFIGURE_HINT % node.name))
+                + RECONFIGURE_HINT % (node.name, node.name)))
     return out
 
 
@@ -647,7 +692,9 @@ def _local_cores_union(gpus):
 
 
 def _check_socket_boundaries(node, version):
-    """Cores must cover whole sockets: Slurm 24.11+ drains a node whose GRES cores split a socket."""
+    """Cores must line up with sockets the way the node's release demands (versions.py, socket_boundary):
+    an error where its slurmctld drains the node, a warning where a later release would (all warnings when the
+    release is unknown)."""
     out = []
     if not (node.sockets and node.cores_per_socket):
         return out
@@ -657,72 +704,39 @@ def _check_socket_boundaries(node, version):
                 "warning", "socket_boundary", None, "sockets as physical packages",
                 "SlurmdParameters=%s" % token,
                 "Slurm's sockets are then NUMA nodes / L3 caches, which this check cannot see; not checked")]
+    judged = versions.release_of(version) if version is not None else versions.SUPPORTED[0]
     for rec in node.gpu_records_in_slurm_order():
         try:
             cores = _cores_of(_rec_get(rec, "cores", "cpus"))
         except ValueError:
             continue
         gpus = _record_gpus(node, rec)
-        source = "configured"
+        autodetected = False
         if cores is None:
             if not _autodetect_on(node):
                 continue
             cores = _local_cores_union(gpus)
-            source = "autodetected"
+            autodetected = True
             if not cores:
                 continue
         if cores[-1] >= node.total_cores:
             continue  # reported by the cores check
-        problem = _boundary_problem(node, cores, version)
-        if problem is None:
-            continue
-        severity, expected, hint = problem
-        spec = format_int_ranges(cores)
-        first = _first_split_socket(node, cores)
-        what = ("core specification %s for node" if source == "configured" else "autodetected core affinity %s on node")
-        found = "gres/gpu GRES %s %s doesn't match socket boundaries. (Socket %d is cores %d-%d)" % (
-            what % spec, node.name, first, first * node.cores_per_socket, (first + 1) * node.cores_per_socket - 1)
-        out.append(finding(severity, "socket_boundary", _gpus_label(g.get("index") for g in gpus),
-                           "gres.conf line %s: %s" % (rec.get("line"), expected), found, hint))
+        found = versions.socket_boundary_findings(cores, node.sockets, node.cores_per_socket, judged)
+        for severity, since, expected, sock in found:
+            if version is None:
+                expected = "%s (enforced from Slurm %s; the node's release is unknown)" % (expected, since)
+                hint = "after an upgrade to %s+ slurmctld sets the node INVAL and drains it" % since
+            elif severity == "error":
+                expected = "%s (Slurm %s)" % (expected, judged)
+                hint = "slurmctld sets the node INVAL and drains it"
+            else:
+                expected = "%s (rule from Slurm %s; node runs %s)" % (expected, since, judged)
+                hint = "fine on this version; after an upgrade to %s+ slurmctld drains the node" % since
+            out.append(finding(
+                "warning" if version is None else severity, "socket_boundary",
+                _gpus_label(g.get("index") for g in gpus), "gres.conf line %s: %s" % (rec.get("line"), expected),
+                versions.socket_boundary_message(cores, node.name, sock, node.cores_per_socket, autodetected), hint))
     return out
-
-
-def _first_split_socket(node, cores):
-    """The socket Slurm names in its message: the first one the cores only partly cover."""
-    cps = node.cores_per_socket
-    coreset = set(cores)
-    for sock in sorted(set(c // cps for c in cores)):
-        if not set(range(sock * cps, (sock + 1) * cps)) <= coreset:
-            return sock
-    return min(c // cps for c in cores)
-
-
-def _boundary_problem(node, cores, version):
-    cps = node.cores_per_socket
-    coreset = set(cores)
-    touched = sorted(set(c // cps for c in cores))
-    whole = all(set(range(s * cps, (s + 1) * cps)) <= coreset for s in touched)
-    one_or_all = whole and (len(touched) == 1 or len(touched) == node.sockets)
-    vtext = "%d.%02d" % version[:2] if version else "unknown"
-    if version is not None and version >= (25, 11, 0):
-        if not one_or_all:
-            return ("error", "Cores= exactly one whole socket or all cores (Slurm %s)" % vtext,
-                    "slurmctld sets the node INVAL and drains it")
-        return None
-    if version is not None and version >= (24, 11, 0):
-        if not whole:
-            return ("error", "Cores= whole sockets (Slurm %s)" % vtext, "slurmctld sets the node INVAL and drains it")
-        if not one_or_all:
-            return ("warning", "Cores= one whole socket or all cores (rule from Slurm 25.11)",
-                    "fine on %s; Slurm 25.11+ drains the node" % vtext)
-        return None
-    if not whole:
-        return ("warning", "Cores= whole sockets (enforced from Slurm 24.11; node runs %s)" % vtext,
-                "fine on this version; after an upgrade to 24.11+ slurmctld drains the node")
-    if not one_or_all:
-        return ("warning", "Cores= one whole socket or all cores (rule from Slurm 25.11)",
-                "fine on this version; Slurm 25.11+ drains the node")
-    return None
 
 
 def _bus_key(gpu):
@@ -805,7 +819,7 @@ def _check_slurmd_g(node, output):
     for key, want in node.declared().items():
         name, gtype = _split_key(key)
         if gtype is None:
-            have = sum(v for (n, _), v in counts.items() if n == name)
+            have = sum(v for (n, _type), v in counts.items() if n == name)
         else:
             have = counts.get((name, gtype.lower()), 0)
         if have < want:
@@ -886,12 +900,12 @@ def format_findings_table(findings, title=None):
     lines = []
     if title:
         lines.append(title)
-    lines.append("  ".join(h.ljust(w) for (_, h, _), w in zip(_COLUMNS, widths)).rstrip())
+    lines.append("  ".join(h.ljust(w) for (_key, h, _align), w in zip(_COLUMNS, widths)).rstrip())
     lines.append("  ".join("-" * w for w in widths))
     indent = " " * (sum(widths[:3]) + 6)
     for f in ordered:
         cells = [textwrap.wrap(_cell(f.get(key)), w, break_long_words=True, break_on_hyphens=False) or [""]
-                 for (key, _, _), w in zip(_COLUMNS, widths)]
+                 for (key, _header, _align), w in zip(_COLUMNS, widths)]
         for row in range(max(len(c) for c in cells)):
             lines.append("  ".join((c[row] if row < len(c) else "").ljust(w)
                                    for c, w in zip(cells, widths)).rstrip())

@@ -45,11 +45,12 @@ def resolve_nvidia_smi(command, which=None):
     return path
 
 
-def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parsed=None):
+def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parsed=None, topology_source="auto"):
     """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError.
 
     Every output is parsed once; ``parsed`` (a dict) receives the parsed tables for callers that need more than
-    the facts (``mig.apply`` reads the ``lgi`` and ``lci`` rows).
+    the facts (``mig.apply`` reads the ``lgi`` and ``lci`` rows). ``topology_source``: where the CPU topology
+    comes from (cpu_topology.SOURCES; ``auto`` asks hwloc first).
     """
     parsed = {} if parsed is None else parsed
     smi = resolve_nvidia_smi(nvidia_smi_path, which)
@@ -102,7 +103,8 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
                 outputs[key] = out + err if rc != 0 else out
 
     try:
-        topology = cpu_topology.read_cpu_topology(sysfs_root)
+        topology = cpu_topology.read_cpu_topology(sysfs_root, source=topology_source, run=run,
+                                                  which=which or shutil.which)
     except ValueError as exc:
         warnings.append("CPU topology: %s; Slurm cores are unknown" % exc)
         topology = None

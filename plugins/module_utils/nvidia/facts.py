@@ -7,12 +7,8 @@ import os
 import pwd
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_topology
-
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import smi as nvidia_smi
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
-
-CPU_FACT_KEYS = ("sockets", "cores_per_socket", "threads_per_core")
 
 
 def query_gpu_command(nvidia_smi_path):
@@ -130,9 +126,10 @@ def _process_matches(info, process_name):
     if not process_name:
         return False
     base = os.path.basename(process_name.split()[0])
-    return (info.get("comm") is not None and base[:15] == info["comm"][:15]) or \
-        (info.get("argv0") is not None and (info["argv0"] == process_name.split()[0]
-                                           or os.path.basename(info["argv0"]) == base))
+    if info.get("comm") is not None and base[:15] == info["comm"][:15]:
+        return True
+    argv0 = info.get("argv0")
+    return argv0 is not None and (argv0 == process_name.split()[0] or os.path.basename(argv0) == base)
 
 
 def _join_mig_devices(gpu, listed, lci_rows, lgi_rows, minors, gpu_minor, warnings):
@@ -147,10 +144,10 @@ def _join_mig_devices(gpu, listed, lci_rows, lgi_rows, minors, gpu_minor, warnin
         for d, c in zip(devices, cis):
             d["gi_id"], d["ci_id"] = c["gi_id"], c["ci_id"]
     elif devices or cis:
+        listed_text = ", ".join(d["profile"] for d in devices) or "none"
+        cis_text = ", ".join("%s gi%d/ci%d" % (c["profile"], c["gi_id"], c["ci_id"]) for c in cis) or "none"
         warnings.append("GPU %d: cannot match nvidia-smi -L MIG devices (%s) to mig -lci compute instances (%s); "
-                        "gi_id/ci_id left unknown" % (gpu["index"], ", ".join(d["profile"] for d in devices) or "none",
-                                                       ", ".join("%s gi%d/ci%d" % (c["profile"], c["gi_id"], c["ci_id"])
-                                                                 for c in cis) or "none"))
+                        "gi_id/ci_id left unknown" % (gpu["index"], listed_text, cis_text))
     result = []
     for d in devices:
         gi = gis.get(d["gi_id"]) if d["gi_id"] is not None else None
@@ -188,7 +185,7 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
                 list_text=None, lgi_text=None, lci_text=None, mig_minors_text=None, processes=None, parsed=None):
     """Build ``slurm_gres_hw`` from command outputs and sysfs/procfs data.
 
-    ``topology``: :func:`cpu_topology.read_cpu_topology` result (None when unreadable);
+    ``topology``: a :class:`cpu_topology.CpuTopology` (None when unreadable);
     ``gpu_minors``: ``{pci_bus_id: minor}``; ``processes``: ``{pid: read_process(...) result}``;
     ``topo_text`` / ``apps_text`` None when the command failed (the facts then say null, not empty).
     ``parsed``: a dict shared with the caller so each output is parsed once: rows it already holds under
@@ -206,15 +203,13 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
     if topo is not None and len(topo["gpus"]) != len(rows):
         warnings.append("nvidia-smi topo -m shows %d GPUs, --query-gpu %d" % (len(topo["gpus"]), len(rows)))
 
-    cpus = topology["cpus"] if topology else None
-    numa_nodes = topology.get("numa_nodes", {}) if topology else {}
+    numa_nodes = topology.numa_nodes if topology else {}
     cpu_fact = None
-    if cpus:
-        layout = cpu_topology.cpu_layout(cpus)
-        cpu_fact = {k: layout[k] for k in CPU_FACT_KEYS}
-        if not layout["uniform"]:
-            warnings.append("CPU layout is not uniform (hybrid cores or unequal sockets): %d cpus, %d sockets"
-                            % (layout["cpus"], layout["sockets"]))
+    if topology is not None:
+        cpu_fact = topology.facts()
+        if not cpu_fact["shape_fits"]:
+            warnings.append("CPU topology does not fit Sockets x CoresPerSocket x ThreadsPerCore (%s); slurmd -C "
+                            "would print: %s" % ("; ".join(cpu_fact["shape_problems"]), cpu_fact["slurmd_c"]))
 
     apps = None
     if apps_text is not None or parsed.get("apps") is not None:
@@ -232,12 +227,12 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
         affinity = t["cpu_affinity"] if t else None
         numa_affinity = t["numa_affinity"] if t else None
         slurm_cores = None
-        if affinity and cpus:
-            known = [c for c in affinity if c in cpus]
+        if affinity and topology is not None:
+            known = [c for c in affinity if c in topology.core_of]
             if len(known) != len(affinity):
                 warnings.append("GPU %d: CPU affinity names cpus %s that are not online on this node"
                                 % (row["index"], format_int_ranges(set(affinity) - set(known))))
-            slurm_cores = cpu_topology.os_cpus_to_slurm_cores(known, cpus, strict=False) or None
+            slurm_cores = topology.slurm_cores(known, strict=False) or None
         minor = gpu_minors.get(row["pci.bus_id"])
         gpu = {
             "index": row["index"],

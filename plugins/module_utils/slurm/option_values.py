@@ -102,8 +102,8 @@ def _select_type_parameters(value, version):
     cpu_and_core = "cr_one_task_per_core" in tokens and any(t.startswith("cr_cpu") for t in tokens)
     if tokens and not unknown and len(kinds) <= 1 and not cpu_and_core:
         return None
-    return "keywords Slurm %s reads, one resource kind at most (%s)" % (release_for(version),
-                                                                         ", ".join(sorted(known.values())))
+    kinds = ", ".join(sorted(known.values()))
+    return "keywords Slurm %s reads, one resource kind at most (%s)" % (release_for(version), kinds)
 
 
 def _enforce_part_limits(value):

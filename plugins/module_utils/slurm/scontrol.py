@@ -179,6 +179,18 @@ def parse_show_node(text):
     return nodes
 
 
+# slurmctld 24.11 and later append this to the reason of a drained node it sets DOWN because slurmd did not
+# answer (seen live: "MIG reconfiguration : Not responding"); 22.05 keeps the reason as it was.
+NOT_RESPONDING_SUFFIX = " : Not responding"
+
+
+def same_drain_reason(reason, ours):
+    """True when ``reason`` is the drain ``ours``, also after slurmctld appended `` : Not responding`` to it."""
+    if not reason or not ours:
+        return False
+    return reason == ours or reason == ours + NOT_RESPONDING_SUFFIX
+
+
 def is_gres_drain_reason(reason):
     """True for the drain reasons slurmctld sets on a GRES count mismatch (and only those)."""
     return bool(reason) and any(p.search(reason) for p in GRES_DRAIN_PATTERNS)

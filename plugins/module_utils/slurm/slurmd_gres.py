@@ -36,8 +36,10 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 )
 
 SHARED_NAMES = ("shard", "mps")
-# gres.c _handle_autodetect_flags: substrings, in this order; "off" compares exactly (case-insensitive).
-AUTODETECT_WORDS = ("nvml", "rsmi", "oneapi", "nrt", "nvidia")
+# gres.c _handle_autodetect_flags: substrings, in this order; "off" compares exactly (case-insensitive). "full" is
+# Slurm 26.05's (slurmd 22.05 and 24.11 log "unknown autodetect flag"): the model refuses it for those releases
+# (versions.autodetect_modes) before this view is asked.
+AUTODETECT_WORDS = ("nvml", "rsmi", "oneapi", "nrt", "nvidia", "full")
 ENV_FLAGS = ("nvidia_gpu_env", "amd_gpu_env", "intel_gpu_env", "opencl_env")
 OTHER_FLAGS = ("countonly", "one_sharing", "all_sharing", "explicit")
 GRES_MAX_LINK = 1023

@@ -71,8 +71,8 @@ def _short(value, limit=80):
         return "a value nested too deeply to show"
     if len(shown) > limit:
         size = len(value) if isinstance(value, (str, list, tuple, dict)) else None
-        return shown[:limit - 20] + "..." + (" (%d %s)" % (size, "chars" if isinstance(value, str) else "items")
-                                              if size is not None else "")
+        unit = "chars" if isinstance(value, str) else "items"
+        return shown[:limit - 20] + "..." + (" (%d %s)" % (size, unit) if size is not None else "")
     return shown
 
 
@@ -143,8 +143,8 @@ def check_name(value, kind="name", reserved=(), max_len=NAME_MAX):
             return expected, "%s (starts with %r)" % (_short(value), value[0]), None
         return expected, "%s (contains %s)" % (_short(value), bad), None
     if value.lower() in reserved:
-        return ("a %s other than Slurm's reserved word%s %s" % (kind, "s" if len(reserved) > 1 else "",
-                                                                 " and ".join(r.upper() for r in reserved)),
+        words = " and ".join(r.upper() for r in reserved)
+        return ("a %s other than Slurm's reserved word%s %s" % (kind, "s" if len(reserved) > 1 else "", words),
                 _short(value), "Slurm reads %s=%s as a default or wildcard line, not a name"
                 % ("NodeName" if "all" in reserved else "PartitionName", value.upper()))
     return None
@@ -186,8 +186,8 @@ def check_gres_type(value):
                 "Slurm reads gpu:%s:N as the no_consume flag, not a type" % value)
     if _COUNT_LIKE_RE.match(value):
         return ("a GRES type that is not a count", _short(value),
-                "--gres=gpu:%s asks for %s GPUs of any type; name the type after the model, such as a100" % (value,
-                                                                                                          value))
+                "--gres=gpu:%s asks for %s GPUs of any type; name the type after the model, such as a100"
+                % (value, value))
     return None
 
 

@@ -55,7 +55,7 @@ class ConfText(object):
             key, value = pair[0], str(pair[1])
             meant.append((key, value, pair[2] if len(pair) > 2 and pair[2] else origin))
         self.meant.append(meant)
-        self.chunks.append(" ".join("%s=%s" % (key, format_value(value)) for key, value, _ in meant) + "\n")
+        self.chunks.append(" ".join("%s=%s" % (key, format_value(value)) for key, value, _source in meant) + "\n")
 
     def text(self):
         return "".join(self.chunks)
@@ -79,7 +79,7 @@ def read_back_problems(name, text, meant, fallback_host):
                                     "no line there (the renderer wrote %d)" % len(meant),
                                     "an extra line %s" % _fmt_pairs(pairs)))
             break
-        wanted = [(k, v) for k, v, _ in want]
+        wanted = [(k, v) for k, v, _source in want]
         if pairs == wanted and not leftover.strip(C_SPACE):
             continue
         bad = _first_difference(want, pairs)
@@ -107,7 +107,7 @@ def _origin(origin, fallback_host, name):
 
 
 def _fmt(meant):
-    return _fmt_pairs([(k, v) for k, v, _ in meant or ()])
+    return _fmt_pairs([(k, v) for k, v, _source in meant or ()])
 
 
 def _fmt_pairs(pairs):

@@ -38,17 +38,18 @@ def test_topo_is_replayed_verbatim(tmp_path):
 
 def test_query_gpu_formats(tmp_path):
     profile = mig_a100()
-    rc, out, _ = emulate(tmp_path, profile, "--query-gpu=index,name,mig.mode.current,memory.total", "--format=csv")
+    rc, out, _err = emulate(tmp_path, profile, "--query-gpu=index,name,mig.mode.current,memory.total", "--format=csv")
     assert (rc, out) == (0, "index, name, mig.mode.current, memory.total [MiB]\n"
                             "0, NVIDIA A100-SXM4-40GB, Enabled, 40960 MiB\n")
-    rc, out, _ = emulate(tmp_path, profile, "--query-gpu=memory.used,pci.bus_id,uuid", "--format=csv,noheader,nounits")
+    rc, out, _err = emulate(tmp_path, profile, "--query-gpu=memory.used,pci.bus_id,uuid",
+                            "--format=csv,noheader,nounits")
     assert out == "249, 00000000:10:1C.0, GPU-9e4aeb94-01c0-5173-4811-4ca60f77b3a9\n"
 
 
 def test_gpus_are_numbered_in_bus_order(tmp_path):
     profile = machines.load("v100-2gpu-s116")
     profile["gpus"].reverse()
-    rc, out, _ = emulate(tmp_path, profile, "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+    rc, out, _err = emulate(tmp_path, profile, "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
     assert out == "0, 00000000:3B:00.0\n1, 00000000:AF:00.0\n"
 
 
@@ -56,13 +57,13 @@ def test_selection_by_index_uuid_and_bus(tmp_path):
     profile = machines.load("v100-2gpu-s116")
     uuid = sorted(profile["gpus"], key=lambda g: g["pci_bus_id"])[1]["uuid"]
     for sel in ("1", uuid, "0000:af:00.0"):
-        rc, out, _ = emulate(tmp_path, profile, "-i", sel, "--query-gpu=index", "--format=csv,noheader")
+        rc, out, _err = emulate(tmp_path, profile, "-i", sel, "--query-gpu=index", "--format=csv,noheader")
         assert (rc, out) == (0, "1\n"), sel
 
 
 def test_compute_apps(tmp_path):
-    rc, out, _ = emulate(tmp_path, machines.load("h200-8gpu-busy"), "--query-compute-apps=pid,used_memory,name",
-                         "--format=csv")
+    rc, out, _err = emulate(tmp_path, machines.load("h200-8gpu-busy"), "--query-compute-apps=pid,used_memory,name",
+                            "--format=csv")
     lines = out.splitlines()
     assert lines[0] == "pid, used_gpu_memory [MiB], process_name"
     assert lines[1] == "1328667, 130004 MiB, /usr/local/bin/python3.10"
@@ -70,8 +71,8 @@ def test_compute_apps(tmp_path):
     # The same shape as the recorded output parses to the same values.
     recorded = nvidia_smi.parse_query_apps(nvsmi_fixtures.load("nvidia-smi", "query",
                                                                "h200class-8gpu-compute-apps-notfound.txt"))
-    rc, out, _ = emulate(tmp_path, machines.load("h200-8gpu-busy"),
-                         "--query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory", "--format=csv")
+    rc, out, _err = emulate(tmp_path, machines.load("h200-8gpu-busy"),
+                            "--query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory", "--format=csv")
     assert nvidia_smi.parse_query_apps(out) == recorded
 
 
@@ -109,7 +110,7 @@ def test_lci_filters(tmp_path):
 def test_driver_not_loaded(tmp_path):
     profile = machines.load("a100-8gpu-p4d")
     profile["driver"] = "not_loaded"
-    rc, out, _ = emulate(tmp_path, profile, "-L")
+    rc, out, _err = emulate(tmp_path, profile, "-L")
     assert rc == 9 and "couldn't communicate with the NVIDIA driver" in out
 
 

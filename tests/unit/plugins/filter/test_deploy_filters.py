@@ -5,6 +5,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_controller_plan import gres_controller_plan
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_node_plan import gres_node_plan
 from ansible_collections.hpc.slurm_gres.plugins.filter.gres_smoke_plan import gres_smoke_plan
+from ansible_collections.hpc.slurm_gres.plugins.filter.gres_version_problems import gres_version_problems
+
+pytestmark = pytest.mark.ansible_core
 
 SLURM = """ClusterName=demo
 SlurmctldHost=ctl
@@ -56,6 +59,25 @@ def test_smoke_plan_wrapper():
         {"type": "a100", "node": "gpu01", "count": 4, "gres": "gpu:a100:4", "expected": "0,1,2,3"}]
     with pytest.raises(AnsibleFilterError, match="gres_smoke_plan: the input must be the rendered files"):
         gres_smoke_plan({"gpu01/gres.conf": ""})
+
+
+def test_version_problems_filter():
+    daemons = [{"host": "ctl", "daemon": "slurmctld", "version": "slurm-wlm 24.11.5"},
+               {"host": "gpu01", "daemon": "slurmd", "version": "slurm-wlm 24.11.5"}]
+    assert gres_version_problems(daemons, "24.11") == []
+    assert gres_version_problems(daemons, None) == []  # the default release
+    problems = gres_version_problems(daemons, "26.05")
+    assert [p.split(":")[0] for p in problems] == ["host ctl", "host gpu01"]
+    assert gres_version_problems([{"host": "gpu01", "daemon": "slurmd", "version": None}], "24.11")[0].startswith(
+        "host gpu01: slurmd -V: expected a Slurm version")
+    failed = gres_version_problems([{"host": "gpu01", "daemon": "slurmd", "version": None,
+                                     "error": "/usr/sbin/slurmd -V: Error executing command."}], "24.11")
+    assert failed[0].startswith("host gpu01: slurmd -V: expected a Slurm version such as 24.11.5, found "
+                                "'/usr/sbin/slurmd -V: Error executing command.'"), failed
+    with pytest.raises(AnsibleFilterError):
+        gres_version_problems({"ctl": "24.11"}, "24.11")
+    with pytest.raises(AnsibleFilterError):
+        gres_version_problems(daemons, "latest")
 
 
 def test_node_plan_leaves_out_the_install_only_when_content_and_attributes_are_in_place():

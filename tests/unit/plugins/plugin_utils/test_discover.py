@@ -109,3 +109,29 @@ def test_pcie_only_gpus_get_no_links():
     machine["gpus"][0]["gpu_links"] = [-1, 0]
     machine["gpus"][1]["gpu_links"] = [0, -1]
     assert all("links" not in g for g in propose_host_vars(machine)["vars"]["slurm_gres_gpus"])
+
+
+def test_a_shape_slurm_cannot_describe_is_said_with_the_slurmd_c_line():
+    facts = hw(["NVIDIA A100-SXM4-80GB"], ["0-7"], cpu=(2, 7, 1))
+    facts["cpu"].update(shape_fits=False,
+                        slurmd_c="CPUs=14 Boards=1 SocketsPerBoard=2 CoresPerSocket=7 ThreadsPerCore=1",
+                        shape_problems=["packages have different core counts (8, 6)"], source="sysfs",
+                        source_detail="/sys/devices/system/cpu")
+    result = propose_host_vars(facts)
+    assert (result["vars"]["slurm_node_sockets"], result["vars"]["slurm_node_cores_per_socket"]) == (2, 7)
+    notes = "\n".join(result["notes"])
+    assert "CPU topology from sysfs (/sys/devices/system/cpu)" in notes
+    assert ("CPU shape: Sockets x CoresPerSocket x ThreadsPerCore does not describe this node: packages have "
+            "different core counts (8, 6). `slurmd -C` would print CPUs=14 Boards=1 SocketsPerBoard=2 "
+            "CoresPerSocket=7 ThreadsPerCore=1") in notes
+    text = render_host_vars("gpu-odd", result)
+    assert "# NOTE: CPU shape: Sockets x CoresPerSocket x ThreadsPerCore does not describe this node" in text
+    assert yaml.safe_load(text)["slurm_node_cores_per_socket"] == 7
+
+
+def test_a_fitting_shape_adds_only_the_source():
+    facts = hw(["NVIDIA A100-SXM4-80GB"], ["0-31"])
+    facts["cpu"].update(shape_fits=True, shape_problems=[], source="libhwloc", source_detail="libhwloc.so.15")
+    notes = propose_host_vars(facts)["notes"]
+    assert [n for n in notes if n.startswith("CPU")] == [
+        "CPU topology from libhwloc (libhwloc.so.15); Cores= are hwloc logical core indexes, as slurmd numbers them"]

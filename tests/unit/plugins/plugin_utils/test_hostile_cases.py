@@ -131,7 +131,8 @@ def test_autodetect_nvidia_is_refused_before_24_11_naming_the_release_that_added
         build_cluster_model(*inventory(cluster={"slurm_gres_autodetect": "nvidia", "slurm_version": "22.05"}))
     (problem,) = err.value.problems
     assert (problem.host, problem.field) == ("localhost", "slurm_gres_autodetect")
-    assert problem.expected == "one of off, nvml (the modes slurmd 22.05 knows)"
-    assert "new in Slurm 24.11" in problem.hint
+    assert problem.expected == ("one of off, nvml (the AutoDetect modes of Slurm 22.05, slurm_version; nvidia needs "
+                                "Slurm 24.11 or later)")
+    assert "unknown autodetect flag 'nvidia'" in problem.hint
     model = build_cluster_model(*inventory(cluster={"slurm_gres_autodetect": "nvidia", "slurm_version": "24.11"}))
     assert "AutoDetect=nvidia" in render_all(model)["gpu01/gres.conf"]

@@ -27,8 +27,8 @@ def source(slurm, gres=None, node_gres=None, cgroup=None, includes=None):
             "node_gres": node_gres or {}}
 
 
-def imported(slurm, gres=None, **kwargs):
-    return run_import(source(slurm, gres, **kwargs), ["test"])
+def imported(slurm, gres=None, slurm_version=None, **kwargs):
+    return run_import(source(slurm, gres, **kwargs), ["test"], slurm_version=slurm_version)
 
 
 def refusals(slurm, gres=None, **kwargs):
@@ -121,13 +121,24 @@ def test_shards_spread_mps_per_gpu_links_and_other_gres():
         "Name=gpu Type=h100 File=/dev/nvidia0 Links=-1,18 Cores=0-3\n"
         "Name=gpu Type=h100 File=/dev/nvidia1 Links=18,-1 Cores=4-7\n"
         "Name=mps Count=100 File=/dev/nvidia0\nName=mps Count=100 File=/dev/nvidia1\n"
-        "Name=bandwidth Type=lustre Count=4G\n")
+        "Name=bandwidth Type=lustre Count=4G\n", slurm_version="22.05")
+    assert load(done["files"], "group_vars/all.yml")["slurm_version"] == "22.05"
     shape = load(done["files"], "group_vars/gpu_h100_x2.yml")
     assert shape["slurm_gres_gpus"] == [
         {"index": 0, "type": "h100", "cores": "0-3", "links": "-1,18", "mps": 100},
         {"index": 1, "type": "h100", "cores": "4-7", "links": "18,-1", "mps": 100}]
     assert shape["slurm_node_shards"] == 10
     assert shape["slurm_node_gres"] == [{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]
+
+
+def test_gpu_cores_within_a_socket_are_refused_for_a_release_that_drains_such_nodes():
+    """Half-socket Cores import for 22.05; for 24.11 (the default release) the proof refuses them by node."""
+    slurm = "GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=8 Gres=gpu:h100:2\n"
+    gres = "Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-3\nName=gpu Type=h100 File=/dev/nvidia1 Cores=4-7\n"
+    assert load(imported(slurm, gres, slurm_version="22.05")["files"], "group_vars/all.yml")["slurm_version"] == "22.05"
+    found = refusals(slurm, gres)
+    assert any("node n1: slurm_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11" in r
+               for r in found), found
 
 
 def test_autodetect_of_the_cluster_and_one_node_off():

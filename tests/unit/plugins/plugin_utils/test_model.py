@@ -30,6 +30,8 @@ def test_defaults_and_normalization():
     model = cluster({"gpu10.example.org": a100_node(), "gpu9.example.org": a100_node()},
                     ["gpu10.example.org", "gpu9.example.org"])
     assert model["cluster_name"] == "cluster"
+    assert model["slurm_version"] == "24.11" and model["slurm_version_default"] is True
+    assert model["warnings"] == []
     assert model["autodetect"] == "off"
     assert model["controllers"] == [{"host": "ctl01", "name": "ctl01", "addr": None}]
     assert [n["name"] for n in model["nodes"]] == ["gpu9", "gpu10"]  # natural order, short names
@@ -52,7 +54,8 @@ def test_gpus_sorted_by_index_minor_kept_and_cores_canonical():
         {"index": 1, "type": "a100", "minor": 0, "cores": "32,33,34,35"},
         {"index": 0, "type": "a100", "minor": 1, "cores": 3, "model": "A100-SXM4-80GB", "shards": 4},
     ])
-    gpus = cluster({"n1": hv}, ["n1"])["nodes"][0]["gpus"]
+    # partial sockets: refused from Slurm 24.11 on (test_versions_model), a warning on 22.05
+    gpus = cluster({"n1": hv}, ["n1"], slurm_version="22.05")["nodes"][0]["gpus"]
     assert [(g["index"], g["minor"], g["cores"]) for g in gpus] == [(0, 1, "3"), (1, 0, "32-35")]
     assert gpus[0]["model"] == "A100-SXM4-80GB" and gpus[0]["shards"] == 4
 

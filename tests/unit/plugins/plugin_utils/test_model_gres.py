@@ -128,7 +128,7 @@ def test_per_node_autodetect_override():
     assert "NodeName=n1 AutoDetect=nvml\n" in files["n1/gres.conf"]
     assert "NodeName=n2 AutoDetect=off\n" in files["n2/gres.conf"]
     assert problems({"n1": {"slurm_node_autodetect": "sometimes"}}) == [
-        "host n1: slurm_node_autodetect: expected one of off, nvml, nvidia, found 'sometimes' (string)"]
+        "host n1: slurm_node_autodetect: expected one of off, nvml, nvidia, full, found 'sometimes' (string)"]
 
 
 def test_generic_gres_in_gres_and_grestypes():

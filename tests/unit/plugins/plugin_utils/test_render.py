@@ -38,7 +38,7 @@ def one_node(gpus, **cluster):
 
 
 def test_consecutive_gpus_of_one_type_and_cores_collapse_into_one_line():
-    text, _ = one_node([{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)])
+    text, _model = one_node([{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)])
     assert gres_lines(text) == [
         "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31",
         "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[4-7] Cores=32-63",
@@ -46,7 +46,7 @@ def test_consecutive_gpus_of_one_type_and_cores_collapse_into_one_line():
 
 
 def test_type_change_cores_change_and_gaps_split_lines():
-    text, _ = one_node([
+    text, _model = one_node([
         {"index": 0, "type": "l40s"}, {"index": 1, "type": "l40s"},
         {"index": 2, "type": "a100", "cores": "0-31"}, {"index": 3, "type": "a100", "cores": "32-63"},
         {"index": 5, "type": "a100", "cores": "32-63"},
@@ -60,8 +60,8 @@ def test_type_change_cores_change_and_gaps_split_lines():
 
 
 def test_minors_that_are_not_consecutive_get_their_own_lines_in_index_order():
-    text, _ = one_node([{"index": 0, "type": "a100", "minor": 1}, {"index": 1, "type": "a100", "minor": 0},
-                        {"index": 2, "type": "a100", "minor": 2}, {"index": 3, "type": "a100", "minor": 3}])
+    text, _model = one_node([{"index": 0, "type": "a100", "minor": 1}, {"index": 1, "type": "a100", "minor": 0},
+                             {"index": 2, "type": "a100", "minor": 2}, {"index": 3, "type": "a100", "minor": 3}])
     assert gres_lines(text) == [
         "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia1",
         "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0",
@@ -81,9 +81,9 @@ def test_shard_lines_follow_runs_of_equal_shards_with_the_total_count():
 
 
 def test_autodetect_adds_a_node_line_and_keeps_explicit_lines():
-    text, _ = one_node([{"index": 0, "type": "a100"}], slurm_gres_autodetect="nvml")
+    text, _model = one_node([{"index": 0, "type": "a100"}], slurm_gres_autodetect="nvml")
     assert gres_lines(text) == ["NodeName=n1 AutoDetect=nvml", "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0"]
-    text, _ = one_node([{"index": 0, "type": "a100"}])
+    text, _model = one_node([{"index": 0, "type": "a100"}])
     assert "AutoDetect" not in text
 
 
@@ -131,7 +131,7 @@ def test_slurm_conf_header_options_controllers_and_partitions():
     model["controllers"][1]["addr"] = "10.0.0.2"
     slurm = render.render_slurm_conf(model)
     lines = slurm.splitlines()
-    assert lines[0] == "# slurm.conf for cluster alpha"
+    assert lines[0] == "# slurm.conf for cluster alpha, Slurm 24.11"
     assert lines[2:5] == ["ClusterName=alpha", "SlurmctldHost=ctl1", "SlurmctldHost=ctl2(10.0.0.2)"]
     assert "SlurmctldDebug=info" in lines
     assert "NodeName=gpu1 Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 Features=nvlink Weight=10 Gres=gpu:a100:1" \

@@ -10,12 +10,14 @@ from render_helpers import EXAMPLE, load_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
+pytestmark = pytest.mark.ansible_core
+
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "example")
 
 
 def golden_files():
     found = {}
-    for folder, _, names in os.walk(GOLDEN):
+    for folder, _subdirs, names in os.walk(GOLDEN):
         for name in names:
             path = os.path.join(folder, name)
             with open(path, encoding="utf-8") as handle:

@@ -52,8 +52,8 @@ def test_own_gres_conf_change_restarts_only_that_node():
 def test_count_up_on_one_node_restarts_it_and_slurmctld_after():
     up = conf([A4.replace("gpu-a[01-02]", "gpu-a01"),
                A4.replace("gpu-a[01-02]", "gpu-a02").replace("a100:4", "a100:8"), H2, CPU])
-    own = restart_plan.node_restart_plan("gpu-a02", files(), files(slurm=up, gres="Name=gpu Type=a100 "
-                                                                            "File=/dev/nvidia[0-7]\n"))
+    own = restart_plan.node_restart_plan("gpu-a02", files(),
+                                         files(slurm=up, gres="Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"))
     assert own["restart"]
     assert "slurm.conf: this node's gres changed" in own["reasons"]
     other = restart_plan.node_restart_plan("gpu-a01", files(), files(slurm=up))

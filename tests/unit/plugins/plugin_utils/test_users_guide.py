@@ -194,7 +194,7 @@ def test_any_gres_the_model_renders_gets_request_lines():
 def test_the_role_ships_exactly_the_templates_the_page_names():
     with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
         installed = yaml.safe_load(handle)["__slurm_gres_users_guide_templates"]
-    names = [name for name, _, _ in TEMPLATES]
+    names = [name for name, _purpose, _key in TEMPLATES]
     assert installed == names
     assert sorted(os.listdir(TEMPLATE_DIR)) == sorted(names)
 
@@ -206,7 +206,7 @@ def test_each_template_has_the_key_lines_the_page_shows(name, purpose, key):
     directives = re.findall(r"^#SBATCH (\S+)", text, re.M)
     for option in key.split():
         assert option in directives, (name, option)
-    assert text.startswith("#!/bin/bash\n")
+    assert text.startswith("#!/usr/bin/env bash\n")
     assert "export CUDA_DEVICE_ORDER=PCI_BUS_ID" in text
     assert "--gres=gpu:" in " ".join(directives)
 
@@ -217,7 +217,7 @@ def test_templates_are_shellcheck_clean():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail("CI=true and shellcheck is missing (scripts/setup-system.sh installs it)")
         pytest.skip("shellcheck is not installed")
-    paths = [os.path.join(TEMPLATE_DIR, name) for name, _, _ in TEMPLATES]
+    paths = [os.path.join(TEMPLATE_DIR, name) for name, _purpose, _key in TEMPLATES]
     proc = subprocess.run([shellcheck, "--shell=bash", "--severity=style"] + paths, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, check=False)
     assert proc.returncode == 0, proc.stdout

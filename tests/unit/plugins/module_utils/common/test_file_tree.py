@@ -5,9 +5,12 @@ import stat
 import subprocess
 
 import pytest
+import testpaths
 from render_helpers import ROOT
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, check_relpath, plan, write
+
+pytestmark = pytest.mark.ansible_core
 
 FILES = {"slurm.conf": "ClusterName=x\n", "cgroup.conf": "ConstrainDevices=yes\n",
          "gpu-a01/gres.conf": "Name=gpu Type=a100 File=/dev/nvidia0\n", "gpu-a02/gres.conf": "Name=gpu\n"}
@@ -22,7 +25,7 @@ def apply(dest, files, mode=0o644):
 
 def read_tree(dest):
     out = {}
-    for folder, _, names in os.walk(dest):
+    for folder, _subdirs, names in os.walk(dest):
         for name in names:
             path = os.path.join(folder, name)
             with open(path) as handle:
@@ -95,9 +98,10 @@ def test_bad_content_and_bad_destination(tmp_path):
 
 def run_module(args, *flags):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
-    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible"), "localhost", "-m", "hpc.slurm_gres.config_tree",
+    cmd = [testpaths.ANSIBLE, "localhost", "-m", "hpc.slurm_gres.config_tree",
            "-a", json.dumps(args), "-o"] + list(flags)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True)
     return proc.returncode, proc.stdout
 
 

@@ -168,7 +168,7 @@ def test_real_mig_layouts_validate_on_the_model_of_their_gpu():
 
 def placed_ok(model, profiles, placement):
     spec = mig.MIG_MODELS[model]
-    assert sorted(p for p, _ in placement) == sorted(mig.normalize_profile(p) for p in profiles)
+    assert sorted(p for p, _start in placement) == sorted(mig.normalize_profile(p) for p in profiles)
     used = set()
     for name, start in placement:
         prof = mig.profile_spec(model, name)

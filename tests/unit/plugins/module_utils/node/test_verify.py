@@ -451,10 +451,13 @@ slurmd: error: Waiting for gres.conf file /dev/nvidia7
 slurmd: fatal: can't stat gres.conf file /dev/nvidia7: No such file or directory
 """
 # 25.05+ stderr format with a timestamp prefix and Flags=
-G_2505 = """[2025-06-01T10:00:00.000] Gres Name=gpu Type=a100 Count=1 Index=0 ID=7696487 File=/dev/nvidia0 Cores=0-31 CoreCnt=128 Links=-1,0,0,0,0,0,0,0 Flags=HAS_FILE,HAS_TYPE,ENV_NVML
-[2025-06-01T10:00:00.000] Gres Name=gpu Type=a100 Count=1 Index=1 ID=7696487 File=/dev/nvidia1 Cores=0-31 CoreCnt=128 Links=0,-1,0,0,0,0,0,0 Flags=HAS_FILE,HAS_TYPE,ENV_NVML
-[2025-06-01T10:00:00.000] warning: The following autodetected GPUs are being ignored:
-"""
+G_2505 = (
+    "[2025-06-01T10:00:00.000] Gres Name=gpu Type=a100 Count=1 Index=0 ID=7696487 File=/dev/nvidia0 Cores=0-31 "
+    "CoreCnt=128 Links=-1,0,0,0,0,0,0,0 Flags=HAS_FILE,HAS_TYPE,ENV_NVML\n"
+    "[2025-06-01T10:00:00.000] Gres Name=gpu Type=a100 Count=1 Index=1 ID=7696487 File=/dev/nvidia1 Cores=0-31 "
+    "CoreCnt=128 Links=0,-1,0,0,0,0,0,0 Flags=HAS_FILE,HAS_TYPE,ENV_NVML\n"
+    "[2025-06-01T10:00:00.000] warning: The following autodetected GPUs are being ignored:\n"
+)
 
 
 def test_slurmd_g_matching_counts_is_clean():

@@ -80,7 +80,7 @@ def gather(profile_file, root, with_mig=True):
         for key, argv in gpu_facts.mig_commands(smi).items():
             rc, out, err = machines.run_emulator(profile_file, argv[1:])
             outputs[key] = out + err
-    topology = cpu_topology.read_cpu_topology(root)
+    topology = cpu_topology.from_sysfs(root)
     minors = {}
     for row in nvidia_smi.parse_query_gpu(query_text):
         minor = gpu_facts.read_gpu_minor(root, row["pci.bus_id"])
@@ -112,8 +112,10 @@ def test_slurm_cores_on_machines_built_from_real_topo(tmp_path, name):
     path, root, lay = setup_machine(tmp_path, profile)
     facts, warnings = gather(path, root)
     assert warnings == []
-    assert facts["cpu"] == {"sockets": lay.sockets, "cores_per_socket": lay.cores_per_socket,
-                            "threads_per_core": lay.threads_per_core}
+    shape = {k: facts["cpu"][k] for k in ("sockets", "cores_per_socket", "threads_per_core")}
+    assert shape == {"sockets": lay.sockets, "cores_per_socket": lay.cores_per_socket,
+                     "threads_per_core": lay.threads_per_core}
+    assert facts["cpu"]["shape_fits"] is True and facts["cpu"]["source"] == "sysfs"
     gpus = EXPECTED[name][1]
     assert [g["index"] for g in facts["gpus"]] == list(range(len(gpus)))
     for gpu, (cpu_text, numa_text) in zip(facts["gpus"], gpus):
@@ -403,7 +405,7 @@ def test_gpu_links_from_topo_nvlink_cells(tmp_path):
 def test_collect_parses_each_nvidia_smi_output_once(tmp_path, monkeypatch):
     """collect() runs the commands through the emulator and must parse --query-gpu and the apps list once each."""
     from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import collect as gpu_collect
-    profile_file, root, _ = ready(tmp_path, "h200-8gpu-busy")
+    profile_file, root, _env = ready(tmp_path, "h200-8gpu-busy")
     calls = {"query_gpu": 0, "query_apps": 0}
     real_gpu, real_apps = nvidia_smi.parse_query_gpu, nvidia_smi.parse_query_apps
 

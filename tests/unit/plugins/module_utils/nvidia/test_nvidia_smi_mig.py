@@ -55,8 +55,8 @@ def test_L_compute_instance_profiles():
 def test_L_old_driver_names_and_single_spaces():
     gpus = n.parse_list_gpus(load("list", "a100-40gb-old-name-L-mig-user-guide.txt"))
     assert gpus[0]["name"] == "A100-SXM4-40GB"
-    assert [d["uuid"] for d in gpus[0]["mig_devices"]] == ["MIG-c7384736-a75d-5afc-978f-d2f1294409fd",
-                                                          "MIG-a28ad590-3fda-56dd-84fc-0a0b96edc58d"]
+    assert [d["uuid"] for d in gpus[0]["mig_devices"]] == [
+        "MIG-c7384736-a75d-5afc-978f-d2f1294409fd", "MIG-a28ad590-3fda-56dd-84fc-0a0b96edc58d"]
 
 
 def test_L_pre_r470_mig_uuid_carries_gi_and_ci():

@@ -144,6 +144,16 @@ def _indent(prefix):
     return lambda t: "\n".join(prefix + line for line in t.split("\n"))
 
 
+def _underline_header(text):
+    """What nvidia-smi prints on a terminal: the header line wrapped in ESC[4m ... ESC[0m."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.split()[:1] == ["GPU0"] and " X" not in line:
+            lines[i] = line.replace("GPU0", "\x1b[4mGPU0", 1) + "\x1b[0m"
+            break
+    return "\n".join(lines)
+
+
 VARIANTS = {
     "tabs-expanded-8": lambda t: t.expandtabs(8),
     "tab-as-4-spaces": lambda t: t.replace("\t", "    "),
@@ -154,18 +164,8 @@ VARIANTS = {
     "trailing-blanks": lambda t: "\n".join(line + "   " for line in t.split("\n")),
     "expanded-and-indented": lambda t: _indent("  ")(t.expandtabs(8)),
     "prompt-and-banner-before": lambda t: "user@node:~$ nvidia-smi topo -m\nNVIDIA Topology:\n\n" + t,
-    "tty-underlined-header": lambda t: _underline_header(t),
+    "tty-underlined-header": _underline_header,
 }
-
-
-def _underline_header(text):
-    """What nvidia-smi prints on a terminal: the header line wrapped in ESC[4m ... ESC[0m."""
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if line.split()[:1] == ["GPU0"] and " X" not in line:
-            lines[i] = line.replace("GPU0", "\x1b[4mGPU0", 1) + "\x1b[0m"
-            break
-    return "\n".join(lines)
 
 
 def _essentials(result):

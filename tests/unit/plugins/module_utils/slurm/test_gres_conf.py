@@ -69,8 +69,8 @@ def test_completed_file_has_one_line_per_device_with_gpu_gi_and_ci_caps():
         assert m, line
         found.append((m.group(1), m.group(2).split(",")))
     # ordered by GI id: GI 2 (2g.12gb), 3 and 4 (1g.6gb), as -lgi of the real A30 reports them
-    assert [t for t, _ in found] == [T("2g.12gb"), T("1g.6gb"), T("1g.6gb")]
-    for (_, files), gi in zip(found, (2, 3, 4)):
+    assert [t for t, _files in found] == [T("2g.12gb"), T("1g.6gb"), T("1g.6gb")]
+    for (_type, files), gi in zip(found, (2, 3, 4)):
         gi_cap, ci_cap = expected_caps(0, gi, 0)
         assert files == ["/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap%d" % gi_cap,
                          "/dev/nvidia-caps/nvidia-cap%d" % ci_cap]

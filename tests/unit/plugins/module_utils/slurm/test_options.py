@@ -27,8 +27,8 @@ def test_option_tables_equal_what_the_slurm_source_extracts_say():
     with open(MODULE) as handle:
         committed = handle.read()
     assert script.render_module(*script.derive(FIXTURES)) == committed, (
-        "option_tables.py is out of date: scripts/derive-slurm-options.py generate --fixtures %s --output %s"
-        % (FIXTURES, MODULE))
+        "option_tables.py is out of date: .venv/bin/python scripts/derive-slurm-options.py generate --fixtures %s "
+        "--output %s" % (FIXTURES, MODULE))
 
 
 def test_every_release_that_matters_is_in_the_table():
@@ -39,12 +39,12 @@ def test_every_release_that_matters_is_in_the_table():
 
 def test_the_table_parser_reads_a_real_slurm_block():
     block = '''s_p_options_t slurm_conf_options[] = {
-	{"AccountingStorageTRES", S_P_STRING},
-	{"ExtSensorsFreq", S_P_UINT16, _defunct_option},
-	{"DefCPUPerGPU" , S_P_UINT64},	/* a comment */
-	{"SlurmctldHost", S_P_ARRAY, _parse_slurmctld_host,
-	 _destroy_slurmctld_host},
-	{NULL}
+\t{"AccountingStorageTRES", S_P_STRING},
+\t{"ExtSensorsFreq", S_P_UINT16, _defunct_option},
+\t{"DefCPUPerGPU" , S_P_UINT64},\t/* a comment */
+\t{"SlurmctldHost", S_P_ARRAY, _parse_slurmctld_host,
+\t _destroy_slurmctld_host},
+\t{NULL}
 };'''
     assert derive_script().parse_table(block) == {"AccountingStorageTRES": "string", "ExtSensorsFreq": "defunct",
                                                   "DefCPUPerGPU": "uint64", "SlurmctldHost": "record"}
@@ -103,7 +103,7 @@ def test_a_malformed_version_is_refused(bad):
 def test_the_collection_defaults_are_options_every_release_reads(release):
     for table, defaults in (("slurm.conf", model.DEFAULT_SLURM_CONF), ("cgroup.conf", model.DEFAULT_CGROUP_CONF),
                             ("partition", tuple(model.DEFAULT_PARTITION["options"].items()))):
-        for key, _ in defaults:
+        for key, _value in defaults:
             assert options.lookup(table, key, release)[0] == key
     for key in ("Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory", "Weight", "Features", "Gres"):
         options.lookup("node", key, release)

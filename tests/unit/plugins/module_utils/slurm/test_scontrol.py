@@ -267,3 +267,16 @@ def test_several_nodes_are_named_in_a_hostlist_every_release_reads():
 
     nodes, error = Scontrol(run, "/usr/bin/scontrol").nodes(["node01-ib", "node02-ib"])
     assert error is None and calls == ["node01-ib,node02-ib"] and sorted(nodes) == ["node01-ib", "node02-ib"]
+
+
+def test_own_drain_is_recognised_after_slurmctld_appends_not_responding():
+    # Slurm 24.11, live (molecule deploy-mig): the runbook's drain, then slurmd stopped past SlurmdTimeout
+    text = ("NodeName=dmig-gpu01 State=DOWN+DRAIN Gres=gpu:a100:2(S:0-1) "
+            "Reason=MIG reconfiguration : Not responding [slurm@2026-12-01T12:17:25]")
+    node = scontrol.parse_show_node(text)["dmig-gpu01"]
+    assert node["reason"] == "MIG reconfiguration : Not responding"
+    assert scontrol.same_drain_reason(node["reason"], "MIG reconfiguration")
+    assert scontrol.same_drain_reason("MIG reconfiguration", "MIG reconfiguration")
+    assert not scontrol.same_drain_reason("MIG reconfiguration by admin", "MIG reconfiguration")
+    assert not scontrol.same_drain_reason("Not responding", "MIG reconfiguration")
+    assert not scontrol.same_drain_reason(None, "MIG reconfiguration")
