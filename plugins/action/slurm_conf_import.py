@@ -30,8 +30,8 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec=ARGS, mutually_exclusive=[("src", "sources")],
-                                              required_one_of=[("src", "sources")])
+        _unused, args = self.validate_argument_spec(argument_spec=ARGS, mutually_exclusive=[("src", "sources")],
+                                                    required_one_of=[("src", "sources")])
         try:
             source = read_source_dir(args["src"]) if args["src"] else source_from_texts(args["sources"])
             done = run_import(source, args["header"], hosts=args["hosts"], slurm_version=args["slurm_version"])

@@ -5,7 +5,7 @@
 
 DOCUMENTATION = r"""
 module: slurm_conf_import
-author: hpc.slurm_gres contributors
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.2.0"
 short_description: Import a running cluster's slurm.conf and gres.conf into an inventory for this collection
 description:
@@ -106,14 +106,3 @@ refusals:
   type: list
   elements: str
 """
-
-from ansible.module_utils.basic import AnsibleModule
-
-
-def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
-    module.fail_json(msg="hpc.slurm_gres.slurm_conf_import runs on the control machine through its action plugin")
-
-
-if __name__ == "__main__":
-    main()

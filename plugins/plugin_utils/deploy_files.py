@@ -36,7 +36,7 @@ def controller_file_names(mode, include_file):
 
 def node_files(files, node_name, mode="files", include_file=None):
     """{file name: rendered text or None} of what slurmd on ``node_name`` runs with (the recorded names)."""
-    _, names = node_file_names(mode, include_file)
+    _unused, names = node_file_names(mode, include_file)
     sources = {"slurm.conf": "slurm.conf", "cgroup.conf": "cgroup.conf",
                "gres.conf": "gres.conf" if mode == "configless" else "%s/gres.conf" % node_name}
     if include_file:

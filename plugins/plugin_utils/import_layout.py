@@ -74,8 +74,8 @@ def ansible_patterns(names):
         elif len(brackets) > 1:
             out.extend(hostlist.expand_hostlist(piece))
         else:
-            head, _, rest = piece.partition("[")
-            body, _, tail = rest.partition("]")
+            head, _unused, rest = piece.partition("[")
+            body, _unused, tail = rest.partition("]")
             for part in body.split(","):
                 low, sep, high = part.partition("-")
                 out.append("%s%s%s" % (head, "[%s:%s]" % (low, high) if sep else low, tail))

@@ -18,6 +18,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import rende
 # slurm.conf options the renderer derives; compared through the model instead of as text
 DERIVED = ("clustername", "slurmctldhost", "controlmachine", "controladdr", "backupcontroller", "backupaddr",
            "grestypes", "accountingstoragetres")
+
+
 def _declared(view):
     out = {}
     for context, counts in view["declared"].items():
@@ -89,7 +91,7 @@ def _controllers(conf):
     """[(name, address)] as slurmctld reads SlurmctldHost=name(addr) or ControlMachine/ControlAddr (and Backup*)."""
     out = []
     for value in conf["controllers"]:
-        name, _, addr = value.partition("(")
+        name, _unused, addr = value.partition("(")
         out.append((name, addr.rstrip(")") or name))
     options = conf["options"]
     if "slurmctldhost" not in options:
@@ -129,7 +131,7 @@ def run_import(source, header, hosts=None, slurm_version=None):
     diffs = compare(imported, rendered, source)
     if diffs:
         raise ImportRefused([Refusal("proof", None, d, "the rendered files would differ from what runs today; "
-                                    "nothing written") for d in diffs])
+                                     "nothing written") for d in diffs])
     report = list(imported["report"])
     note = tres_note(imported, rendered)
     if note:

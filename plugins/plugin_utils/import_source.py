@@ -40,7 +40,7 @@ def combine_slurm_conf(text, includes, name="slurm.conf", origin=None, depth=0):
             if body is None:
                 raise SourceError("%s line %d: Include %s: the file is not in the source (put it next to slurm.conf)"
                                   % (name, lineno, target))
-            sub, _ = combine_slurm_conf(body, includes, os.path.basename(target), origin, depth + 1)
+            sub, _unused = combine_slurm_conf(body, includes, os.path.basename(target), origin, depth + 1)
             out.append(sub)
             continue
         out.append(line)

@@ -62,8 +62,8 @@ class ImportRefused(Exception):
     def __init__(self, refusals):
         self.refusals = list(refusals)
         lines = [str(r) for r in self.refusals]
-        super(ImportRefused, self).__init__("import refused, nothing written: %d problem(s):\n- %s"
-                                           % (len(lines), "\n- ".join(lines)))
+        super(ImportRefused, self).__init__(
+            "import refused, nothing written: %d problem(s):\n- %s" % (len(lines), "\n- ".join(lines)))
 
 
 def count_text(count):
@@ -125,7 +125,7 @@ def import_cluster(source, hosts=None, slurm_version=None):
     try:
         text, imp.origin = combine_slurm_conf(source["slurm.conf"], source.get("includes") or {})
     except SourceError as exc:
-        where, _, what = str(exc).partition(": ")
+        where, _unused, what = str(exc).partition(": ")
         raise ImportRefused([Refusal(where, None, what)])
     try:
         conf = parse_slurm_conf(text)
@@ -208,7 +208,7 @@ def _cluster_options(imp, conf):
         imp.refuse("slurm.conf", None, "no ClusterName", "slurmctld and slurmd stop: ClusterName needs to be specified")
     present = {k.lower() for k in options}
     dropped = []
-    for key, _ in model_mod.DEFAULT_SLURM_CONF:
+    for key, _unused in model_mod.DEFAULT_SLURM_CONF:
         if key.lower() not in present:
             options[key] = None
             dropped.append(key)
@@ -628,7 +628,7 @@ def _cgroup(imp, source, cluster):
         imp.refuse("cgroup.conf", None, str(exc))
         return
     present = {k.lower() for k in options}
-    for key, _ in model_mod.DEFAULT_CGROUP_CONF:
+    for key, _unused in model_mod.DEFAULT_CGROUP_CONF:
         if key.lower() not in present:
             options[key] = None
     cluster["slurm_cgroup_conf_options"] = options

@@ -173,7 +173,7 @@ def node_gres(node):
     """Ordered {gres_key: count} for one model node: ``{"gpu:a100": 8, "gpu:3g.40gb": 2, "shard": 32}``
     (see node_gres_elements for the order)."""
     counts = {}
-    for key, count, _ in node_gres_elements(node):
+    for key, count, _unused in node_gres_elements(node):
         counts[key] = counts.get(key, 0) + count
     return counts
 
@@ -189,7 +189,7 @@ def gres_types(model, elements=None):
     ``elements``: {node name: node_gres_elements(node)} when the caller has them already."""
     names = []
     for node in model["nodes"]:
-        for key, _, _ in (elements[node["name"]] if elements else node_gres_elements(node)):
+        for key, _unused1, _unused2 in (elements[node["name"]] if elements else node_gres_elements(node)):
             name = key.split(":", 1)[0]
             if name not in names:
                 names.append(name)
@@ -452,9 +452,8 @@ def _build_node(col, host, hv, version, boundary=None):
         gpus_raw = []
     has_gpus = len(gpus_raw) > 0
     generic_raw = hv.get("slurm_node_gres")
-    needs_layout = any(isinstance(g, dict) and g.get("cores") is not None for g in gpus_raw) or any(
-        isinstance(g, dict) and g.get("cores") is not None for g in (generic_raw if isinstance(generic_raw, list)
-                                                                    else ()))
+    generic_list = generic_raw if isinstance(generic_raw, list) else ()
+    needs_layout = any(isinstance(g, dict) and g.get("cores") is not None for g in list(gpus_raw) + list(generic_list))
 
     layout = {}
     for key, var, slurm_key in (("sockets", "slurm_node_sockets", "Sockets"),
@@ -503,14 +502,14 @@ def _build_node(col, host, hv, version, boundary=None):
         whole = [(i, e) for i, e in enumerate(gpus_raw) if not (isinstance(e, dict) and "count" in e)]
         counted = [(i, e) for i, e in enumerate(gpus_raw) if isinstance(e, dict) and "count" in e]
         gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in whole]
-        _check_unique(col, host, gpus, [e for _, e in whole], [i for i, _ in whole])
+        _check_unique(col, host, gpus, [e for _unused1, e in whole], [i for i, _unused2 in whole])
         gpu_counts = [_build_gpu_count(col, host, i, entry, layout, core_count) for i, entry in counted]
         order = sorted(range(len(gpus)), key=lambda k: gpus[k]["index"] if gpus[k]["index"] is not None else -1)
         model_gres.check_env_flags(col, host, lambda pos: "slurm_gres_gpus[%d]" % pos,
                                    [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
                                    + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
         gpus = [gpus[k] for k in order]
-        _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _ in counted])
+        _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _unused in counted])
         if col.count == mark and (gpus or gpu_counts):
             col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts])
     shards = model_gres.shared_count(col, host, "slurm_node_shards", hv.get("slurm_node_shards"))

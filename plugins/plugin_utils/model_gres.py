@@ -213,13 +213,13 @@ def _check_generic_rules(col, host, records):
         key = (rec["name"], (rec["type"] or "").lower())
         if key in seen:
             col.add(host, "slurm_node_gres[%d]" % i, "one record per GRES name and type",
-                    "%s%s again (first slurm_node_gres[%d])" % (rec["name"], ":" + rec["type"] if rec["type"] else "",
-                                                               seen[key]))
+                    "%s%s again (first slurm_node_gres[%d])"
+                    % (rec["name"], ":" + rec["type"] if rec["type"] else "", seen[key]))
         seen.setdefault(key, i)
         by_name.setdefault(rec["name"], []).append((i, rec))
     for name, items in by_name.items():
         for attr, what in (("files", "File"), ("type", "Type")):
-            has = [bool(rec[attr]) for _, rec in items]
+            has = [bool(rec[attr]) for _unused, rec in items]
             if any(has) and not all(has):
                 pos = items[has.index(False)][0]
                 col.add(host, "slurm_node_gres[%d].%s" % (pos, "file" if attr == "files" else "type"),

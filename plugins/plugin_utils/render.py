@@ -55,7 +55,7 @@ def _node_pairs(node, elements):
         pairs.append(("Weight", "%d" % node["weight"], (host, "slurm_node_weight")))
     pairs.extend((k, str(v), (host, "slurm_node_options.%s" % k)) for k, v in (node.get("options") or {}).items())
     if elements:
-        pairs.append(("Gres", ",".join(element for _, _, element in elements), (host, "slurm_gres_gpus")))
+        pairs.append(("Gres", ",".join(element for _unused1, _unused2, element in elements), (host, "slurm_gres_gpus")))
     return pairs
 
 
@@ -66,11 +66,11 @@ def _grouped(model, elements=None):
     for node in model["nodes"]:
         elements_ = elements[node["name"]] if elements else node_gres_elements(node)
         gres = {}
-        for key, count, _ in elements_:
+        for key, count, _unused in elements_:
             gres[key] = gres.get(key, 0) + count
         key = (node["sockets"], node["cores_per_socket"], node["threads_per_core"], node["real_memory"],
                tuple(node["features"]), node["weight"], tuple((node.get("options") or {}).items()),
-               tuple(e for _, _, e in elements_))
+               tuple(e for _unused1, _unused2, e in elements_))
         if key not in groups:
             groups[key] = {"names": [], "node": node, "gres": gres, "elements": elements_}
             order.append(key)
@@ -94,8 +94,8 @@ def _tres(model, user_value, elements):
     has_gpus = False
     shared = []
     for node in model["nodes"]:
-        for key, _, _ in elements[node["name"]]:
-            name, _, gtype = key.partition(":")
+        for key, _unused1, _unused2 in elements[node["name"]]:
+            name, _unused, gtype = key.partition(":")
             if name == "gpu":
                 has_gpus = True
                 if gtype:
@@ -176,7 +176,7 @@ def _nodes_and_partitions(out, model, elements=None):
     cluster_host = model.get("cluster_host", CLUSTER)
     out.blank()
     out.comment("Compute nodes (%d): identical nodes share one line" % len(model["nodes"]))
-    for expr, node, elements_, _ in _grouped(model, elements):
+    for expr, node, elements_, _unused in _grouped(model, elements):
         out.line([("NodeName", expr, (node["host"], "slurm_node_name"))] + _node_pairs(node, elements_))
     out.blank()
     out.comment("Partitions")
@@ -347,6 +347,7 @@ def render_all(model):
     if problems:
         raise GresError(problems)
     return files
+
 
 def summarize(model, files=None):
     """Counts for a human: nodes, GPUs per type, MIG instances, shards, NodeName lines, files."""

@@ -101,7 +101,7 @@ def drained_today(name, declared, result, gres_text, grestypes):
     tracked = {t.strip().lower() for t in (grestypes or "").split(",")}
     out = []
     for key, count in sorted(declared.items()):
-        gname, _, gtype = key.lower().partition(":")
+        gname, _unused, gtype = key.lower().partition(":")
         if gname not in tracked:
             continue
         found = sum(r.count for r in result.records if r.name.lower() == gname
@@ -144,8 +144,9 @@ def evaluate_dir(path):
     case = os.path.basename(path.rstrip("/"))
     out = {"case": case, "status": None, "detail": "", "nodes": [], "refusals": [], "drained": []}
     source = read_source_dir(path)
+    parse_error = None
     try:
-        slurm_text, _ = combine_slurm_conf(source["slurm.conf"], source["includes"])
+        slurm_text, _unused = combine_slurm_conf(source["slurm.conf"], source["includes"])
         conf = parse_slurm_conf(slurm_text)
     except (SourceError, ConfSyntaxError) as exc:
         conf = None
@@ -188,8 +189,8 @@ def evaluate_dir(path):
             diffs.append("%s: slurmd reports %s, after the import %s" % (name, before.units(), after.units()))
         elif {k.lower(): v for k, v in conf["nodes"][name]["gres"].items()} != {
                 k.lower(): v for k, v in new_conf["nodes"][name]["gres"].items()}:
-            diffs.append("%s: slurm.conf Gres %s, after the import %s" % (name, conf["nodes"][name]["gres"],
-                                                                         new_conf["nodes"][name]["gres"]))
+            diffs.append("%s: slurm.conf Gres %s, after the import %s"
+                         % (name, conf["nodes"][name]["gres"], new_conf["nodes"][name]["gres"]))
     if diffs:
         out.update(status="silent-change", detail=" | ".join(diffs))
     else:

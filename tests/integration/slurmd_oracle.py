@@ -232,7 +232,7 @@ def _canonical_ranges(text):
     for part in text.split(","):
         if not part:
             continue
-        low, _, high = part.partition("-")
+        low, _unused, high = part.partition("-")
         values.update(range(int(low), int(high or low) + 1))
     ordered = sorted(values)
     runs = []
@@ -379,7 +379,7 @@ def _namespace_script(devices):
         "set -e",
         "mount -t tmpfs -o mode=0755,size=1m slurmd-oracle-dev /dev",
     ] + ["mknod -m 0666 %s c %d %d" % dev for dev in BASIC_DEVICES]
-    basic = {path for path, _, _ in BASIC_DEVICES}
+    basic = {path for path, _unused1, _unused2 in BASIC_DEVICES}
     for path, major, minor in devices:
         if path in basic:  # a gres.conf naming /dev/null (fake GPUs in test clusters): it exists already
             continue

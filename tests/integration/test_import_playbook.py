@@ -41,7 +41,8 @@ CGROUP = "ConstrainCores=yes\nConstrainDevices=yes\n"
 def run(*args):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook")] + list(args)
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          check=False)
     return proc.returncode, " ".join(proc.stdout.split())
 
 
@@ -54,7 +55,7 @@ def site(path, **files):
 
 
 def tree(path):
-    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
+    return sorted(os.path.relpath(os.path.join(d, f), path) for d, _unused, fs in os.walk(path) for f in fs)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,7 @@ def imported(tmp_path_factory):
 
 
 def test_dest_is_compact_and_the_run_says_what_it_wrote(imported):
-    _, dest, _, log = imported
+    _unused1, dest, _unused2, log = imported
     # gpu[01-04]: slurm.conf's Gres=gpu:4 is untyped, so slurmd drops gres.conf's Type=a100 and so does the import
     assert tree(dest) == ["group_vars/all.yml", "group_vars/cpu.yml", "group_vars/gpu_l40s_a100_x3.yml",
                           "group_vars/gpu_untyped_x4.yml", "host_vars/head01.yml", "hosts.yml"]
@@ -81,7 +82,7 @@ def test_dest_is_compact_and_the_run_says_what_it_wrote(imported):
 
 def test_every_gpu_node_renders_what_slurmd_reads_from_the_original(imported):
     slurmd_oracle.require_oracle()
-    src, _, out, _ = imported
+    src, _unused1, out, _unused2 = imported
     original = SLURM.replace("Include nodes.conf\n", NODES)
     for node in ("gpu03", "mix01"):
         before = slurmd_oracle.run_slurmd_g(node, original, GRES, 2, 8, 2)
@@ -96,7 +97,7 @@ def test_every_gpu_node_renders_what_slurmd_reads_from_the_original(imported):
 
 
 def test_a_second_import_into_the_same_dest_writes_nothing(imported):
-    src, dest, _, _ = imported
+    src, dest, _unused1, _unused2 = imported
     before = {p: (dest / p).read_bytes() for p in tree(dest)}
     rc, log = run("playbooks/import-config.yml", "-e", "slurm_gres_import_src=%s" % src,
                   "-e", "slurm_gres_import_dest=%s" % dest)

@@ -88,7 +88,7 @@ def test_config_modes_reach_the_render_through_the_playbook(tmp_path):
         dest = tmp_path / mode / "out"
         rc, out = render(inventory, dest)
         assert rc == 0, out
-        written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs)
+        written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _unused, fs in os.walk(dest) for f in fs)
         assert written == expected, mode
     assert "enable_configless" in (tmp_path / "configless" / "out" / "slurm.conf").read_text()
     assert "NodeName=gpu[01-03] Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-31" in (

@@ -57,6 +57,6 @@ def test_srun_gets_both_gpus():
 
 def test_imported_inventory_is_compact():
     files = sorted(os.path.relpath(os.path.join(d, f), os.path.join(EPHEMERAL, "imported"))
-                   for d, _, fs in os.walk(os.path.join(EPHEMERAL, "imported")) for f in fs)
+                   for d, _unused, fs in os.walk(os.path.join(EPHEMERAL, "imported")) for f in fs)
     print(files)
     assert files == ["group_vars/all.yml", "group_vars/gpu_untyped_x2.yml", "hosts.yml"]

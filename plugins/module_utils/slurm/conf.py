@@ -241,7 +241,7 @@ def gres_spec_name_counts(spec, name):
         if not tok.startswith(name + ":"):
             continue
         tok = tok.split("(", 1)[0] if "(" in tok else tok
-        head, _, num = tok.rpartition(":")
+        head, _unused, num = tok.rpartition(":")
         if not num or not num[0].isdigit():
             count, typed = 1, tok
         else:
@@ -283,7 +283,7 @@ def parse_slurm_conf(text):
               "entries": []}
     node_defaults = {}
     part_defaults = {}
-    for lineno, tokens, _ in _lines(text, fname):
+    for lineno, tokens, _unused in _lines(text, fname):
         if tokens[0][0] == "Include":
             result["includes"].append(tokens[0][1])
             result["entries"].append({"line": lineno, "key": "Include", "value": tokens[0][1], "options": []})

@@ -460,10 +460,10 @@ def node_view(slurm, gres_text, node_name, total_cores=None):
             counts = gres_spec_name_counts(spec, context)
             for err in counts["errors"]:
                 view.msg("error", err)
-            if counts["types"] and counts["count"] > sum(c for _, c in counts["types"]):
+            if counts["types"] and counts["count"] > sum(c for _unused, c in counts["types"]):
                 view.fatal("_foreach_slurm_conf: Some %s GRES in slurm.conf have a type while others do not "
                            "(gres_ns->gres_cnt_config (%d) > tmp_count (%d))"
-                           % (context, counts["count"], sum(c for _, c in counts["types"])))
+                           % (context, counts["count"], sum(c for _unused, c in counts["types"])))
             declared[context] = counts
         result["declared"] = declared
         records = []
@@ -570,7 +570,7 @@ def view_units(view, with_flags=True):
     (``flags`` only when with_flags).
     """
     units = {}
-    for rec, _ in merge_count_only(view["records"]):
+    for rec, _unused in merge_count_only(view["records"]):
         name = rec["name"].lower()
         flags = None
         if with_flags:

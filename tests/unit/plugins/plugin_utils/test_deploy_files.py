@@ -22,8 +22,8 @@ def test_configless_installs_nothing_on_the_node_but_records_what_slurmd_fetches
     node = gres_deploy_files(FILES, "node", "n1", "configless")
     assert node["install"] == [] and node["record"] == ["gres.conf", "cgroup.conf", "slurm.conf"]
     assert node["files"]["gres.conf"] == FILES["gres.conf"]  # the cluster-wide one slurmctld serves
-    assert gres_deploy_files(FILES, "controller", mode="configless")["install"] == ["cgroup.conf", "gres.conf",
-                                                                                     "slurm.conf"]
+    installed = gres_deploy_files(FILES, "controller", mode="configless")["install"]
+    assert installed == ["cgroup.conf", "gres.conf", "slurm.conf"]
 
 
 def test_include_mode_installs_the_include_file_and_gres_conf():

@@ -241,8 +241,8 @@ def test_written_files_read_back_as_ansible_reads_them():
 
 def test_never_overwrites(tmp_path):
     dest = str(tmp_path / "inv")
-    assert write_new_files(dest, {"hosts.yml": "a\n", "group_vars/all.yml": "b\n"}) == ["group_vars/all.yml",
-                                                                                         "hosts.yml"]
+    written = write_new_files(dest, {"hosts.yml": "a\n", "group_vars/all.yml": "b\n"})
+    assert written == ["group_vars/all.yml", "hosts.yml"]
     with open(os.path.join(dest, "hosts.yml"), "w") as handle:
         handle.write("mine\n")
     with pytest.raises(SourceError, match="already holds hosts.yml"):

@@ -67,8 +67,8 @@ def test_flags_are_exact_words_and_env_flags_agree():
     assert problems({"n1": {"slurm_gres_gpus": [{"index": 0, "flags": ["nvidia_gpu"]}]}}) == [
         "host n1: slurm_gres_gpus[0].flags: expected gres.conf flags (nvidia_gpu_env, amd_gpu_env, intel_gpu_env, "
         "opencl_env, no_gpu_env, CountOnly, one_sharing, all_sharing, explicit), found unknown flag 'nvidia_gpu'"]
-    found = problems({"n1": {"slurm_gres_gpus": [{"index": 0, "flags": ["nvidia_gpu_env"]},
-                                                  {"index": 1, "flags": ["amd_gpu_env"]}]}})
+    found = problems({"n1": {"slurm_gres_gpus": [
+        {"index": 0, "flags": ["nvidia_gpu_env"]}, {"index": 1, "flags": ["amd_gpu_env"]}]}})
     assert "Flags does not match env flags for previous GRES" in found[0]
     found = problems({"n1": {"slurm_gres_gpus": [{"index": 0, "flags": ["nvidia_gpu_env"]}, {"index": 1}]}})
     assert "slurm_gres_gpus[1].flags: expected the env flags of slurm_gres_gpus[0] (nvidia_gpu_env)" in found[0]
@@ -158,8 +158,8 @@ def test_generic_gres_refusals(entry, fragment):
 
 
 def test_generic_gres_file_on_some_records_only():
-    found = problems({"n1": {"slurm_node_gres": [{"name": "mic", "type": "a", "file": "/dev/mic0"},
-                                                  {"name": "mic", "type": "b", "count": 1}]}})
+    found = problems({"n1": {"slurm_node_gres": [
+        {"name": "mic", "type": "a", "file": "/dev/mic0"}, {"name": "mic", "type": "b", "count": 1}]}})
     assert found == ["host n1: slurm_node_gres[1].file: expected File on every mic record when any has one, found "
                      "none (slurmd stops: some records have \"File\" specification while others do not)"]
 

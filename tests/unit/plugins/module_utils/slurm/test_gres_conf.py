@@ -172,7 +172,7 @@ def test_the_nodes_own_autodetect_is_the_spec_and_decides_whether_mig_lines_are_
     spec, base, slurm = rendered(node_autodetect="nvml")
     assert spec["autodetect"] == "nvml" and "NodeName=gpu-a30 AutoDetect=nvml\n" in base
     assert "MultipleFiles" not in node_gres_conf(spec, a30_facts())
-    spec, base, _ = rendered(autodetect="nvml", node_autodetect="off")
+    spec, base, _unused = rendered(autodetect="nvml", node_autodetect="off")
     assert spec["autodetect"] == "off" and "NodeName=gpu-a30 AutoDetect=off\n" in base
     assert node_gres_conf(spec, a30_facts()).count("MultipleFiles=") == 3
 
