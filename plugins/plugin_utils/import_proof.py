@@ -11,7 +11,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import parse_cgroup_conf
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportRefused, Refusal, import_cluster
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
+    IGNORED_OPTIONS,
+    ImportRefused,
+    Refusal,
+    import_cluster,
+)
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
@@ -37,9 +42,10 @@ def compare(imported, files, source):
         if name not in new["nodes"]:
             diffs.append("node %s: missing from the rendered slurm.conf" % name)
             continue
-        if node_definition(old["nodes"][name]) != node_definition(new["nodes"][name]):
-            diffs.append("node %s: NodeName %s != rendered %s" % (name, node_definition(old["nodes"][name]),
-                                                                  node_definition(new["nodes"][name])))
+        old_def = node_definition(old["nodes"][name], old["options"].get("grestypes"))
+        new_def = node_definition(new["nodes"][name], new["options"].get("grestypes"))
+        if old_def != new_def:
+            diffs.append("node %s: NodeName %s != rendered %s" % (name, old_def, new_def))
         before = imported["views"][name]
         after = node_view(new, files.get("%s/gres.conf" % name), name)
         if after["fatal"]:
@@ -57,7 +63,8 @@ def compare(imported, files, source):
     extra = sorted(set(new["nodes"]) - set(old["nodes"]))
     if extra:
         diffs.append("rendered slurm.conf has nodes the site's has not: %s" % ", ".join(extra))
-    old_opts = {k: v for k, v in old["options"].items() if k not in DERIVED}
+    old_opts = {k: v for k, v in old["options"].items() if k not in DERIVED
+                and not (k in IGNORED_OPTIONS and str(v).strip() == IGNORED_OPTIONS[k][0])}
     new_opts = {k: v for k, v in new["options"].items() if k not in DERIVED}
     for key in sorted(set(old_opts) | set(new_opts)):
         if old_opts.get(key) != new_opts.get(key):

@@ -27,11 +27,17 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_gres import N
 NVIDIA_FILE_RE = re.compile(r"^/dev/nvidia(\d+)$")
 # Device files of other vendors' GPUs (AMD ROCm, Intel): the collection deploys NVIDIA GPU configuration.
 OTHER_GPU_FILE_RE = re.compile(r"^/dev/(dri/|kfd|accel/|davinci|renderD)")
+# Any other device file is carried as the GPU's own ``file`` (model_gres.gpu_device_file takes the same paths).
+DEVICE_FILE_RE = re.compile(r"^/[A-Za-z0-9_.+:-]+(/[A-Za-z0-9_.+:-]+)*$")
 PER_NODE_OPTIONS = ("NodeAddr", "NodeHostname", "BcastAddr", "Port")
 _NODE_CANON = {k.lower(): k for k in NODE_OPTION_KEYS}
 _NODE_CANON["procs"] = "CPUs"
 LEGACY_CONTROLLER_KEYS = ("controlmachine", "controladdr", "backupcontroller", "backupaddr")
 _FLAG_CANON = {"countonly": "CountOnly"}
+# slurm.conf options Slurm reads and ignores at this value (read_config.c): {lower-case key: (value, why)}; any other
+# value of them stops slurmctld. Not imported; import_proof leaves them out of its comparison.
+IGNORED_OPTIONS = {"fastschedule": ("1", "Slurm ignores it since 20.11 (slurmctld: Ignoring obsolete FastSchedule=1 "
+                                         "option. Please remove from your configuration.)")}
 _SUFFIXES = ((1024 ** 5, "P"), (1024 ** 4, "T"), (1024 ** 3, "G"), (1024 ** 2, "M"), (1024, "K"))
 
 
@@ -193,11 +199,19 @@ def _cluster_options(imp, conf):
         seen[low] = where
         if low == "clustername":
             cluster["slurm_cluster_name"] = entry["value"]
-            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]*$", entry["value"]) or len(entry["value"]) > 40:
-                imp.refuse(where, None, "ClusterName=%s" % entry["value"],
-                           "the inventory takes letters, digits, '-' and '_', at most 40 characters")
+            problem = model_mod.cluster_name_problem(entry["value"])
+            if problem:
+                imp.refuse(where, None, "ClusterName=%s" % entry["value"], "expected %s" % problem)
         elif low in ("slurmctldhost", "grestypes") or low in LEGACY_CONTROLLER_KEYS:
             continue
+        elif low in IGNORED_OPTIONS:
+            value, why = IGNORED_OPTIONS[low]
+            if entry["value"].strip() == value:
+                imp.note("%s: %s=%s not imported: %s" % (where, key, entry["value"], why))
+            else:
+                imp.refuse(where, None, "%s=%s" % (key, entry["value"]), "slurmctld stops on it since Slurm 20.11 "
+                           "(The FastSchedule option has been removed; FastSchedule=2 is "
+                           "SlurmdParameters=config_overrides); fix slurm.conf first")
         elif "#" in entry["value"] or "\n" in entry["value"]:
             imp.refuse(where, None, "%s=%s" % (key, entry["value"]), "a value with '#' cannot be written back")
         else:
@@ -332,9 +346,13 @@ def _node_gres(imp, conf, name, values):
             # an invalid Cores= matters only on a record slurmd keeps (refused there); the rest are cut records
             continue
         elif text_.startswith("Invalid GRES configured on node"):
-            # the rendered Gres= holds only names GresTypes lists: this count cannot be written back as it is
-            imp.refuse(node_where, name, "Gres=%s names a GRES that GresTypes does not list" % text_.split(": ", 1)[1],
-                       "slurmd ignores it (%s); list it in GresTypes or drop it from Gres=, then import" % text_)
+            # node_conf.c gres_name_filter: slurmctld and slurmd both drop a Gres= name GresTypes lacks, so the node
+            # has none of it today; the inventory says the same by leaving it out (the rendered Gres= and GresTypes
+            # could only list it together, which would add GRES the node does not have today)
+            imp.note("WARNING: %s, node %s: Gres=%s names a GRES that GresTypes does not list: slurmctld and slurmd "
+                     "ignore it today (%s), so the node has none of it for Slurm; not imported. To schedule it, add "
+                     "it to the inventory (and so to GresTypes) after the import"
+                     % (node_where, name, text_.split(": ", 1)[1], text_))
         else:
             imp.note("%s, node %s: slurmd: %s; not imported (slurmd ignores it too)" % (at(msg["line"]), name, text_))
     declared = view["declared"]
@@ -384,7 +402,7 @@ def _node_gres(imp, conf, name, values):
                 for path in rec["files"]:
                     by_file[path] = by_file.get(path, 0) + rec["count"] // len(rec["files"])
             for gpu in values.get("slurm_gres_gpus", []):
-                count = by_file.get("/dev/nvidia%d" % gpu.get("minor", gpu.get("index")), 0)
+                count = by_file.get(gpu.get("file") or "/dev/nvidia%d" % gpu.get("minor", gpu.get("index")), 0)
                 if count:
                     gpu[key] = count
         else:
@@ -449,18 +467,17 @@ def _gpu_record(imp, name, where, rec, gpus, counts):
         return
     for path in rec["files"]:
         match = NVIDIA_FILE_RE.match(path)
-        if path.startswith("/dev/nvidia-caps/"):
-            imp.refuse(where, name, "MIG capability file %s in File=" % path,
-                       "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node writes "
-                       "its MIG lines itself")
-            continue
-        if not match:
-            vendor = "AMD/Intel GPU device file" if OTHER_GPU_FILE_RE.match(path) else "device file"
-            imp.refuse(where, name, "%s %s" % (vendor, path),
+        if OTHER_GPU_FILE_RE.match(path):
+            imp.refuse(where, name, "AMD/Intel GPU device file %s" % path,
                        "the collection deploys NVIDIA GPUs, whose files are /dev/nvidiaN")
             continue
-        gpus.append({"minor": int(match.group(1)), "type": rec["type"], "cores": rec["cores"],
-                     "links": rec["links"], "flags": _flags_list(rec)})
+        if not match and not DEVICE_FILE_RE.match(path):
+            imp.refuse(where, name, "device file %s" % path, "the inventory takes a GPU's device file as an absolute "
+                       "path of letters, digits, '/', '.', '_', '+', ':' and '-'")
+            continue
+        gpu = {"minor": int(match.group(1)) if match else None, "file": None if match else path,
+               "type": rec["type"], "cores": rec["cores"], "links": rec["links"], "flags": _flags_list(rec)}
+        gpus.append(gpu)
 
 
 def _place_gpus(imp, name, where, gpus, values):
@@ -468,8 +485,12 @@ def _place_gpus(imp, name, where, gpus, values):
     if not gpus:
         return
     minors = [g["minor"] for g in gpus]
-    rising = all(a < b for a, b in zip(minors, minors[1:]))
-    if not rising:
+    files = [g["file"] for g in gpus if g["file"]]
+    rising = not files and all(a < b for a, b in zip(minors, minors[1:]))
+    if files:
+        imp.note("%s, node %s: device files %s are not /dev/nvidiaN: carried as each GPU's file, written to "
+                 "gres.conf as they are; index follows Slurm's order" % (where, name, _files_text(files)))
+    elif not rising:
         imp.note("%s, node %s: Slurm numbers the GPUs %s in this order; index follows Slurm's order, minor "
                  "keeps the device file" % (where, name, ",".join("/dev/nvidia%d" % m for m in minors)))
     out = []
@@ -477,13 +498,22 @@ def _place_gpus(imp, name, where, gpus, values):
         entry = {"index": gpu["minor"] if rising else pos}
         if gpu["type"] is not None:
             entry["type"] = gpu["type"]
-        if not rising and gpu["minor"] != pos:
+        if gpu["file"]:
+            entry["file"] = gpu["file"]
+        elif not rising and gpu["minor"] != pos:
             entry["minor"] = gpu["minor"]
         for key in ("cores", "links", "flags"):
             if gpu[key]:
                 entry[key] = gpu[key]
         out.append(entry)
     values["slurm_gres_gpus"] = out
+
+
+def _files_text(files):
+    try:
+        return hostlist.collect_hostlist(files) if len(set(files)) == len(files) else ",".join(files)
+    except hostlist.BadHostlist:
+        return ",".join(files)
 
 
 def _generic_record(imp, name, where, rec, declared, generic):

@@ -45,7 +45,7 @@ HOST_VARS = NODE_VARS + CONTROLLER_VARS
 # Host variables in these namespaces are ours: an unknown name there is a typo and is reported.
 HOST_VAR_PREFIXES = ("slurm_node_", "slurm_gres_gpu", "slurm_ctld_")
 
-GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "mps", "model", "links", "flags", "count")
+GPU_KEYS = ("index", "type", "cores", "minor", "file", "mig", "shards", "mps", "model", "links", "flags", "count")
 
 # Cluster-wide variables (group_vars/all) and their defaults.
 CLUSTER_VARS = {
@@ -109,11 +109,13 @@ DEFAULT_PARTITION = {"name": "main", "nodes": "ALL", "default": True,
 
 # MIG profile names as nvidia-smi / mig-parted write them: [<C>c.]<G>g.<GB>gb[+me|+me.all|+gfx|-me]
 MIG_PROFILE_RE = re.compile(r"\A([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+me|\+me\.all|\+gfx|-me)?\Z")
-_CLUSTER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+_CLUSTER_NAME_RE = re.compile(r"\A[A-Za-z0-9][^=]*\Z")
 # slurm.conf keys that start a line of their own keys (DownNodes=x State=DOWN ...): not expressible as one option.
 LINE_RECORD_KEYS = ("DownNodes", "FrontendName", "NodeSet", "PowerAction")
 # String options whose documented values are command lines: written in double quotes, spaces allowed.
-COMMAND_LINE_OPTIONS = ("InteractiveStepOptions",)
+# Options whose value is a command line with arguments (written in quotes): slurmd runs RebootProgram verbatim
+# (req.c _rpc_reboot, 22.05; a PowerAction's argv since 25.05), salloc InteractiveStepOptions as srun options.
+COMMAND_LINE_OPTIONS = ("InteractiveStepOptions", "RebootProgram")
 
 
 def target_version(model):
@@ -613,8 +615,8 @@ def _features(col, host, features):
 
 def _build_gpu(col, host, i, entry, layout, core_count):
     field = "slurm_gres_gpus[%d]" % i
-    gpu = {"index": None, "type": None, "minor": None, "cores": None, "model": None, "mig": None, "shards": None,
-           "mps": None, "links": None, "flags": None}
+    gpu = {"index": None, "type": None, "minor": None, "file": None, "cores": None, "model": None, "mig": None,
+           "shards": None, "mps": None, "links": None, "flags": None}
     if not isinstance(entry, dict):
         col.add(host, field, "a mapping like {index: 0, type: a100}", _describe(entry))
         return gpu
@@ -627,7 +629,12 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0, values.GPU_MINOR_MAX,
                                      note="the nvidia-smi index of the GPU")
     gpu["type"] = _gpu_type(col, host, field, entry.get("type"))
-    if entry.get("minor") is not None:
+    if entry.get("file") is not None:
+        gpu["file"] = model_gres.gpu_device_file(col, host, field + ".file", entry["file"])
+        if entry.get("minor") is not None:
+            col.add(host, field + ".minor", "minor or file, not both", "both",
+                    "file names the GPU's device file when it is not /dev/nvidiaN (minor)")
+    elif entry.get("minor") is not None:
         gpu["minor"] = col.int_value(host, field + ".minor", entry["minor"], 0, values.GPU_MINOR_MAX,
                                      note="the minor N of /dev/nvidiaN")
     elif gpu["index"] is not None:
@@ -672,7 +679,7 @@ def _build_gpu(col, host, i, entry, layout, core_count):
                     col.extend(mig_problems)
                 else:
                     gpu["mig"] = [str(p) for p in mig]
-        for key in ("shards", "mps", "links", "flags"):
+        for key in ("shards", "mps", "links", "flags", "file"):
             if gpu[key] is not None:
                 col.add(host, "%s.%s" % (field, key), "%s only on a GPU without MIG instances" % key,
                         "%s %s together with mig" % (key, gpu[key] if key != "flags" else ",".join(gpu[key])))
@@ -737,7 +744,7 @@ def _cores(col, host, field, value, layout, core_count):
 
 def _check_unique(col, host, gpus, entries, positions):
     dup_index = set()
-    for key in ("index", "minor"):
+    for key in ("index", "minor", "file"):
         seen = {}
         for k, gpu in enumerate(gpus):
             i = positions[k]
@@ -754,7 +761,7 @@ def _check_unique(col, host, gpus, entries, positions):
                 if key == "minor":
                     hint = "minor defaults to index; set minor where /dev/nvidiaN differs from the index"
                 col.add(host, "slurm_gres_gpus[%d].%s" % (i, key), "unique GPU %s" % key,
-                        "%d (also used by slurm_gres_gpus[%d])" % (value, seen[value]), hint)
+                        "%s (also used by slurm_gres_gpus[%d])" % (value, seen[value]), hint)
             else:
                 seen[value] = i
 
@@ -772,10 +779,23 @@ def _check_type_spelling(col, nodes):
                         "%r (host %s spells it %r)" % (gpu["type"], first[1], first[0]))
 
 
+def cluster_name_problem(value):
+    """None for a ClusterName Slurm takes and this collection can write back, else what is expected.
+
+    Slurm takes any non-empty word (read_config.c lower-cases it) and asks for at most 40 characters (the
+    accounting database's table names, slurm.conf(5)); the collection writes it unquoted, so one word of
+    printable ASCII starting with a letter or digit (``cloud1.pri.example``, ``hpc_a``, ``Tux-2``)."""
+    if (not isinstance(value, str) or not _CLUSTER_NAME_RE.match(value) or len(value) > 40
+            or values.check_option_value(value) is not None):
+        return ("a cluster name: one word of printable ASCII starting with a letter or digit, no '\"', '#', '\\' "
+                "or '=', at most 40 characters (slurm.conf(5))")
+    return None
+
+
 def _cluster_name(col, host, value):
-    if not isinstance(value, str) or not _CLUSTER_NAME_RE.match(value) or len(value) > 40:
-        col.add(host, "slurm_cluster_name", "a cluster name (letters, digits, '-', '_'; at most 40 chars)",
-                _describe(value))
+    problem = cluster_name_problem(value)
+    if problem:
+        col.add(host, "slurm_cluster_name", problem, _describe(value))
         return "cluster"
     return str(value)
 

@@ -22,6 +22,7 @@ GENERIC_KEYS = ("name", "type", "count", "no_consume", "file", "cores", "flags")
 _GRES_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _TYPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 _PATH_RE = re.compile(r"^/[A-Za-z0-9_./\[\],-]+$")
+_DEVICE_FILE_RE = re.compile(r"^/[A-Za-z0-9_.+:-]+(/[A-Za-z0-9_.+:-]+)*$")
 
 # slurm.conf NodeName keys (read_config.c _nodename_options, 22.05, plus later releases) that
 # slurm_node_options may set; the schema's own variables and Gres are derived.
@@ -120,6 +121,21 @@ def count_value(col, host, field, value):
             return count, value.strip()
     col.add(host, field, "a count >= 1 (integer, or with a K/M/G/T/P suffix such as 4G)", describe(value))
     return None
+
+
+def gpu_device_file(col, host, field, value):
+    """A GPU's own device file, written to gres.conf as it is: one absolute path (no hostlist brackets or commas:
+    one entry is one GPU), not /dev/nvidiaN (that is ``minor``). None after a problem."""
+    if not isinstance(value, str) or not _DEVICE_FILE_RE.match(value) or "/../" in value + "/":
+        col.add(host, field, "one device file as an absolute path such as /dev/nvidia-caps/nvidia-cap30 "
+                "(letters, digits, '/', '.', '_', '+', ':', '-')", describe(value),
+                "one GPU entry per device file: write a GPU entry for each file of a range")
+        return None
+    if re.match(r"^/dev/nvidia\d+$", value):
+        col.add(host, field, "a device file other than /dev/nvidiaN", describe(value),
+                "write minor: %s for /dev/nvidiaN" % value[len("/dev/nvidia"):])
+        return None
+    return str(value)
 
 
 def _file_list(col, host, field, value):

@@ -34,8 +34,9 @@ def _parse(text):
     return parse_slurm_conf(text)
 
 
-def _node_def(node):
-    return node_definition(node)
+def _node_def(node, options):
+    """The node as slurmctld defines it, its Gres= limited to the names GresTypes lists (the others are ignored)."""
+    return node_definition(node, options.get("grestypes"))
 
 
 def _defs(parts):
@@ -63,7 +64,7 @@ def slurm_conf_changes(old_text, new_text):
     result["nodes_added"] = sorted(set(new["nodes"]) - set(old["nodes"]))
     result["nodes_removed"] = sorted(set(old["nodes"]) - set(new["nodes"]))
     for name in sorted(set(old["nodes"]) & set(new["nodes"])):
-        before, after = _node_def(old["nodes"][name]), _node_def(new["nodes"][name])
+        before, after = _node_def(old["nodes"][name], old["options"]), _node_def(new["nodes"][name], new["options"])
         keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         if keys:
             result["nodes_changed"][name] = keys

@@ -539,6 +539,13 @@ def _check_one_device(node, slot, path, is_gpu_file, where):
     if not is_gpu_file:
         return []
     major, minor = entry.get("major"), entry.get("minor")
+    if not re.match(r"^/dev/nvidia\d+$", path) and major != NVIDIA_MAJOR:
+        # a GPU's own device file (the inventory's ``file``: WSL's /dev/dxg, Jetson's /dev/nvgpu/..., MIG caps as
+        # plain File lines): slurmd only needs it to be a device; nothing ties it to one nvidia-smi GPU
+        return [finding(
+            "warning", "device", None, "%s (%s) is an NVIDIA GPU device node /dev/nvidiaN" % (path, where),
+            "%s, a character device (major %s, minor %s)" % (path, major, minor),
+            "slurmd and its device cgroup use it as written; this GPU is not matched against nvidia-smi")]
     if major != NVIDIA_MAJOR:
         return [finding(
             "error", "device", None, "%s is an NVIDIA %sdevice (major %d)" % (path, gpu_word, NVIDIA_MAJOR),

@@ -360,14 +360,20 @@ def parse_slurm_conf(text):
 _NODE_KEY_ALIASES = {"procs": "cpus", "feature": "features"}
 
 
-def node_definition(node):
+def node_definition(node, grestypes=False):
     """A parsed slurm.conf node as slurmctld defines it: aliases folded (Procs=CPUs, Feature=Features), one
-    board's SocketsPerBoard read as Sockets, the raw Gres= and the line number left out (``gres`` stays)."""
+    board's SocketsPerBoard read as Sockets, the raw Gres= and the line number left out (``gres`` stays).
+
+    ``grestypes``: the file's GresTypes value (None when it has none): ``gres`` then keeps only the names it lists,
+    as slurmctld and slurmd do (node_conf.c gres_name_filter drops the others: "Invalid GRES configured")."""
     out = {}
     for key, value in node.items():
         if key in ("gres_spec", "line"):
             continue
         out[_NODE_KEY_ALIASES.get(key, key)] = value if key == "gres" else str(value).strip()
+    if grestypes is not False and out.get("gres"):
+        listed = set(filter(None, (grestypes or "").split(",")))
+        out["gres"] = {k: v for k, v in out["gres"].items() if k.split(":", 1)[0] in listed}
     if "sockets" not in out and "socketsperboard" in out and out.get("boards", "1") == "1":
         out["sockets"] = out.pop("socketsperboard")
         out.pop("boards", None)

@@ -158,6 +158,8 @@ def test_autodetect_of_the_cluster_and_one_node_off():
      "gres.conf line 1, node n1: MultipleFiles= (MIG) line (describe the MIG layout with mig: [...] and model:"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:mi250:2\n", "Name=gpu Type=mi250 File=/dev/dri/renderD[128-129]\n",
      "gres.conf line 1, node n1: AMD/Intel GPU device file /dev/dri/renderD128 (the collection deploys NVIDIA GPUs"),
+    ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/gpu~0\n",
+     "gres.conf line 1, node n1: device file /dev/gpu~0 (the inventory takes a GPU's device file as an absolute path"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:4\n", "Name=gpu File=/dev/nvidia[0-1]\n",
      "slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (slurmctld drains this node today"),
     ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0 Cores=0-7\n",
@@ -281,11 +283,60 @@ def test_a_count_below_slurm_conf_and_slurmds_rest_are_one_count():
                "slurmctld; imported as Count=10" in line for line in done["report"])
 
 
-def test_a_gres_name_gres_types_lacks_is_refused_by_name():
-    found = refusals("GresTypes=bandwidth\nNodeName=g1 Gres=gpu:2 CPUs=8\nPartitionName=p Nodes=g1\n",
-                     "Name=gpu File=/dev/nvidia[0-1]\n")
-    assert any(r.startswith("slurm.conf line 7, node g1: Gres=gpu:2 names a GRES that GresTypes does not list")
+def test_a_gres_name_gres_types_lacks_is_left_out_as_slurm_ignores_it_and_reported():
+    """node_conf.c gres_name_filter: slurmctld and slurmd drop gpu:2 when GresTypes lacks gpu; so does the import,
+    with a warning, and the proof compares the counts Slurm keeps."""
+    done = imported("GresTypes=bandwidth\nNodeName=g1 Gres=gpu:2,bandwidth:4G CPUs=8\nPartitionName=p Nodes=g1\n",
+                    "Name=gpu File=/dev/nvidia[0-1]\n")
+    assert "NodeName=g1 CPUs=8 Gres=bandwidth:4G" in done["rendered"]["slurm.conf"]
+    assert any(line.startswith("WARNING: slurm.conf line 7, node g1: Gres=gpu:2 names a GRES that GresTypes does not "
+                               "list: slurmctld and slurmd ignore it today") for line in done["report"]), done["report"]
+
+
+def test_device_files_other_than_dev_nvidia_are_carried_as_each_gpus_file():
+    """WSL's /dev/dxg, MIG caps as plain File lines, test clusters' stand-ins: written back as they are."""
+    done = imported("GresTypes=gpu\nNodeName=t1 Gres=gpu:4 CPUs=8\nNodeName=m1 Gres=gpu:1g.10gb:2 CPUs=8\n"
+                    "NodeName=w1 Gres=gpu:1 CPUs=8\nPartitionName=p Nodes=t1,m1,w1\n",
+                    "NodeName=t1 Name=gpu File=/dev/tty[0-3]\n"
+                    "NodeName=m1 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap30\n"
+                    "NodeName=m1 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap39\n"
+                    "NodeName=w1 Name=gpu File=/dev/dxg\n")
+    shapes = {g: load(done["files"], "group_vars/%s.yml" % g) for g in done["groups"] if g.startswith("gpu")}
+    gpus = sorted(tuple((g["index"], g.get("type", ""), g["file"]) for g in s["slurm_gres_gpus"])
+                  for s in shapes.values())
+    assert gpus == [
+        ((0, "", "/dev/dxg"),),
+        ((0, "", "/dev/tty0"), (1, "", "/dev/tty1"), (2, "", "/dev/tty2"), (3, "", "/dev/tty3")),
+        ((0, "1g.10gb", "/dev/nvidia-caps/nvidia-cap30"), (1, "1g.10gb", "/dev/nvidia-caps/nvidia-cap39"))]
+    assert "NodeName=t1 Name=gpu File=/dev/tty[0-3]\n" in done["rendered"]["t1/gres.conf"]
+    assert "NodeName=w1 Name=gpu File=/dev/dxg\n" in done["rendered"]["w1/gres.conf"]
+    assert "NodeName=m1 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap39\n" in done["rendered"]["m1/gres.conf"]
+    assert any("node t1: device files /dev/tty[0-3] are not /dev/nvidiaN: carried as each GPU's file" in line
+               for line in done["report"]), done["report"]
+
+
+def test_a_cluster_name_slurm_takes_is_imported():
+    done = run_import({"slurm.conf": HEAD.replace("ClusterName=lab", "ClusterName=cloud1.pri.example") +
+                       "GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "includes": {}, "cgroup.conf": None,
+                       "gres.conf": "Name=gpu File=/dev/nvidia0\n", "node_gres": {}}, ["test"])
+    assert load(done["files"], "group_vars/all.yml")["slurm_cluster_name"] == "cloud1.pri.example"
+    assert "ClusterName=cloud1.pri.example\n" in done["rendered"]["slurm.conf"]
+
+
+def test_fast_schedule_1_is_dropped_as_slurm_ignores_it_other_values_refused():
+    done = imported("FastSchedule=1\nGresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0\n")
+    assert "FastSchedule" not in done["rendered"]["slurm.conf"]
+    assert any(line.startswith("slurm.conf line 6: FastSchedule=1 not imported: Slurm ignores it since 20.11")
+               for line in done["report"]), done["report"]
+    found = refusals("FastSchedule=2\nGresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0\n")
+    assert any(r.startswith("slurm.conf line 6: FastSchedule=2 (slurmctld stops on it since Slurm 20.11")
                for r in found), found
+
+
+def test_a_reboot_program_with_arguments_is_carried_in_quotes():
+    done = imported('RebootProgram="/sbin/shutdown -r now"\nGresTypes=gpu\nNodeName=n1 Gres=gpu:1\n',
+                    "Name=gpu File=/dev/nvidia0\n")
+    assert 'RebootProgram="/sbin/shutdown -r now"\n' in done["rendered"]["slurm.conf"]
 
 
 def test_a_numeric_node_name_stays_a_string_host():

@@ -187,3 +187,51 @@ def test_shared_gres_with_mig_is_refused_for_mps_too():
     assert "MIG instances only in a cluster without shards" in found[0]
     found = problems({"n1": mig_node}, slurm_gres_types=["gpu", "shard"])
     assert "MIG instances only in a cluster without shards" in found[0]
+
+
+def test_gpus_with_their_own_device_file_render_it_as_written():
+    """file: a GPU's device file that is not /dev/nvidiaN (MIG caps as plain File lines, WSL's /dev/dxg, stand-ins):
+    numbered files in a row collapse like /dev/nvidia[0-3]; shards follow the files."""
+    gpus = [{"index": i, "file": "/dev/tty%d" % i, "shards": 2} for i in range(4)] + [{"index": 4, "file": "/dev/dxg"}]
+    files = render_all(model({"n1": {"slurm_gres_gpus": gpus}}))
+    assert "NodeName=n1 Name=gpu File=/dev/tty[0-3]\n" in files["n1/gres.conf"]
+    assert "NodeName=n1 Name=gpu File=/dev/dxg\n" in files["n1/gres.conf"]
+    assert "NodeName=n1 Name=shard Count=8 File=/dev/tty[0-3]\n" in files["n1/gres.conf"]
+    assert node_line(files, "n1").endswith("Gres=gpu:5,shard:8")
+    caps = [{"index": 0, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap30"},
+            {"index": 1, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap39"}]
+    files = render_all(model({"n1": {"slurm_gres_gpus": caps}}))
+    assert ("NodeName=n1 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap30\n"
+            "NodeName=n1 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap39\n") in files["n1/gres.conf"]
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ({"index": 0, "file": "/dev/tty[0-3]"}, "slurm_gres_gpus[0].file: expected one device file as an absolute path"),
+    ({"index": 0, "file": "dev/dxg"}, "slurm_gres_gpus[0].file: expected one device file as an absolute path"),
+    ({"index": 0, "file": "/dev/../etc/passwd"}, "slurm_gres_gpus[0].file: expected one device file"),
+    ({"index": 0, "file": "/dev/nvidia3"}, "slurm_gres_gpus[0].file: expected a device file other than /dev/nvidiaN, "
+                                           "found '/dev/nvidia3' (string) (write minor: 3 for /dev/nvidiaN)"),
+    ({"index": 0, "file": "/dev/dxg", "minor": 0}, "slurm_gres_gpus[0].minor: expected minor or file, not both"),
+    ({"index": 0, "type": "a100", "model": "A100-SXM4-40GB", "mig": ["3g.20gb"], "file": "/dev/dxg"},
+     "slurm_gres_gpus[0].file: expected file only on a GPU without MIG instances"),
+])
+def test_gpu_device_file_refusals(entry, fragment):
+    found = problems({"n1": {"slurm_gres_gpus": [entry]}})
+    assert any(fragment in p for p in found), found
+
+
+def test_one_device_file_per_gpu():
+    found = problems({"n1": {"slurm_gres_gpus": [{"index": 0, "file": "/dev/dxg"}, {"index": 1, "file": "/dev/dxg"}]}})
+    assert any("slurm_gres_gpus[1].file: expected unique GPU file, found /dev/dxg (also used by slurm_gres_gpus[0])"
+               in p for p in found), found
+
+
+@pytest.mark.parametrize("name, ok", [("cloud1.pri.example", True), ("Tux_2-b", True), ("x" * 40, True),
+                                      ("x" * 41, False), ("my cluster", False), ("a#b", False), ("a=b", False),
+                                      (".hidden", False)])
+def test_cluster_names_slurm_takes(name, ok):
+    if ok:
+        assert model({"n1": {}}, slurm_cluster_name=name)["cluster_name"] == name
+    else:
+        assert any("slurm_cluster_name: expected a cluster name" in p
+                   for p in problems({"n1": {}}, slurm_cluster_name=name))

@@ -145,3 +145,11 @@ def test_equivalent_hand_written_files_need_no_restart():
     assert restart_plan.node_restart_plan("n1", hand, moved)["reasons"] == ["gres.conf changed"]
     swapped = dict(rendered, **{"cgroup.conf": "ConstrainCores=yes\nConstrainDevices=no\n"})
     assert restart_plan.node_restart_plan("n1", hand, swapped)["reasons"] == ["cgroup.conf changed"]
+
+
+def test_a_gres_count_slurm_ignores_is_no_node_change():
+    """Gres=qpu:2 with qpu not in GresTypes: slurmctld and slurmd drop it (gres_name_filter); an imported slurm.conf
+    that leaves it out changes no node definition."""
+    old = conf([CPU.rstrip("\n") + " Gres=qpu:2\n"])
+    changes = restart_plan.slurm_conf_changes(old, conf([CPU]))
+    assert changes["nodes_changed"] == {} and changes["gres_down"] == {}
