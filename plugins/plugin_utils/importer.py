@@ -446,9 +446,12 @@ def _flags_list(rec):
 
 def _bad_cores(imp, name, where, rec):
     if rec["cores_text"] is not None and rec["cores"] is None:
+        # slurmd judges Cores= against the hardware it runs on (xcpuinfo_abs_to_mac), not slurm.conf: on a node as
+        # slurm.conf describes it the binding is dropped, on one with more cores it is kept. The files cannot say.
         imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
-                   "slurmd drops this binding (Invalid GRES data for %s): it lies beyond the node's cores in "
-                   "slurm.conf (Sockets x CoresPerSocket) or is no core list" % rec["name"])
+                   "slurmd drops this binding (Invalid GRES data for %s) where the node has the cores slurm.conf "
+                   "declares (Sockets x CoresPerSocket) and keeps it where the hardware has more: the files do not "
+                   "say which; fix Cores= or slurm.conf's layout (slurmd -C), then import" % rec["name"])
         return True
     return False
 

@@ -131,7 +131,7 @@ def _slurmd_refuses_as_published(source):
     name = nodes[0] if nodes else "probe"
     try:
         result = slurmd_oracle.run_slurmd_g(name, source["slurm.conf"], _gres_text(source, name), *DEFAULT_SHAPE,
-                                            other_devices=True, timeout=10)
+                                            other_devices=True, timeout=5)
     except slurmd_oracle.OracleSetupError as exc:
         # a missing file: slurmd retries it for 60 s, then stops (fatal: Unable to process configuration file)
         missing = re.search(r"error: (s_p_parse_file: cannot stat file [^\n]*)", str(exc))
