@@ -32,6 +32,11 @@ NODES = {
                      slurm_node_options={"TmpDisk": 1000, "State": "UNKNOWN"}),
     "off1": dict(LAYOUT, slurm_node_autodetect="off", slurm_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4},
                                                                        {"index": 1, "type": "l40s", "shards": 4}]),
+    # GPUs with their own device files: MIG instances as plain File lines, numbered stand-ins in a row, one odd file
+    "files1": dict(LAYOUT, slurm_gres_gpus=[{"index": 0, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap30"},
+                                            {"index": 1, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap39"}]),
+    "files2": dict(LAYOUT, slurm_gres_gpus=[{"index": i, "file": "/dev/tty%d" % i, "cores": "0-3", "shards": 2}
+                                            for i in range(3)] + [{"index": 3, "file": "/dev/dxg", "cores": "4-7"}]),
 }
 
 
