@@ -139,7 +139,7 @@ def run_import(source, header, hosts=None, slurm_version=None):
     if diffs:
         raise ImportRefused([Refusal("proof", None, d, "the rendered files would differ from what runs today; "
                                      "nothing written") for d in diffs])
-    report = list(imported["report"])
+    report = list(imported["report"]) + ["imported inventory: %s" % w for w in model.get("warnings") or ()]
     note = tres_note(imported, rendered)
     if note:
         report.append(note)

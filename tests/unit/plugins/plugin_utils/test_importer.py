@@ -172,8 +172,6 @@ def test_autodetect_of_the_cluster_and_one_node_off():
      "gres.conf line 2, node n1: slurmd stops here: gres.conf for gpu, some records have \"File\" specification"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\nInclude nodes.conf\n", "Name=gpu File=/dev/nvidia0\n",
      "slurm.conf line 8: Include nodes.conf: the file is not in the source"),
-    ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0 Cores=0-1\n",
-     "imported inventory, node n1: slurm_node_sockets: expected the node's CPU layout"),
 ])
 def test_refusals_name_file_line_and_node(slurm, gres, expected):
     found = refusals(slurm, gres)
@@ -344,3 +342,12 @@ def test_a_numeric_node_name_stays_a_string_host():
                     "Name=gpu File=/dev/nvidia0\n")
     hosts = load(done["files"], "hosts.yml")["all"]["children"]["slurmd"]["children"]
     assert [list(g["hosts"]) for g in hosts.values()] == [["5090"]]
+
+
+def test_cores_without_the_nodes_layout_are_carried_as_written():
+    """slurm.conf gives only CPUs=: the Cores= of gres.conf cannot be checked against a layout; slurmd judges them
+    against the node's hardware, the same before and after, so they are carried as written and the report says so."""
+    done = imported("GresTypes=gpu\nNodeName=n1 CPUs=4 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia[0-1] CPUs=0-3\n")
+    assert "NodeName=n1 Name=gpu File=/dev/nvidia[0-1] Cores=0-3\n" in done["rendered"]["n1/gres.conf"]
+    assert any(line.startswith("imported inventory: host n1: slurm_node_sockets: expected the node's CPU layout")
+               for line in done["report"]), done["report"]

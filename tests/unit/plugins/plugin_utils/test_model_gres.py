@@ -175,10 +175,17 @@ def test_node_options_render_on_the_node_line_and_owned_keys_are_refused():
         "'Colour'"]
 
 
-def test_layout_is_needed_only_where_cores_are_given():
-    model({"n1": {"slurm_gres_gpus": [{"index": 0, "type": "a"}]}})
-    found = problems({"n1": {"slurm_gres_gpus": [{"index": 0, "type": "a", "cores": "0-3"}]}})
-    assert found[0].startswith("host n1: slurm_node_sockets: expected the node's CPU layout")
+def test_cores_without_a_layout_are_written_as_given_with_a_warning():
+    """A site's slurm.conf often gives only CPUs=: Cores= cannot be checked against a layout then; slurmd (and the
+    node verification) judge them against the node's hardware."""
+    assert model({"n1": {"slurm_gres_gpus": [{"index": 0, "type": "a"}]}})["warnings"] == []
+    m = model({"n1": {"slurm_node_options": {"CPUs": 8},
+                      "slurm_gres_gpus": [{"index": 0, "type": "a", "cores": "0-3"}]}})
+    assert [str(w) for w in m["warnings"]] == [
+        "host n1: slurm_node_sockets: expected the node's CPU layout (sockets, cores_per_socket) on a node whose "
+        "GRES have cores, found not set (Cores= are not checked here, only by the node verification against the "
+        "node's hardware; see `slurmd -C` on the node)"]
+    assert "NodeName=n1 Name=gpu Type=a File=/dev/nvidia0 Cores=0-3\n" in render_all(m)["n1/gres.conf"]
 
 
 def test_shared_gres_with_mig_is_refused_for_mps_too():
