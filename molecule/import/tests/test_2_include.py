@@ -5,6 +5,7 @@ them). The site's files stay untouched, the include file and the node's gres.con
 registers as before; a second deploy changes nothing."""
 
 import json
+import re
 
 import pytest
 
@@ -12,29 +13,26 @@ import adopt_checks
 import slurm_checks
 
 CTL, NODE = adopt_checks.CTL, adopt_checks.NODE
-SITE_SLURM_CONF = """# /etc/slurm/slurm.conf -- managed by the site's own role; nodes and partitions come from the include
-ClusterName=adopt
-SlurmctldHost=gres-ctl
-AuthType=auth/munge
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-StateSaveLocation=/var/spool/slurmctld
-SlurmdSpoolDir=/var/spool/slurmd
-SlurmctldTimeout=30
-SlurmdTimeout=60
-ReturnToService=2
-Include /etc/slurm/slurm_gres.conf
-"""
 INCLUDE = ("-e", "slurm_gres_config_mode=include", "-e", "slurm_gres_include_file=slurm_gres.conf",
            "-e", json.dumps({"slurm_conf_options": {}, "slurm_cgroup_conf_options": {}}))
 
 
+def site_slurm_conf():
+    """The site's slurm.conf from now on: the settings the cluster runs with (the deployed file's options), its
+    nodes and partitions pulled in from the collection's include file."""
+    current = CTL.file("/etc/slurm/slurm.conf").content_string
+    kept = [line for line in current.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")
+            and not re.match(r"(?i)\s*(NodeName|PartitionName|GresTypes)\s*=", line)]
+    return "# managed by the site's own role\n%s\nInclude /etc/slurm/slurm_gres.conf\n" % "\n".join(kept)
+
+
 @pytest.fixture(scope="module")
 def runs():
+    site = site_slurm_conf()
+    print(site)
     for host in (CTL, NODE):
-        adopt_checks.write(host, "/etc/slurm/slurm.conf", SITE_SLURM_CONF)
+        adopt_checks.write(host, "/etc/slurm/slurm.conf", site)
         host.check_output("sha256sum /etc/slurm/slurm.conf /etc/slurm/cgroup.conf > /root/site-files.sha256")
     first = adopt_checks.deploy(*INCLUDE)
     second = adopt_checks.deploy(*INCLUDE)
