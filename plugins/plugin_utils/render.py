@@ -296,7 +296,7 @@ def key_problems(conf, version):
     problems = []
     for line in conf.meant:
         first = line[0][0]
-        if conf.name.endswith("gres.conf"):
+        if conf.name == "gres.conf" or conf.name.endswith("/gres.conf"):  # not an include file slurm_gres.conf
             checks = [("gres.conf", pair) for pair in line if pair[0].lower() != "nodename"]
         elif conf.name == "cgroup.conf":
             checks = [("cgroup.conf", pair) for pair in line]

@@ -57,6 +57,14 @@ def test_include_mode_renders_the_node_part_and_no_cgroup_conf():
     assert "checked, never installed" in files["slurm.conf"]
 
 
+def test_include_mode_with_the_default_include_file_name():
+    """slurm_gres.conf (the default) ends in gres.conf but is the slurm.conf part: its keys are slurm.conf's (the
+    render once checked them as gres.conf keys and refused every one; found by molecule/import on 24.11)."""
+    files = render(slurm_gres_config_mode="include")
+    assert "NodeName=gpu[01-02] Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 Gres=gpu:a100:4\n" in files[
+        "slurm_gres.conf"]
+
+
 @pytest.mark.parametrize("cluster, fragment", [
     ({"slurm_gres_config_mode": "sometimes"}, "slurm_gres_config_mode: expected one of files, configless, include"),
     ({"slurm_gres_config_mode": "include", "slurm_conf_options": {"SelectType": "select/cons_tres"}},
