@@ -466,10 +466,14 @@ def _build_node(col, host, hv, version, boundary=None):
             # Cores= is checked against sockets x cores_per_socket (threads_per_core defaults to 1 in Slurm). Without
             # them Cores= are written as given: slurmd judges them against the hardware it runs on (as it does the
             # same line today on an imported cluster), and so does the node verification, with the node's facts.
-            if needs_layout and key == "sockets":
+            bare = hv.get("slurm_node_sockets") is None and hv.get("slurm_node_cores_per_socket") is None
+            if needs_layout and bare and key == "sockets":
                 col.warn(host, "slurm_node_sockets", "the node's CPU layout (sockets, cores_per_socket) on a node "
                          "whose GRES have cores", "not set", "Cores= are not checked here, only by the node "
                          "verification against the node's hardware; see `slurmd -C` on the node")
+            elif needs_layout and not bare and key != "threads_per_core":  # half a layout: a slip, not a site's CPUs=
+                col.add(host, var, "the node's CPU layout (sockets, cores_per_socket) on a node whose GRES have "
+                        "cores", "not set", "Cores= is checked against it; see `slurmd -C` on the node")
             layout[key] = None
         else:
             layout[key] = _node_int(col, host, var, value, slurm_key, 1, version)
