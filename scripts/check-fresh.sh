@@ -97,6 +97,15 @@ done
 cat >"$run/inside.sh" <<EOF
 set -euo pipefail
 export CI=true HOME=/root LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The chroot's root is an overlayfs, which podman's overlay storage cannot sit on (make images imports the node
+# images); vfs can. A real machine keeps podman's default. (podman 4.3 ignores STORAGE_DRIVER.)
+cat >/root/storage-vfs.conf <<'CONF'
+[storage]
+driver = "vfs"
+runroot = "/run/containers/storage"
+graphroot = "/var/lib/containers/storage"
+CONF
+export CONTAINERS_STORAGE_CONF=/root/storage-vfs.conf
 $(printf '%s\n' "${passenv[@]}")
 cd /root/slurm_gres
 step() {

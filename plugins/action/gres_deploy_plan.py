@@ -34,7 +34,8 @@ class ActionModule(ActionBase):
         involved = hosts if stage == "gate" else list(plan.get("targets", [])) + list(plan.get("controllers", []))
         state = host_values(task_vars["hostvars"], involved, wanted)
         if stage == "gate":
-            plan = deploy_plan.gate(hosts, task_vars["groups"], args["names"], state)
+            plan = deploy_plan.gate(hosts, task_vars["groups"], args["names"], state,
+                                    check_mode=bool(self._task.check_mode))
         else:
             plan = getattr(deploy_plan, stage)(plan, state)
         result.update(changed=False, plan=plan)

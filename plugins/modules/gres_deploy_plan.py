@@ -48,7 +48,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: The same decisions.
+    description:
+      - The same decisions, except that a refusal of O(stage=gate) does not fail the task; it is returned as
+        C(plan.check_refusal) so that the check run can report every node (M(hpc.slurm_gres.gres_check_report))
+        before it ends with that refusal.
 """
 
 EXAMPLES = r"""
@@ -68,7 +71,8 @@ RETURN = r"""
 plan:
   description:
     - C(targets) (inventory hosts), C(names) (host to node name), C(controllers), C(unverified) and C(refusal)
-      (the message when the deploy must stop, else null); from O(stage=order) on also C(gres_changing),
+      (the message when the deploy must stop, else null), in check mode C(check_refusal) (the gate's refusal,
+      deferred); from O(stage=order) on also C(gres_changing),
       C(slurmctld_restart_after), C(check_gres_on_restart) and C(expected_gres); from O(stage=restarted) C(failed_nodes); from
       O(stage=confirmed) C(smoke_nodes) and C(smoke_preferred_nodes).
   returned: always

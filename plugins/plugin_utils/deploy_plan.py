@@ -28,8 +28,12 @@ STAGE_FACTS = {
 }
 
 
-def gate(play_hosts, groups, names, state):
-    """Targets (play hosts in ``slurmd``), their node names, targeted controllers; refusal unless all verified."""
+def gate(play_hosts, groups, names, state, check_mode=False):
+    """Targets (play hosts in ``slurmd``), their node names, targeted controllers; refusal unless all verified.
+
+    In check mode the refusal is kept as ``check_refusal`` instead: the check run goes on planning the nodes that
+    passed, reports what the deploy would do and ends with this refusal (``check_report``).
+    """
     slurmd = set(groups.get("slurmd") or [])
     slurmctld = set(groups.get("slurmctld") or [])
     targets = [h for h in play_hosts if h in slurmd]
@@ -44,6 +48,8 @@ def gate(play_hosts, groups, names, state):
         plan["refusal"] = ("nothing installed, nothing restarted: %d of %d targeted node(s) did not pass "
                            "verification: %s (their findings are above)"
                            % (len(plan["unverified"]), len(targets), ", ".join(plan["unverified"])))
+    if check_mode:
+        plan["check_refusal"], plan["refusal"] = plan["refusal"], None
     return plan
 
 

@@ -155,7 +155,8 @@ def controller_plan(applied_text, new_text, targeted_nodes=None):
     """What slurmctld needs for ``new_text`` given the slurm.conf it last started with.
 
     Returns ``{"restart_before": bool, "restart_after": bool, "reconfigure": bool, "reasons": [...],
-    "untargeted": [nodes], "slurm_conf": changes}``:
+    "reasons_before": [...], "reasons_after": [...], "untargeted": [nodes], "slurm_conf": changes}`` (``reasons``
+    is ``reasons_before`` + ``reasons_after``, or the reason for ``reconfigure``):
     - ``restart_before`` (before any slurmd restarts): a GRES count goes down, nodes are added or removed, a
       node's CPU/memory definition or a global option changed;
     - ``restart_after`` (after the slurmd restarts): a GRES count goes up;
@@ -164,28 +165,26 @@ def controller_plan(applied_text, new_text, targeted_nodes=None):
       restarting slurmctld would drain them, so the deploy refuses.
     """
     changes = slurm_conf_changes(applied_text, new_text)
-    reasons = []
-    before = after = False
     if applied_text is None and new_text is not None:
         return {"restart_before": True, "restart_after": False, "reconfigure": False,
-                "reasons": ["no slurm.conf applied before"], "untargeted": [], "slurm_conf": changes}
+                "reasons": ["no slurm.conf applied before"], "reasons_before": ["no slurm.conf applied before"],
+                "reasons_after": [], "untargeted": [], "slurm_conf": changes}
+    before_reasons, after_reasons = [], []
     if changes["gres_down"]:
-        before = True
-        reasons.append("GRES count goes down on %s" % ", ".join(sorted(changes["gres_down"])))
+        before_reasons.append("GRES count goes down on %s" % ", ".join(sorted(changes["gres_down"])))
     if changes["nodes_added"] or changes["nodes_removed"]:
-        before = True
-        reasons.append("nodes added or removed (%s)" % ", ".join(changes["nodes_added"] + changes["nodes_removed"]))
+        before_reasons.append("nodes added or removed (%s)"
+                              % ", ".join(changes["nodes_added"] + changes["nodes_removed"]))
     if changes["options"]:
-        before = True
-        reasons.append("options changed: %s" % ", ".join(changes["options"]))
+        before_reasons.append("options changed: %s" % ", ".join(changes["options"]))
     for name, keys in sorted(changes["nodes_changed"].items()):
         other = [k for k in keys if k != "gres" and k not in _CTLD_ONLY_NODE_KEYS]
         if other:
-            before = True
-            reasons.append("node %s: %s changed" % (name, ", ".join(other)))
+            before_reasons.append("node %s: %s changed" % (name, ", ".join(other)))
     if changes["gres_up"]:
-        after = True
-        reasons.append("GRES count goes up on %s" % ", ".join(sorted(changes["gres_up"])))
+        after_reasons.append("GRES count goes up on %s" % ", ".join(sorted(changes["gres_up"])))
+    before, after = bool(before_reasons), bool(after_reasons)
+    reasons = before_reasons + after_reasons
     reconfigure = changes["changed"] and not (before or after)
     if reconfigure:
         reasons.append("partitions or scheduling-only node keys changed")
@@ -194,7 +193,8 @@ def controller_plan(applied_text, new_text, targeted_nodes=None):
         gres_nodes = set(changes["gres_up"]) | set(changes["gres_down"])
         untargeted = sorted(gres_nodes - set(targeted_nodes))
     return {"restart_before": before, "restart_after": after, "reconfigure": reconfigure, "reasons": reasons,
-            "untargeted": untargeted, "slurm_conf": changes}
+            "reasons_before": before_reasons, "reasons_after": after_reasons, "untargeted": untargeted,
+            "slurm_conf": changes}
 
 
 def expected_gres(slurm_text, node_name):

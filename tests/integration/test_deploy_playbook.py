@@ -23,6 +23,15 @@ MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 GATE = "Every targeted node passed verification"
 ORDER = "A GRES change needs slurmctld in the run; when slurmctld restarts relative to the nodes"
 INSTALL = "Install the new files on the node (staged and renamed; the old ones kept as backups)"
+REPORT = "What the deploy would change, once per group of identical changes (the diffs, with --diff)"
+
+
+def added(result, path_end):
+    """The lines a check report's diff of the file whose path ends with ``path_end`` adds."""
+    texts = [d["prepared"] for d in result["diff"]]
+    diffs = [d for d in texts if d.splitlines()[1].split(" ")[1].endswith(path_end)]
+    assert len(diffs) == 1, (path_end, [d.splitlines()[:2] for d in texts])
+    return [line[1:] for line in diffs[0].splitlines()[2:] if line.startswith("+")]
 
 
 def node_vars(node, tmp_path, mig=None):
@@ -77,17 +86,27 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     order = tasks[ORDER]["ctl01"]["plan"]
     # nothing ran before: every node is new, slurmctld restarts first, the restarts may check the Gres at once
     assert order["gres_changing"] == ["gpu-m01", "gpu-p01"] and order["check_gres_on_restart"] is True
-    install = tasks[INSTALL]["gpu-m01"]
-    assert install["changed"] is True
-    after = {d["after_header"].rsplit("/", 1)[-1]: d["after"] for d in install["diff"]}
-    lines = [l for l in after["gres.conf"].splitlines() if "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/" in l]
-    assert len(lines) == 4, after["gres.conf"]
-    plain = {d["after_header"].rsplit("/", 1)[-1]: d["after"] for d in tasks[INSTALL]["gpu-p01"]["diff"]}
-    assert "NodeName=gpu-p01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in plain["gres.conf"]
-    assert "MultipleFiles" not in plain["gres.conf"]
-    assert plain["slurm.conf"] == after["slurm.conf"]
-    assert "NodeName=gpu-m01 " in after["slurm.conf"] and "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" \
-        in after["slurm.conf"]
+    assert tasks[INSTALL]["gpu-m01"]["changed"] is True
+    # the diffs come once, from the check report (per-host install diffs are off in check mode)
+    assert "diff" not in tasks[INSTALL]["gpu-m01"]
+    result = tasks[REPORT]["ctl01"]
+    report = result["report"]
+    assert report["refusal"] is None and "diffs" not in report
+    verdicts = report["verdicts"]["slurmd"]
+    # restarts are off in this inventory (slurm_gres_node_restart, slurm_gres_controller_restart false): said so
+    assert verdicts["gpu-m01"].startswith("would install slurm.conf, cgroup.conf, gres.conf; slurmd restart needed "
+                                          "(gres.conf changed;")
+    assert verdicts["gpu-m01"].endswith("left for a later run: slurm_gres_node_restart is false")
+    assert report["restarts"] == []
+    assert report["verdicts"]["slurmctld"]["ctl01"].startswith("slurmctld host: would install slurm.conf, cgroup.conf;")
+    mig = added(result, "/gpu-m01/etc/gres.conf")
+    assert len([line for line in mig if "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/" in line]) == 4, mig
+    plain = added(result, "/gpu-p01/etc/gres.conf")
+    assert "NodeName=gpu-p01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in plain
+    assert not [line for line in plain if "MultipleFiles" in line]
+    assert added(result, "/gpu-p01/etc/slurm.conf") == added(result, "/gpu-m01/etc/slurm.conf")
+    assert "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" in " ".join(
+        added(result, "/gpu-m01/etc/slurm.conf"))
     assert written(tmp_path) == [], "check mode wrote files"
 
 
@@ -99,6 +118,12 @@ def test_a_mig_layout_that_differs_is_refused_by_name_and_nothing_is_installed(t
     assert ("nothing installed, nothing restarted: 1 of 2 targeted node(s) did not pass verification: gpu-m01"
             in text)
     assert INSTALL not in tasks
+    # the check report gave every node its verdict before the refusal
+    report = tasks[REPORT]["ctl01"]["report"]
+    assert report["verdicts"]["slurmd"]["gpu-m01"].startswith("would be refused at verify: mig: ")
+    assert report["verdicts"]["slurmd"]["gpu-p01"] == (
+        "passes verification; would install nothing: the deploy is refused")
+    assert report["restarts"] == [] and report["refusal"].startswith("nothing installed, nothing restarted")
 
 
 def test_a_gres_change_without_the_controller_in_the_limit_is_refused(tmp_path, cluster):

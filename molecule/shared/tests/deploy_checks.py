@@ -12,18 +12,23 @@ Import from a scenario's tests/ directory:
 import hashlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 
 import slurm_checks
 
 CTL = "gres-ctl"
-NODES = ("gres-gpu01", "gres-gpu02")
+# the scenarios with one GPU node set DEPLOY_NODES (their molecule.yml verifier env)
+NODES = tuple(os.environ.get("DEPLOY_NODES", "gres-gpu01,gres-gpu02").split(","))
 DECLARED = {"gres-gpu01": {"gpu:v100": 2}, "gres-gpu02": {"gpu:h100": 4}}
 CONFIG_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY",
                          os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
 PLAYBOOK = os.path.join(PROJECT, "playbooks", "deploy-gres.yml")
+ROLLBACK = os.path.join(PROJECT, "playbooks", "rollback-gres.yml")
+RUNS = "/var/lib/slurm-gres/runs"
+FAULT_PLUGINS = os.path.join(os.path.dirname(__file__), "..", "callback_plugins")
 
 
 def inventory():
@@ -32,23 +37,60 @@ def inventory():
     return path
 
 
-def run_playbook(*args, extra_inventories=(), timeout=900):
-    """ansible-playbook deploy-gres.yml with the scenario inventory (+ extra ones); returns (rc, output)."""
+def playbook_command(*args, extra_inventories=(), playbook=PLAYBOOK, fault=None):
+    """(argv, env) of ansible-playbook with the scenario inventory (+ extra ones).
+
+    ``fault``: DEPLOY_FAULT_* variables of the test-only callback molecule/shared/callback_plugins/deploy_fault.py
+    (kill or hold the run at the start of a play).
+    """
     cmd = ["ansible-playbook", "-i", inventory()]
     for extra in extra_inventories:
         cmd += ["-i", extra]
-    cmd += [PLAYBOOK] + list(args)
+    cmd += [playbook] + list(args)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PY_COLORS="0")
+    if fault:
+        env.update(fault, ANSIBLE_CALLBACK_PLUGINS=os.path.abspath(FAULT_PLUGINS),
+                   ANSIBLE_CALLBACKS_ENABLED="deploy_fault")
+    return cmd, env
+
+
+def run_playbook(*args, extra_inventories=(), timeout=900, playbook=PLAYBOOK, fault=None):
+    """ansible-playbook deploy-gres.yml with the scenario inventory (+ extra ones); returns (rc, output)."""
+    cmd, env = playbook_command(*args, extra_inventories=extra_inventories, playbook=playbook, fault=fault)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                           timeout=timeout, check=False)
     return proc.returncode, proc.stdout
 
 
-def deploy(*args, extra_inventories=()):
+def deploy(*args, extra_inventories=(), playbook=PLAYBOOK, fault=None):
     """The real deploy, as an admin runs it. Its output goes to the test log (pytest -s / on failure)."""
-    rc, out = run_playbook(*args, extra_inventories=extra_inventories)
-    print("=== ansible-playbook deploy-gres.yml %s (rc %d)\n%s" % (" ".join(args), rc, out))
+    rc, out = run_playbook(*args, extra_inventories=extra_inventories, playbook=playbook, fault=fault)
+    print("=== ansible-playbook %s %s (rc %d)\n%s" % (os.path.basename(playbook), " ".join(args), rc, out))
     return rc, out
+
+
+def flat(text):
+    """The output with every run of whitespace made one space (the YAML callback wraps long messages)."""
+    return " ".join(text.split())
+
+
+def run_id(out):
+    """The run id a deploy printed when it took the lock."""
+    match = re.search(r"run (\S+): lock taken on", flat(out))
+    assert match, "no run id in the output"
+    return match.group(1)
+
+
+def run_record(run):
+    """The run record kept on the controller host."""
+    text = slurm_checks.container(CTL).file("%s/%s/record.json" % (RUNS, run)).content_string
+    return json.loads(text)
+
+
+def lock():
+    """The lock on the controller host (None when free)."""
+    result = slurm_checks.container(CTL).run("cat %s/lock", RUNS)
+    return json.loads(result.stdout) if result.rc == 0 else None
 
 
 def render(extra_inventories=()):

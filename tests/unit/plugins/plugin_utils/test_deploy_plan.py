@@ -84,3 +84,16 @@ def test_each_stage_names_the_facts_it_reads():
     assert set(deploy_plan.STAGE_FACTS) == {"gate", "order", "restarted", "confirmed"}
     assert all(name.startswith(("slurm_gres_node_", "slurm_gres_controller_"))
                for names in deploy_plan.STAGE_FACTS.values() for name in names)
+
+
+def test_check_mode_defers_the_gate_refusal_to_the_report_and_later_stages_keep_it():
+    state = {"n1.lab": {"slurm_gres_node_verified": True}}
+    plan = deploy_plan.gate(["ctl", "n1.lab", "n2.lab"], GROUPS, NAMES, state, check_mode=True)
+    assert plan["refusal"] is None
+    assert plan["check_refusal"].startswith("nothing installed, nothing restarted: 1 of 2 targeted node(s) did not "
+                                            "pass verification: n2.lab")
+    ordered = deploy_plan.order(plan, {"n1.lab": {"slurm_gres_node_plan": {"gres_changed": False}}})
+    assert ordered["refusal"] is None and ordered["check_refusal"] == plan["check_refusal"]
+    # nothing to defer when every node passed
+    assert deploy_plan.gate(["ctl", "n1.lab"], GROUPS, NAMES, state, check_mode=True)["check_refusal"] is None
+    assert "check_refusal" not in deploy_plan.gate(["ctl", "n1.lab", "n2.lab"], GROUPS, NAMES, state)

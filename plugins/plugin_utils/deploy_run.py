@@ -1,0 +1,149 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run record's input and the end-of-run summary (pure; controller side).
+
+``run_changes`` turns what the plays know per host (the files each daemon runs with, the files this run brings)
+into the record the module ``gres_run_record`` keeps on the controller host: per host and file the previous and
+new sha256, and each distinct previous content once (slurm.conf is the same on every host).
+
+``run_summary`` says per host what it runs now, one line each, with the run id and the command that undoes or
+finishes the run.
+"""
+from __future__ import annotations
+
+import hashlib
+
+
+def _sha(text):
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def run_changes(nodes_running, nodes_new, names, ctl_running, ctl_new, node_dir="/etc/slurm", ctl_dir="/etc/slurm"):
+    """``{"changes": {host: {node, roles, dir, files: {name: {previous, new, changed}}}}, "blobs": {sha: text}}``.
+
+    Hosts whose files all stay the same are left out: the record names what the run changes. Every managed file
+    of a changed host is kept (changed or not), so that a rollback puts back exactly what its daemons ran with.
+    """
+    changes, blobs = {}, {}
+
+    def add(host, role, directory, running, new, node=None):
+        files = {}
+        for name in sorted(set(running) | set(new)):
+            before, after = running.get(name), new.get(name)
+            files[name] = {"previous": _sha(before), "new": _sha(after), "changed": before != after}
+        if not any(f["changed"] for f in files.values()):
+            return
+        for name, text in running.items():
+            if text is not None:
+                blobs[_sha(text)] = text
+        entry = changes.setdefault(host, {"node": None, "roles": [], "dir": directory, "files": {}})
+        entry["roles"].append(role)
+        if node:
+            entry["node"] = node
+        for name, sums in files.items():
+            if name in entry["files"] and entry["files"][name]["changed"]:
+                continue
+            entry["files"][name] = sums
+
+    for host in sorted(nodes_new):
+        add(host, "slurmd", node_dir, nodes_running.get(host) or {}, nodes_new[host] or {}, names.get(host, host))
+    for host in sorted(ctl_new):
+        add(host, "slurmctld", ctl_dir, ctl_running.get(host) or {}, ctl_new[host] or {})
+    return {"changes": changes, "blobs": blobs}
+
+
+def _changed(entry):
+    return [name for name, sums in sorted(entry.get("files", {}).items()) if sums.get("changed")]
+
+
+def host_line(host, entry, status, node):
+    """One line for a host of the record: which files it has now, its daemon, slurmctld's view of the node."""
+    changed = ", ".join(_changed(entry)) or "no file"
+    phase = status.get("phase") or "recorded"
+    if status.get("unreachable"):
+        files = {"recorded": "old files (unreachable before the install)",
+                 "installed": "NEW files installed, daemon not restarted (unreachable after the install)",
+                 "restarted": "new files (unreachable after its restart)",
+                 "rolled_back": "old files (unreachable after the rollback)"}.get(phase, phase)
+        what = "UNREACHABLE; last received: %s" % files
+    else:
+        what = {"recorded": "old files (nothing installed)",
+                "installed": "NEW files installed, daemon NOT restarted",
+                "restarted": "new files" + ("" if status.get("restarted") is None else
+                                            ", slurmd restarted" if status.get("restarted") else
+                                            ", slurmd runs them already or its restart is pending"),
+                "rolled_back": "old files again (rolled back), daemon restarted",
+                "rollback_failed": "ROLLBACK FAILED: %s" % (status.get("error") or "?")}.get(phase, phase)
+    line = "%s: %s [%s]" % (host, what, changed)
+    if node is not None:
+        state = node.get("State") or "?"
+        line += "; slurmctld: %s %s" % (entry.get("node") or host, state)
+        if node.get("reason"):
+            line += " (drained or down: %s)" % node["reason"]
+    return line
+
+
+def host_status(host, entry, facts, reached, late):
+    """``{phase, unreachable, error}`` of a host of the record, from the facts the roles published on it."""
+    facts = facts or {}
+    failure = facts.get("slurm_gres_run_failure") or {}
+    if late:
+        phase = "rolled_back" if reached and facts.get("slurm_gres_run_rolled_back") else "rollback_failed"
+        error = (facts.get("slurm_gres_run_undo_skipped") or failure.get("msg")
+                 or ("" if phase == "rolled_back" else "not reached by the rollback"))
+        return {"phase": phase, "unreachable": not reached, "error": error}
+    node_role = "slurmd" in (entry.get("roles") or [])
+    installed = (facts.get("slurm_gres_node_install_result") is not None
+                 or facts.get("slurm_gres_controller_install_result") is not None)
+    restarted = facts.get("slurm_gres_node_done") if node_role else (installed and reached)
+    phase = "restarted" if restarted else ("installed" if installed else "recorded")
+    return {"phase": phase, "unreachable": not reached, "error": "",
+            "restarted": bool(facts.get("slurm_gres_node_restarted")) if node_role else None}
+
+
+def run_outcome(record, facts, reached, late, nodes=None, inventory_hint="-i INVENTORY"):
+    """The run's final state, each host's status and the summary lines.
+
+    ``facts``: host to the facts published on it; ``reached``: hosts still in the play (the others failed or were
+    unreachable); ``late``: the run is being rolled back after a late failure.
+    """
+    hosts = record.get("hosts", {})
+    statuses = {h: host_status(h, hosts[h], facts.get(h), h in reached, late) for h in hosts}
+    if late:
+        state = "rolled_back" if all(s["phase"] == "rolled_back" for s in statuses.values()) else "rollback_failed"
+    else:
+        state = "restarted" if any(s["unreachable"] or s["phase"] != "restarted" for s in statuses.values()) \
+            else "done"
+    lines = run_summary(dict(record, state=state), statuses, nodes or {}, inventory_hint)
+    return {"state": state, "statuses": statuses, "lines": lines}
+
+
+def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
+    """Lines: the run and its outcome, one line per host of the record, the command that undoes or finishes it.
+
+    ``statuses``: ``{host: {"phase": recorded|installed|restarted|rolled_back|rollback_failed, "unreachable": bool,
+    "error": text}}``; ``nodes``: slurm_node_info's ``nodes`` (node name to record) for the nodes of the record.
+    """
+    run_id = record.get("run_id", "?")
+    state = record.get("state", "?")
+    lines = ["run %s (%s by %s from %s, started %s): %s"
+             % (run_id, record.get("command") or "deploy", record.get("user", "?"), record.get("control_host", "?"),
+                record.get("started", "?"), state)]
+    hosts = record.get("hosts", {})
+    if not hosts:
+        lines.append("no host changed")
+    for host in sorted(hosts):
+        entry = hosts[host]
+        node = (nodes or {}).get(entry.get("node")) if entry.get("node") else None
+        lines.append(host_line(host, entry, statuses.get(host, {}), node))
+    undo = "ansible-playbook playbooks/rollback-gres.yml %s -e slurm_gres_rollback=%s" % (inventory_hint, run_id)
+    redo = "ansible-playbook playbooks/deploy-gres.yml %s" % inventory_hint
+    if state in ("rolled_back",):
+        lines.append("the cluster runs the files it ran before this run; to try again: %s" % redo)
+    elif state == "rollback_failed" or any(s.get("unreachable") or s.get("phase") == "installed"
+                                           for s in statuses.values()):
+        lines.append("to finish this run: %s (the next run finishes what this one left); to undo it: %s"
+                     % (redo, undo))
+    elif hosts:
+        lines.append("to undo this run: %s" % undo)
+    return lines

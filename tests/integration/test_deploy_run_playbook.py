@@ -1,0 +1,184 @@
+"""deploy-gres.yml and rollback-gres.yml on an emulated node (local connection): the run record, the lock, the
+rollback of a run that fails after the nodes restarted, a named rollback, the takeover of an interrupted run.
+
+Daemon restarts are off here (no systemd); slurmctld's answers come from a script that prints the node as
+registered and fails on demand (the confirmation after the restarts is then the late failure). The same
+behaviour on the real Slurm daemons is proven by the molecule scenario run-safety.
+"""
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+import yaml
+
+from emulated_node import ANSIBLE_PLAYBOOK, ROOT, Node, local_slurm_release, node_nvidia_smi, write_inventory
+
+SCONTROL = """#!/bin/sh
+# slurmctld's view for the test: fails while the counter file holds a number above 0
+n=$(cat "{fail}" 2>/dev/null || echo 0)
+if [ "$n" -gt 0 ]; then
+  echo $((n - 1)) > "{fail}"; echo "slurm_load_node error: Unable to contact slurm controller" >&2; exit 1
+fi
+echo "NodeName=gpu-p01 Arch=x86_64 CoresPerSocket=32 CPUAlloc=0 CPUTot=128 Gres=gpu:a100:8(S:0-1) RealMemory=1000 \\
+Sockets=2 State=IDLE ThreadsPerCore=2 SlurmdStartTime=2026-12-01T10:00:00"
+"""
+
+
+class Cluster(object):
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.node = Node(tmp_path / "p01", name="gpu-p01")
+        self.fail = str(tmp_path / "scontrol-failures")
+        self.scontrol = str(tmp_path / "scontrol")
+        with open(self.scontrol, "w") as handle:
+            handle.write(SCONTROL.format(fail=self.fail))
+        os.chmod(self.scontrol, 0o755)
+        self.runs = str(tmp_path / "runs")
+        self.etc = tmp_path / "p01" / "etc"
+
+    def inventory(self, cores=True, ctl_unreachable=False):
+        gpus = [{"index": i, "type": "a100"} for i in range(8)]
+        if cores:
+            for gpu in gpus:
+                gpu["cores"] = "0-31" if gpu["index"] < 4 else "32-63"
+        host = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
+                "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus,
+                "slurm_gres_verify_nvidia_smi": node_nvidia_smi(self.node),
+                "slurm_gres_verify_sysfs_root": self.node.root, "slurm_gres_verify_dev_root": self.node.dev_root,
+                "slurm_gres_verify_slurmd_version": "22.05.8", "slurm_gres_verify_show_table": False,
+                "slurm_gres_node_config_dir": str(self.etc),
+                "slurm_gres_node_state_dir": str(self.tmp / "p01" / "state"),
+                "slurm_gres_node_restart": False}
+        cluster = {"slurm_cluster_name": "run", "slurm_version": local_slurm_release(),
+                   "slurm_gres_controller_restart": False,
+                   "slurm_gres_controller_config_dir": str(self.tmp / "ctl" / "etc"),
+                   "slurm_gres_controller_state_dir": str(self.tmp / "ctl" / "state"),
+                   "slurm_gres_node_scontrol": self.scontrol, "slurm_gres_controller_scontrol": self.scontrol,
+                   "slurm_gres_run_scontrol": self.scontrol, "slurm_gres_run_root": self.runs}
+        directory = self.tmp / ("inv-%s-%s" % ("cores" if cores else "nocores", int(ctl_unreachable)))
+        directory.mkdir(exist_ok=True)
+        path = write_inventory(directory, [self.node], {self.node.name: host}, cluster)
+        if ctl_unreachable:
+            with open(path) as handle:
+                inventory = yaml.safe_load(handle)
+            inventory["all"]["children"]["slurmctld"]["hosts"]["ctl01"] = {
+                "ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1}
+            with open(path, "w") as handle:
+                yaml.safe_dump(inventory, handle)
+        return path
+
+    def play(self, playbook, *extra, cores=True, scontrol_failures=0, ctl_unreachable=False):
+        with open(self.fail, "w") as handle:
+            handle.write(str(scontrol_failures))
+        env = dict(self.node.env, NVSMI_EMU_ROOT=self.node.root, NVSMI_EMU_DEV_ROOT=self.node.dev_root,
+                   ANSIBLE_NOCOLOR="1")
+        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores, ctl_unreachable),
+                os.path.join(ROOT, "playbooks", playbook), "-e", "slurm_gres_deploy_smoke_test=false"] + list(extra)
+        proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
+        out = " ".join((proc.stdout + proc.stderr).split())
+        return proc.returncode, out
+
+    def gres(self):
+        with open(str(self.etc / "gres.conf")) as handle:
+            return handle.read()
+
+    def record(self, run_id):
+        with open(os.path.join(self.runs, run_id, "record.json")) as handle:
+            return json.load(handle)
+
+    def lock(self):
+        path = os.path.join(self.runs, "lock")
+        if not os.path.exists(path):
+            return None
+        with open(path) as handle:
+            return json.load(handle)
+
+
+def run_id(out):
+    return out.split(": lock taken on", 1)[0].rsplit("run ", 1)[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    cluster = Cluster(tmp_path_factory.mktemp("run"))
+    rc, out = cluster.play("deploy-gres.yml")
+    assert rc == 0, out
+    return cluster
+
+
+def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster):
+    before = cluster.gres()
+    rc, out = cluster.play("deploy-gres.yml", cores=False, ctl_unreachable=True)
+    assert rc != 0
+    assert "UNREACHABLE" in out
+    assert "lock taken on" not in out
+    assert cluster.gres() == before
+    assert cluster.lock() is None
+
+
+def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
+    before = cluster.gres()
+    rc, out = cluster.play("deploy-gres.yml", cores=False, scontrol_failures=1)
+    assert rc != 0
+    late = run_id(out)
+    assert "failed after the nodes restarted (gpu-p01: Read every node of the run from slurmctld in one call" in out
+    assert "gpu-p01: old files again (rolled back)" in out
+    assert cluster.gres() == before
+    record = cluster.record(late)
+    assert record["state"] == "rolled_back"
+    assert record["hosts"]["gpu-p01"]["files"]["gres.conf"]["changed"]
+    assert cluster.lock() is None
+
+    rc, out = cluster.play("deploy-gres.yml", cores=False)
+    assert rc == 0, out
+    good = run_id(out)
+    assert cluster.gres() != before
+    assert "to undo this run: ansible-playbook playbooks/rollback-gres.yml -i" in out
+    assert "-e slurm_gres_rollback=%s" % good in out
+    rc, out = cluster.play("rollback-gres.yml", "-e", "slurm_gres_rollback=%s" % good)
+    assert rc == 0, out
+    assert "(rollback of %s by" % good in out
+    assert cluster.gres() == before
+    assert cluster.record(good)["state"] == "rolled_back"
+
+
+def test_a_held_lock_refuses_check_mode_takes_none_and_breaking_needs_the_holder(cluster):
+    stale = {"run_id": "20261130T235900Z-dead", "user": "bob", "control_host": "admin-laptop", "pid": 4242,
+             "started": "2026-11-30T23:59:00Z"}
+    with open(os.path.join(cluster.runs, "lock"), "w") as handle:
+        json.dump(stale, handle)
+    before = cluster.gres()
+    rc, out = cluster.play("deploy-gres.yml", cores=False)
+    assert rc != 0
+    assert ("another deploy holds the lock on %s (%s/lock): run 20261130T235900Z-dead by user bob from host "
+            "admin-laptop (pid 4242), started 2026-11-30T23:59:00Z" % (socket.gethostname(), cluster.runs)) in out
+    assert "rerun with -e slurm_gres_break_lock=20261130T235900Z-dead" in out
+    assert cluster.gres() == before
+    rc, out = cluster.play("deploy-gres.yml", "--check", cores=False)
+    assert rc == 0, out
+    assert "check mode: no lock taken, nothing recorded; the lock is held now by run 20261130T235900Z-dead" in out
+    assert cluster.lock() == stale
+    rc, out = cluster.play("deploy-gres.yml", "-e", "slurm_gres_break_lock=20261130T000000Z-nope")
+    assert rc != 0 and "does not name the lock holder" in out
+    rc, out = cluster.play("deploy-gres.yml", "-e", "slurm_gres_break_lock=20261130T235900Z-dead")
+    assert rc == 0, out
+    assert "the lock of run 20261130T235900Z-dead (user bob from admin-laptop" in out
+    assert cluster.lock() is None
+
+
+def test_an_interrupted_run_of_this_machine_is_taken_over_and_finished(cluster):
+    gone = {"run_id": "20261201T000100Z-gone", "user": "root", "control_host": socket.gethostname(),
+            "pid": 2 ** 22 + 7, "started": "2026-12-01T00:01:00Z", "command": "deploy"}
+    os.makedirs(os.path.join(cluster.runs, gone["run_id"]))
+    with open(os.path.join(cluster.runs, gone["run_id"], "record.json"), "w") as handle:
+        json.dump(dict(gone, state="recorded", hosts={}, history=[]), handle)
+    with open(os.path.join(cluster.runs, "lock"), "w") as handle:
+        json.dump(gone, handle)
+    rc, out = cluster.play("deploy-gres.yml", cores=False)
+    assert rc == 0, out
+    assert "taken over: its ansible-playbook is gone" in out
+    assert "run 20261201T000100Z-gone (deploy by root" in out and "did not finish" in out
+    assert cluster.record(gone["run_id"])["state"] == "superseded"
+    assert cluster.lock() is None

@@ -1,0 +1,143 @@
+"""run_record: the deploy's lock and run records on the controller host (real files in a temporary directory)."""
+import datetime
+import json
+import os
+
+import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import run_record as rr
+
+OWNER = {"run_id": "20261201T111500Z-3fa9", "user": "alice", "control_host": "admin01", "pid": 4242,
+         "started": "2026-12-01T11:15:00Z"}
+OTHER = dict(OWNER, run_id="20261201T111600Z-0b1c", user="bob", control_host="admin02", pid=77)
+
+
+def test_run_ids_sort_by_start_time():
+    early = rr.new_run_id(datetime.datetime(2026, 12, 1, 9, 5, 0), "ffff")
+    late = rr.new_run_id(datetime.datetime(2026, 12, 1, 10, 0, 0), "0000")
+    assert early == "20261201T090500Z-ffff"
+    assert sorted([late, early]) == [early, late]
+    assert rr.valid_run_id(early)
+    assert not rr.valid_run_id("../etc") and not rr.valid_run_id("a/b") and not rr.valid_run_id("")
+
+
+def test_second_lock_refused_naming_the_holder(tmp_path):
+    rr.acquire_lock(str(tmp_path), OWNER, where="ctl01")
+    rr.create_record(str(tmp_path), OWNER)
+    with pytest.raises(rr.LockHeld) as exc:
+        rr.acquire_lock(str(tmp_path), OTHER, where="ctl01")
+    message = str(exc.value)
+    for text in ("run 20261201T111500Z-3fa9", "user alice", "host admin01", "pid 4242", "started 2026-12-01T11:15:00Z",
+                 "state locked", "on ctl01", "-e slurm_gres_break_lock=20261201T111500Z-3fa9", "nothing was changed"):
+        assert text in message
+    assert exc.value.holder == OWNER
+    assert rr.read_lock(str(tmp_path)) == OWNER
+
+
+def test_break_lock_must_name_the_holder(tmp_path):
+    rr.acquire_lock(str(tmp_path), OWNER)
+    with pytest.raises(rr.RunError) as exc:
+        rr.acquire_lock(str(tmp_path), OTHER, break_lock="20261201T000000Z-nope")
+    assert "does not name the lock holder" in str(exc.value) and "user alice" in str(exc.value)
+    assert rr.read_lock(str(tmp_path)) == OWNER
+    taken = rr.acquire_lock(str(tmp_path), OTHER, break_lock=OWNER["run_id"])
+    assert taken["broken"] == OWNER
+    assert rr.read_lock(str(tmp_path)) == OTHER
+
+
+def test_release_only_by_the_holder(tmp_path):
+    rr.acquire_lock(str(tmp_path), OWNER)
+    assert not rr.release_lock(str(tmp_path), OTHER["run_id"])
+    assert rr.read_lock(str(tmp_path)) == OWNER
+    assert rr.release_lock(str(tmp_path), OWNER["run_id"])
+    assert rr.read_lock(str(tmp_path)) is None
+    rr.acquire_lock(str(tmp_path), OTHER)
+
+
+def _changes(previous, new):
+    return {"gpu-a01": {"node": "gpu-a01", "roles": ["slurmd"], "dir": "/etc/slurm",
+                        "files": {"gres.conf": {"previous": rr.sha256(previous), "new": rr.sha256(new),
+                                                "changed": previous != new}}}}
+
+
+def test_record_keeps_previous_copies_and_reads_them_back(tmp_path):
+    root = str(tmp_path)
+    rr.create_record(root, OWNER)
+    old, new = "Name=gpu File=/dev/nvidia0\n", "Name=gpu File=/dev/nvidia[0-1]\n"
+    record = rr.add_changes(root, OWNER["run_id"], _changes(old, new), {rr.sha256(old): old})
+    entry = record["hosts"]["gpu-a01"]["files"]["gres.conf"]
+    assert record["state"] == "recorded"
+    assert entry["copy"] == os.path.join(root, OWNER["run_id"], "previous", rr.sha256(old))
+    with open(entry["copy"]) as handle:
+        assert handle.read() == old
+    assert rr.previous_files(root, rr.read_record(root, OWNER["run_id"])) == {"gpu-a01": {"gres.conf": old}}
+    with open(os.path.join(root, OWNER["run_id"], "record.json")) as handle:
+        assert json.load(handle)["hosts"]["gpu-a01"]["node"] == "gpu-a01"
+
+
+def test_record_refuses_a_copy_that_does_not_match_its_checksum(tmp_path):
+    root = str(tmp_path)
+    rr.create_record(root, OWNER)
+    old = "Name=gpu\n"
+    with pytest.raises(rr.RunError) as exc:
+        rr.add_changes(root, OWNER["run_id"], _changes(old, "x"), {rr.sha256(old): "tampered"})
+    assert "host gpu-a01: gres.conf: expected the previous content with sha256" in str(exc.value)
+
+
+def test_a_corrupted_copy_is_refused_at_rollback(tmp_path):
+    root = str(tmp_path)
+    rr.create_record(root, OWNER)
+    old = "Name=gpu\n"
+    record = rr.add_changes(root, OWNER["run_id"], _changes(old, "x"), {rr.sha256(old): old})
+    with open(record["hosts"]["gpu-a01"]["files"]["gres.conf"]["copy"], "w") as handle:
+        handle.write("changed since\n")
+    with pytest.raises(rr.RunError) as exc:
+        rr.previous_files(root, record)
+    assert "does not match its sha256" in str(exc.value)
+
+
+def test_absent_previous_file_is_none(tmp_path):
+    root = str(tmp_path)
+    rr.create_record(root, OWNER)
+    record = rr.add_changes(root, OWNER["run_id"], _changes(None, "new"), {})
+    assert rr.previous_files(root, record) == {"gpu-a01": {"gres.conf": None}}
+
+
+def test_unfinished_runs_and_states(tmp_path):
+    root = str(tmp_path)
+    rr.create_record(root, OWNER)
+    rr.create_record(root, OTHER)
+    rr.set_state(root, OTHER["run_id"], "done")
+    assert [r["run_id"] for r in rr.unfinished_runs(root)] == [OWNER["run_id"]]
+    assert rr.unfinished_runs(root, exclude=[OWNER["run_id"]]) == []
+    with pytest.raises(rr.RunError):
+        rr.set_state(root, OWNER["run_id"], "exploded")
+    with pytest.raises(rr.RunError) as exc:
+        rr.set_state(root, "20261201T000000Z-none", "done")
+    assert "no run record 20261201T000000Z-none" in str(exc.value)
+    record = rr.set_state(root, OWNER["run_id"], "superseded", note="finished by run x")
+    assert record["history"][-1]["note"] == "finished by run x"
+
+
+def test_prune_keeps_the_newest_and_every_unfinished_run(tmp_path):
+    root = str(tmp_path)
+    ids = ["20261201T0%d0000Z-aaaa" % i for i in range(5)]
+    for run_id in ids:
+        rr.create_record(root, dict(OWNER, run_id=run_id))
+        rr.set_state(root, run_id, "done")
+    rr.set_state(root, ids[1], "restarted")  # unfinished: never pruned
+    removed = rr.prune(root, keep=2, protect=[])
+    assert removed == [ids[0], ids[2]]
+    assert rr.list_runs(root) == [ids[1], ids[3], ids[4]]
+
+
+def test_check_lock_refuses_a_run_that_changes_nothing_while_another_holds_it(tmp_path):
+    root = str(tmp_path)
+    assert rr.check_lock(root) is None
+    rr.acquire_lock(root, OWNER, where="ctl01")
+    with pytest.raises(rr.LockHeld) as exc:
+        rr.check_lock(root, where="ctl01")
+    assert "run 20261201T111500Z-3fa9 by user alice from host admin01" in str(exc.value)
+    assert "state unknown (no record of it here)" in str(exc.value)
+    assert rr.check_lock(root, allowed=[OWNER["run_id"]]) == OWNER  # its ansible-playbook is gone
+    assert rr.read_lock(root) == OWNER

@@ -1,0 +1,89 @@
+"""deploy_run: what the run record keeps per host, and the end-of-run summary."""
+import hashlib
+
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_run import run_changes, run_outcome
+
+SLURM_OLD, SLURM_NEW = "NodeName=gpu-a01 Gres=gpu:a100:4\n", "NodeName=gpu-a01 Gres=gpu:a100:8\n"
+CGROUP = "ConstrainDevices=yes\n"
+GRES_OLD, GRES_NEW = "Name=gpu Type=a100 File=/dev/nvidia[0-3]\n", "Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"
+
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def node_files(slurm, gres):
+    return {"slurm.conf": slurm, "cgroup.conf": CGROUP, "gres.conf": gres}
+
+
+def changes():
+    return run_changes({"a01": node_files(SLURM_OLD, GRES_OLD), "a02": node_files(SLURM_NEW, GRES_NEW)},
+                       {"a01": node_files(SLURM_NEW, GRES_NEW), "a02": node_files(SLURM_NEW, GRES_NEW)},
+                       {"a01": "gpu-a01", "a02": "gpu-a02"},
+                       {"ctl": {"slurm.conf": SLURM_OLD, "cgroup.conf": CGROUP}},
+                       {"ctl": {"slurm.conf": SLURM_NEW, "cgroup.conf": CGROUP}})
+
+
+def test_only_hosts_that_change_are_recorded_with_every_managed_file():
+    result = changes()
+    assert sorted(result["changes"]) == ["a01", "ctl"]
+    files = result["changes"]["a01"]["files"]
+    assert files["gres.conf"] == {"previous": sha(GRES_OLD), "new": sha(GRES_NEW), "changed": True}
+    assert files["cgroup.conf"] == {"previous": sha(CGROUP), "new": sha(CGROUP), "changed": False}
+    assert result["changes"]["a01"]["node"] == "gpu-a01"
+    assert result["changes"]["ctl"]["roles"] == ["slurmctld"]
+
+
+def test_each_previous_content_is_kept_once():
+    blobs = changes()["blobs"]
+    assert sorted(blobs.values()) == sorted([SLURM_OLD, CGROUP, GRES_OLD])
+
+
+def test_a_host_in_both_groups_is_one_entry():
+    result = run_changes({"h": node_files(SLURM_OLD, GRES_OLD)}, {"h": node_files(SLURM_NEW, GRES_OLD)},
+                         {"h": "h"}, {"h": {"slurm.conf": SLURM_OLD, "cgroup.conf": CGROUP}},
+                         {"h": {"slurm.conf": SLURM_NEW, "cgroup.conf": CGROUP}})
+    assert result["changes"]["h"]["roles"] == ["slurmd", "slurmctld"]
+    assert sorted(result["changes"]["h"]["files"]) == ["cgroup.conf", "gres.conf", "slurm.conf"]
+
+
+def record():
+    return {"run_id": "20261201T111500Z-3fa9", "user": "alice", "control_host": "admin01",
+            "started": "2026-12-01T11:15:00Z", "command": "deploy", "hosts": changes()["changes"]}
+
+
+def test_a_good_run_is_done_and_says_how_to_undo_it():
+    facts = {"a01": {"slurm_gres_node_done": True, "slurm_gres_node_restarted": True,
+                     "slurm_gres_node_install_result": {}},
+             "ctl": {"slurm_gres_controller_install_result": {}}}
+    out = run_outcome(record(), facts, ["a01", "ctl"], False,
+                      {"gpu-a01": {"State": "IDLE"}}, "-i inventories/prod")
+    assert out["state"] == "done"
+    assert out["lines"][0].startswith("run 20261201T111500Z-3fa9 (deploy by alice from admin01")
+    assert "a01: new files, slurmd restarted [gres.conf, slurm.conf]" in out["lines"][1]
+    assert "slurmctld: gpu-a01 IDLE" in out["lines"][1]
+    assert out["lines"][-1] == ("to undo this run: ansible-playbook playbooks/rollback-gres.yml -i inventories/prod "
+                                "-e slurm_gres_rollback=20261201T111500Z-3fa9")
+
+
+def test_an_unreachable_node_is_named_with_what_it_last_received():
+    facts = {"a01": {"slurm_gres_node_install_result": {}}, "ctl": {"slurm_gres_controller_install_result": {}}}
+    out = run_outcome(record(), facts, ["ctl"], False,
+                      {"gpu-a01": {"State": "IDLE*", "reason": "Not responding"}})
+    assert out["state"] == "restarted"  # not final: the next run finishes it
+    line = [l for l in out["lines"] if l.startswith("a01:")][0]
+    assert "UNREACHABLE; last received: NEW files installed, daemon not restarted" in line
+    assert "[gres.conf, slurm.conf]" in line and "(drained or down: Not responding)" in line
+    assert out["lines"][-1].startswith("to finish this run: ansible-playbook playbooks/deploy-gres.yml")
+
+
+def test_late_failure_rolled_back_or_not():
+    facts = {"a01": {"slurm_gres_run_rolled_back": True},
+             "ctl": {"slurm_gres_run_rolled_back": True, "slurm_gres_run_failure": {"msg": "smoke"}}}
+    out = run_outcome(record(), facts, ["a01", "ctl"], True)
+    assert out["state"] == "rolled_back"
+    assert out["lines"][1].startswith("a01: old files again (rolled back)")
+    partial = run_outcome(record(), facts, ["ctl"], True)
+    assert partial["state"] == "rollback_failed"
+    assert "a01: UNREACHABLE" in partial["lines"][1]
+    assert partial["lines"][-1].startswith("to finish this run")
