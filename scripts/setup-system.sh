@@ -6,13 +6,14 @@
 #     resolve each other by name
 #   - debootstrap: the local node image (no registry on the test machines)
 #   - util-linux (unshare) and coreutils (mknod): device nodes in a private mount namespace
+#   - openssh-client: Ansible's default connection (a test points the controller host at a closed ssh port)
 set -euo pipefail
 
 PACKAGES=(
   slurmd slurmctld slurm-client munge
   podman runc conmon netavark aardvark-dns iptables uidmap
   debootstrap hwloc-nox shellcheck
-  util-linux coreutils
+  util-linux coreutils openssh-client
   python3 python3-venv make ca-certificates
 )
 

@@ -217,7 +217,18 @@ def test_one_mig_verification_parses_each_file_and_each_nvidia_smi_output_once(t
     parsers counted: the completed gres.conf and slurm.conf once each, every nvidia-smi listing once."""
     import json
 
-    from ansible.module_utils.testing import patch_module_args
+    try:
+        from ansible.module_utils.testing import patch_module_args
+    except ImportError:  # ansible-core < 2.19 (make compat): the arguments as AnsibleModule read them then
+        import contextlib
+
+        from ansible.module_utils import basic
+        from ansible.module_utils.common.text.converters import to_bytes
+
+        @contextlib.contextmanager
+        def patch_module_args(module_args):
+            monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": module_args})))
+            yield
 
     from emulated_node import apply_mig_layout, node_nvidia_smi
     from ansible_collections.hpc.slurm_gres.plugins.modules import gres_verify
