@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Run the import over a part of the real-config corpus and print each case's verdict and the totals.
 
     .venv/bin/python scripts/import-corpus-report.py dev|heldout [CASE...]
