@@ -444,21 +444,19 @@ def _flags_list(rec):
     return words or None
 
 
-def _bad_cores(imp, name, where, rec):
+def _note_dropped_cores(imp, name, where, rec):
+    """A Cores= slurmd rejects: imported without the binding, as slurmd runs it; the report says so."""
     if rec["cores_text"] is not None and rec["cores"] is None:
-        # slurmd judges Cores= against the hardware it runs on (xcpuinfo_abs_to_mac), not slurm.conf: on a node as
-        # slurm.conf describes it the binding is dropped, on one with more cores it is kept. The files cannot say.
-        imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
-                   "slurmd drops this binding (Invalid GRES data for %s) where the node has the cores slurm.conf "
-                   "declares (Sockets x CoresPerSocket) and keeps it where the hardware has more: the files do not "
-                   "say which; fix Cores= or slurm.conf's layout (slurmd -C), then import" % rec["name"])
-        return True
-    return False
+        # slurmd judges Cores= against conf->sockets * conf->cores (xcpuinfo_abs_to_mac), which _read_config takes
+        # from slurm.conf's line on every node slurmctld keeps in service: the hardware's layout is used only where
+        # it has fewer CPUs than slurm.conf declares (without config_overrides), a node slurmctld drains (Low CPUs).
+        imp.note("%s, node %s: %s Cores=%s is not a set of the cores slurm.conf declares (Sockets x CoresPerSocket): "
+                 "slurmd drops this binding (Invalid GRES data for %s); imported without Cores, as slurmd uses it"
+                 % (where, name, rec["name"], rec["cores_text"], rec["name"]))
 
 
 def _gpu_record(imp, name, where, rec, gpus, counts):
-    if _bad_cores(imp, name, where, rec):
-        return
+    _note_dropped_cores(imp, name, where, rec)
     if rec["multiple"]:
         imp.refuse(where, name, "MultipleFiles= (MIG) line",
                    "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node completes "
@@ -520,8 +518,7 @@ def _files_text(files):
 
 
 def _generic_record(imp, name, where, rec, declared, generic):
-    if _bad_cores(imp, name, where, rec):
-        return
+    _note_dropped_cores(imp, name, where, rec)
     context = rec["context"]
     entry = {"name": context}
     if rec["type"]:

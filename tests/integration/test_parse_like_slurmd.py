@@ -131,6 +131,21 @@ def test_cores_beyond_the_node_are_reported_by_both(oracle):
                            "Invalid GRES data for gpu, Cores=0-15")
 
 
+@pytest.mark.parametrize("hardware", [(2, 8, 2), (4, 8, 1)], ids=["more-cores-per-socket", "more-sockets"])
+def test_cores_beyond_slurm_conf_are_dropped_on_hardware_with_more_cores(oracle, hardware):
+    """slurmd judges Cores= against slurm.conf's Sockets x CoresPerSocket, not the hardware's, on a node with at
+    least the CPUs slurm.conf declares (slurmd.c _read_config, xcpuinfo_abs_to_mac): the import relies on it to
+    carry such a GPU without its binding."""
+    slurm = SLURM % ("gpu", "gpu:2")
+    gres = "Name=gpu File=/dev/nvidia0 Cores=0-3\nName=gpu File=/dev/nvidia1 Cores=8-15\n"
+    result = oracle("n1", slurm, gres, *hardware)
+    assert result.returncode == 0 and not result.fatals, result.describe()
+    assert "Invalid GRES data for gpu, Cores=8-15" in result.errors, result.describe()
+    assert not any("Cores=0-3" in e for e in result.errors), result.describe()
+    view = node_view(parse_slurm_conf(slurm), gres, "n1")
+    assert result.units() == view_units(view, with_flags=False), result.describe()
+
+
 def test_file_less_gpus_are_a_count_problem_with_the_reason(oracle):
     slurm = SLURM % ("gpu", "gpu:2")
     result = oracle("n1", slurm, "Name=gpu Count=2\n", *SHAPE)
