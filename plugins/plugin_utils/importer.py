@@ -444,19 +444,24 @@ def _flags_list(rec):
     return words or None
 
 
-def _note_dropped_cores(imp, name, where, rec):
-    """A Cores= slurmd rejects: imported without the binding, as slurmd runs it; the report says so."""
+def _bad_cores(imp, name, where, rec):
     if rec["cores_text"] is not None and rec["cores"] is None:
-        # slurmd judges Cores= against conf->sockets * conf->cores (xcpuinfo_abs_to_mac), which _read_config takes
-        # from slurm.conf's line on every node slurmctld keeps in service: the hardware's layout is used only where
-        # it has fewer CPUs than slurm.conf declares (without config_overrides), a node slurmctld drains (Low CPUs).
-        imp.note("%s, node %s: %s Cores=%s is not a set of the cores slurm.conf declares (Sockets x CoresPerSocket): "
-                 "slurmd drops this binding (Invalid GRES data for %s); imported without Cores, as slurmd uses it"
-                 % (where, name, rec["name"], rec["cores_text"], rec["name"]))
+        # slurmd judges Cores= against conf->sockets * conf->cores (xcpuinfo_abs_to_mac), slurm.conf's layout on every
+        # node slurmctld keeps in service (slurmd.c _read_config), and drops the binding; but it still sends the
+        # Cores= text to slurmctld, which logs "invalid GRES core specification" and keeps a topology record for it
+        # (gres_node_config_validate). An inventory without the binding changes that record; only the text keeps it.
+        imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
+                   "slurmd drops this binding (Invalid GRES data for %s): it checks Cores= against the cores "
+                   "slurm.conf declares (Sockets x CoresPerSocket), also on hardware with more; slurmctld still gets "
+                   "the Cores= text and keeps a topology record for it, which an import without the binding would "
+                   "change; fix Cores= or slurm.conf's layout (slurmd -C), then import" % rec["name"])
+        return True
+    return False
 
 
 def _gpu_record(imp, name, where, rec, gpus, counts):
-    _note_dropped_cores(imp, name, where, rec)
+    if _bad_cores(imp, name, where, rec):
+        return
     if rec["multiple"]:
         imp.refuse(where, name, "MultipleFiles= (MIG) line",
                    "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node completes "
@@ -518,7 +523,8 @@ def _files_text(files):
 
 
 def _generic_record(imp, name, where, rec, declared, generic):
-    _note_dropped_cores(imp, name, where, rec)
+    if _bad_cores(imp, name, where, rec):
+        return
     context = rec["context"]
     entry = {"name": context}
     if rec["type"]:

@@ -7,10 +7,12 @@ end of the first round of work, ``heldout2`` a second part collected and measure
 """
 import os
 import re
+import tempfile
 
 import pytest
 
 import import_corpus
+import slurm_loopback
 import slurmd_oracle
 
 WHERE = re.compile(r"^(slurm\.conf|gres\.conf|cgroup\.conf|[\w.-]+\.conf|[\w.-]+/gres\.conf|imported inventory|proof)"
@@ -55,3 +57,31 @@ def test_every_gres_conf_example_of_slurms_docs_is_expressible_or_refused_by_nam
         assert result["status"] == "refused" and "AutoDetect=rsmi" in result["detail"]
     else:
         assert result["status"] == "round-trip", result["detail"]
+
+
+def _slurmctld_gres_used(gres_line):
+    """GresUsed= of the loopback node as slurmctld keeps it, for one gres.conf line of two untyped GPUs."""
+    slurm_loopback.require("a loopback Slurm cannot run")
+    with tempfile.TemporaryDirectory(prefix="slurm-loopback-") as directory:
+        slurm = slurm_loopback.LoopbackSlurm(directory)
+        try:
+            slurm.write_slurm_conf("gpu:2")
+            with open(os.path.join(directory, "gres.conf"), "w") as handle:
+                handle.write(gres_line % {"node": slurm_loopback.NODE, "dir": directory})
+            slurm.start_munge()
+            slurm.start_slurmctld()
+            slurm.start_slurmd()
+            slurm.wait_state("State=IDLE ")
+            shown = slurm.scontrol("show", "node", "-d", slurm_loopback.NODE).stdout
+            return re.search(r"GresUsed=(\S+)", shown).group(1)
+        finally:
+            slurm.stop()
+
+
+def test_cores_beyond_the_layout_leave_slurmctld_a_record_an_import_without_them_would_change():
+    """Why the import refuses Cores= beyond slurm.conf's layout instead of leaving the binding out: slurmd drops the
+    binding but sends the Cores= text, and slurmctld keeps a topology record for it (gres_node_config_validate)."""
+    line = "NodeName=%(node)s Name=gpu File=%(dir)s/dev/nvidia[0-1]"
+    with_text = _slurmctld_gres_used(line + " Cores=8-15\n")  # the node has 2 x 4 cores
+    without = _slurmctld_gres_used(line + "\n")
+    assert with_text != without, (with_text, without)

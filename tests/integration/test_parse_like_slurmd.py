@@ -134,8 +134,8 @@ def test_cores_beyond_the_node_are_reported_by_both(oracle):
 @pytest.mark.parametrize("hardware", [(2, 8, 2), (4, 8, 1)], ids=["more-cores-per-socket", "more-sockets"])
 def test_cores_beyond_slurm_conf_are_dropped_on_hardware_with_more_cores(oracle, hardware):
     """slurmd judges Cores= against slurm.conf's Sockets x CoresPerSocket, not the hardware's, on a node with at
-    least the CPUs slurm.conf declares (slurmd.c _read_config, xcpuinfo_abs_to_mac): the import relies on it to
-    carry such a GPU without its binding."""
+    least the CPUs slurm.conf declares (slurmd.c _read_config, xcpuinfo_abs_to_mac): the reason the import gives
+    when it refuses such a binding."""
     slurm = SLURM % ("gpu", "gpu:2")
     gres = "Name=gpu File=/dev/nvidia0 Cores=0-3\nName=gpu File=/dev/nvidia1 Cores=8-15\n"
     result = oracle("n1", slurm, gres, *hardware)

@@ -162,6 +162,8 @@ def test_autodetect_of_the_cluster_and_one_node_off():
      "gres.conf line 1, node n1: device file /dev/gpu~0 (the inventory takes a GPU's device file as an absolute path"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:4\n", "Name=gpu File=/dev/nvidia[0-1]\n",
      "slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (slurmctld drains this node today"),
+    ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0 Cores=0-7\n",
+     "gres.conf line 1, node n1: gpu Cores=0-7 (slurmd drops this binding (Invalid GRES data for gpu)"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "AutoDetect=rsmi\nName=gpu File=/dev/nvidia0\n",
      "gres.conf line 1, node n1: AutoDetect=rsmi (the collection deploys NVIDIA GPUs"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\nNodeSet=gpus Nodes=n1\n", "Name=gpu File=/dev/nvidia0\n",
@@ -340,20 +342,6 @@ def test_a_numeric_node_name_stays_a_string_host():
                     "Name=gpu File=/dev/nvidia0\n")
     hosts = load(done["files"], "hosts.yml")["all"]["children"]["slurmd"]["children"]
     assert [list(g["hosts"]) for g in hosts.values()] == [["5090"]]
-
-
-def test_cores_beyond_the_declared_layout_are_imported_without_the_binding_slurmd_drops():
-    """slurmd checks Cores= against slurm.conf's Sockets x CoresPerSocket on every node slurmctld keeps in service
-    (slurmd.c _read_config, xcpuinfo_abs_to_mac) and drops a binding beyond them: the import carries the GPU as
-    slurmd runs it, without Cores, and says so; a binding inside the layout is kept."""
-    done = imported("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:2\n",
-                    "Name=gpu File=/dev/nvidia0 Cores=0-3\nName=gpu File=/dev/nvidia1 Cores=4-7\n")
-    gres = done["rendered"]["n1/gres.conf"]
-    assert "NodeName=n1 Name=gpu File=/dev/nvidia0 Cores=0-3\n" in gres
-    assert "NodeName=n1 Name=gpu File=/dev/nvidia1\n" in gres
-    assert ("gres.conf line 2, node n1: gpu Cores=4-7 is not a set of the cores slurm.conf declares (Sockets x "
-            "CoresPerSocket): slurmd drops this binding (Invalid GRES data for gpu); imported without Cores, as "
-            "slurmd uses it") in done["report"], done["report"]
 
 
 def test_cores_without_the_nodes_layout_are_carried_as_written():
