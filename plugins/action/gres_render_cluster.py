@@ -57,6 +57,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(str(exc))
 
         result["summary"] = out["summary"]
+        result["config_mode"], result["include_file"] = out["config_mode"], out["include_file"]
         result["changed"] = False
         if args["dest"]:
             try:

@@ -37,7 +37,9 @@ options:
         to V("26.05"); default V("24.11")), C(slurm_gres_autodetect) (V(off), V(nvml), V(nvidia) from 24.11,
         V(full) from 26.05; default V(off)), C(slurm_partitions) (list of C({name, group|nodes, default, options});
         default one partition V(main) with all nodes), C(slurm_conf_options) and C(slurm_cgroup_conf_options)
-        (dicts merged over the defaults; V(null) drops a default).
+        (dicts merged over the defaults; V(null) drops a default), C(slurm_gres_types) (GRES names
+        always in C(GresTypes)), C(slurm_gres_config_mode) (V(files), V(configless) or V(include)) and
+        C(slurm_gres_include_file).
     type: dict
     default: {}
   cluster_host:

@@ -16,6 +16,12 @@ description:
     global changes restart it before; partitions or scheduling-only node keys need only C(scontrol reconfigure).
 positional: _input, applied, targeted_nodes
 options:
+  configless:
+    description:
+      - Configless mode. C(new) and C(applied) each map the controller's file names (C(slurm.conf), C(cgroup.conf),
+        C(gres.conf)) to their text. slurmctld serves these files to the nodes as it read them at its start, so any
+        change in meaning restarts it before the slurmd restarts (never after).
+    type: dict
   _input:
     description: The new slurm.conf text.
     type: str
@@ -54,11 +60,12 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_files import configless_restart
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import controller_plan
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
-def gres_controller_plan(new, applied, targeted_nodes=None):
+def gres_controller_plan(new, applied, targeted_nodes=None, configless=None):
     if not isinstance(new, str):
         raise AnsibleFilterError("gres_controller_plan: the input must be slurm.conf text, got %s"
                                  % type(new).__name__)
@@ -66,7 +73,13 @@ def gres_controller_plan(new, applied, targeted_nodes=None):
         raise AnsibleFilterError("gres_controller_plan: applied must be slurm.conf text or null, got %s"
                                  % type(applied).__name__)
     try:
-        return controller_plan(applied, new, list(targeted_nodes) if targeted_nodes is not None else None)
+        plan = controller_plan(applied, new, list(targeted_nodes) if targeted_nodes is not None else None)
+        if configless:
+            reasons = configless_restart(configless.get("applied") or {}, configless.get("new") or {})
+            if reasons or plan["restart_after"]:
+                plan["reasons"] = sorted(set(plan["reasons"]) | set(reasons))
+                plan.update(restart_before=True, restart_after=False, reconfigure=False)
+        return plan
     except (ConfSyntaxError, ValueError) as exc:
         raise AnsibleFilterError("gres_controller_plan: %s" % exc)
 

@@ -16,6 +16,16 @@ description:
     were added or removed. Other nodes' lines and partitions do not restart it.
 positional: _input, applied, node_name, installed, installed_attributes, wanted
 options:
+  mode:
+    description:
+      - The config mode (V(files), V(configless), V(include)); the inputs are then keyed by file name on disk
+        (the include file in include mode) and mapped to what slurmd reads
+        (see P(hpc.slurm_gres.gres_deploy_files#filter)).
+    type: str
+    default: files
+  include_file:
+    description: The include file name in include mode.
+    type: str
   _input:
     description: The new files, C({"slurm.conf", "cgroup.conf", "gres.conf"}) to text (null or absent = no file).
     type: dict
@@ -62,36 +72,45 @@ _value:
       C(expected_gres) (C({gres key = count}) the new slurm.conf declares for the node), C(applied_gres) (the same
       for the applied slurm.conf), C(gres_changed) (the two differ), C(slurm_conf) (the parsed difference), with
       O(installed), C(not_installed) (names of new files whose installed content differs), and C(install) (false
-      only when the installed files are the new ones with the wanted attributes, see O(installed_attributes)).
+      only when the installed files are the new ones with the wanted attributes, see O(installed_attributes), and
+      in V(configless) mode, which installs nothing on the node).
   type: dict
 """
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_files import node_file_names, plan_slots
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.restart_plan import (
     FILES, expected_gres, install_needed, node_restart_plan)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 
-def _files(value, what):
+def _check(value, what):
     if not isinstance(value, dict):
         raise AnsibleFilterError("gres_node_plan: %s must be a dict of file name to text, got %s"
                                  % (what, type(value).__name__))
-    return {name: value.get(name) for name in FILES}
+    return value
 
 
-def gres_node_plan(new, applied, node_name, installed=None, installed_attributes=None, wanted=None):
-    new, applied = _files(new, "the input"), _files(applied, "applied")
+def gres_node_plan(new, applied, node_name, installed=None, installed_attributes=None, wanted=None, mode="files",
+                   include_file=None):
+    by_name = _check(new, "the input")
+    new, applied = plan_slots(by_name, mode, include_file), plan_slots(_check(applied, "applied"), mode, include_file)
     try:
         plan = node_restart_plan(node_name, applied, new)
         plan["expected_gres"] = expected_gres(new["slurm.conf"], node_name)
         plan["applied_gres"] = expected_gres(applied["slurm.conf"], node_name)
         plan["gres_changed"] = plan["expected_gres"] != plan["applied_gres"]
         if installed is not None:
-            installed = _files(installed, "installed")
-            plan["not_installed"] = [name for name in FILES
-                                     if new[name] is not None and installed[name] != new[name]]
-        plan["install"] = install_needed(new, plan.get("not_installed"), installed_attributes, wanted)
+            installed = _check(installed, "installed")
+            names = node_file_names(mode, include_file)[0]
+            names = [n for n in FILES if n in names] + [n for n in names if n not in FILES]
+            plan["not_installed"] = [name for name in names
+                                     if by_name.get(name) is not None and installed.get(name) != by_name[name]]
+        # configless: nothing is installed on the node (slurmd fetches its files from slurmctld)
+        to_install = {n: by_name.get(n) for n in node_file_names(mode, include_file)[0]}
+        plan["install"] = bool(to_install) and install_needed(to_install, plan.get("not_installed"),
+                                                              installed_attributes, wanted)
     except (ConfSyntaxError, ValueError) as exc:
         raise AnsibleFilterError("gres_node_plan: node %s: %s" % (node_name, exc))
     return plan

@@ -29,6 +29,11 @@ options:
     description: Slurm node names to pick first for the types they have (the nodes the deploy restarted).
     type: list
     elements: str
+  confinement:
+    description:
+      - C({"slurm.conf", "cgroup.conf"}) texts that decide device confinement (C(TaskPlugin), C(ConstrainDevices))
+        when they are not the rendered files, as in include mode where the site's own files hold them.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -53,12 +58,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import C
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import smoke_plan
 
 
-def gres_smoke_plan(files, usable_nodes=None, preferred_nodes=None):
+def gres_smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None):
     if not isinstance(files, dict) or "slurm.conf" not in files:
         raise AnsibleFilterError("gres_smoke_plan: the input must be the rendered files (with slurm.conf)")
     try:
         return smoke_plan(files, list(usable_nodes) if usable_nodes is not None else None,
-                          list(preferred_nodes) if preferred_nodes is not None else None)
+                          list(preferred_nodes) if preferred_nodes is not None else None, confinement)
     except (ConfSyntaxError, ValueError) as exc:
         raise AnsibleFilterError("gres_smoke_plan: %s" % exc)
 

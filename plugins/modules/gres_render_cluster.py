@@ -116,6 +116,15 @@ mig_nodes:
       M(hpc.slurm_gres.mig_layout) takes them) and C(models).
   returned: when O(return_files)
   type: dict
+config_mode:
+  description: The inventory's C(slurm_gres_config_mode) (V(files), V(configless) or V(include)); the roles
+    C(hpc.slurm_gres.slurm_gres_node) and C(hpc.slurm_gres.slurm_gres_controller) install per it.
+  returned: success
+  type: str
+include_file:
+  description: The inventory's C(slurm_gres_include_file) (include mode).
+  returned: success
+  type: str
 dest:
   description: Absolute path of O(dest).
   returned: when O(dest) is set

@@ -223,6 +223,7 @@ commands:
 """
 
 import os
+import re
 import shutil
 import tempfile
 
@@ -266,10 +267,18 @@ def _slurmd_version(module, slurmd, commands):
     return (out or err).strip()
 
 
+_SPOOL_LINE = re.compile(r"(?im)^[ \t]*SlurmdSpoolDir[ \t]*=.*$")
+
+
 def _run_slurmd_g(module, slurmd, node, slurm_text, gres_text, commands):
     """slurmd -G on copies of the staged files in a private directory, so it reads exactly these two."""
     workdir = tempfile.mkdtemp(prefix="gres_verify.")
     try:
+        # slurmd's spool dir is private too: slurmd -G needs one (its socket dir, hwloc's cache) and must not write the
+        # node's; the include-mode check file names none, and Slurm's built-in /var/spool/slurmd may not exist
+        spool = os.path.join(workdir, "spool")
+        os.mkdir(spool)
+        slurm_text = "%s\nSlurmdSpoolDir=%s\n" % (_SPOOL_LINE.sub("", slurm_text), spool)
         for name, text in (("slurm.conf", slurm_text), ("gres.conf", gres_text)):
             with open(os.path.join(workdir, name), "w") as handle:
                 handle.write(text)

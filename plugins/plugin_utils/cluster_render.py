@@ -48,7 +48,8 @@ def mig_node(model, node):
 
 
 def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None):
-    """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes"}``.
+    """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes", "config_mode",
+    "include_file"}``.
 
     The files are slurm.conf, cgroup.conf, every ``<node>/gres.conf`` and the users' guide (``USERS.md``,
     ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
@@ -68,4 +69,7 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
         "nodes": {node["host"]: node["name"] for node in model["nodes"]},
         "mig_nodes": {node["host"]: mig_node(model, node) for node in model["nodes"]
                       if any(g["model"] or g["mig"] for g in node["gpus"])},
+        # how the files reach the daemons (files, configless, include): the roles install per this
+        "config_mode": model["config_mode"],
+        "include_file": model["include_file"],
     }

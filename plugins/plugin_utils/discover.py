@@ -82,6 +82,9 @@ def propose_host_vars(hw, type_patterns=None, memtotal_mb=None):
         minor = gpu.get("minor")
         if minor is not None and int(minor) != int(gpu["index"]):
             entry["minor"] = int(minor)
+        links = gpu.get("gpu_links")
+        if links and any(v > 0 for v in links):
+            entry["links"] = ",".join(str(v) for v in links)
         if str(gpu.get("mig_mode") or "").lower() == "enabled":
             notes.append("GPU %d: MIG mode is enabled; add its layout as mig: [<profiles>] (see the MIG docs)"
                          % gpu["index"])
@@ -89,6 +92,10 @@ def propose_host_vars(hw, type_patterns=None, memtotal_mb=None):
     proposal["slurm_gres_gpus"] = gpus
     if not gpus:
         notes.append("no GPUs seen by nvidia-smi")
+    if any("links" in g for g in gpus):
+        notes.append("links: NVLink counts from nvidia-smi topo -m (GPU 0, 1, ... in PCI order, -1 = this GPU). "
+                     "With AutoDetect=nvml slurmd compares them with NVML, which does not count NVLinks through "
+                     "NVSwitches: drop links there")
     return {"vars": proposal, "notes": notes}
 
 
@@ -146,7 +153,7 @@ def render_host_vars(host, proposal, source=None):
         lines.append("slurm_gres_gpus:")
         for gpu in gpus:
             first = True
-            for key in ("index", "type", "cores", "minor"):
+            for key in ("index", "type", "cores", "minor", "links"):
                 if key not in gpu:
                     continue
                 lines.append("%s%s: %s" % ("  - " if first else "    ", key, _scalar(gpu[key])))

@@ -18,6 +18,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges impor
     parse_int_ranges,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import option_values, options, values
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
 
 CTLD_GROUP = "slurmctld"
@@ -32,6 +33,11 @@ NODE_VARS = (
     "slurm_node_real_memory",
     "slurm_node_features",
     "slurm_node_weight",
+    "slurm_node_autodetect",
+    "slurm_node_shards",
+    "slurm_node_mps",
+    "slurm_node_gres",
+    "slurm_node_options",
     "slurm_gres_gpus",
 )
 CONTROLLER_VARS = ("slurm_ctld_addr",)
@@ -39,7 +45,7 @@ HOST_VARS = NODE_VARS + CONTROLLER_VARS
 # Host variables in these namespaces are ours: an unknown name there is a typo and is reported.
 HOST_VAR_PREFIXES = ("slurm_node_", "slurm_gres_gpu", "slurm_ctld_")
 
-GPU_KEYS = ("index", "type", "cores", "minor", "mig", "shards", "model")
+GPU_KEYS = ("index", "type", "cores", "minor", "file", "mig", "shards", "mps", "model", "links", "flags", "count")
 
 # Cluster-wide variables (group_vars/all) and their defaults.
 CLUSTER_VARS = {
@@ -49,7 +55,14 @@ CLUSTER_VARS = {
     "slurm_partitions": None,
     "slurm_conf_options": {},
     "slurm_cgroup_conf_options": {},
+    "slurm_gres_types": [],
+    "slurm_gres_config_mode": "files",
+    "slurm_gres_include_file": "slurm_gres.conf",
 }
+# files: slurm.conf, cgroup.conf and each node's gres.conf on every node; configless: slurm.conf, cgroup.conf and
+# one cluster-wide gres.conf on the controllers, nothing on the nodes (SlurmctldParameters=enable_configless);
+# include: only a node/partition file the site's slurm.conf includes, and each node's gres.conf.
+CONFIG_MODES = ("files", "configless", "include")
 AUTODETECT_CHOICES = ("off", "nvml", "nvidia", "full")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
@@ -96,11 +109,13 @@ DEFAULT_PARTITION = {"name": "main", "nodes": "ALL", "default": True,
 
 # MIG profile names as nvidia-smi / mig-parted write them: [<C>c.]<G>g.<GB>gb[+me|+me.all|+gfx|-me]
 MIG_PROFILE_RE = re.compile(r"\A([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+me|\+me\.all|\+gfx|-me)?\Z")
-_CLUSTER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+_CLUSTER_NAME_RE = re.compile(r"\A[A-Za-z0-9][^=]*\Z")
 # slurm.conf keys that start a line of their own keys (DownNodes=x State=DOWN ...): not expressible as one option.
 LINE_RECORD_KEYS = ("DownNodes", "FrontendName", "NodeSet", "PowerAction")
 # String options whose documented values are command lines: written in double quotes, spaces allowed.
-COMMAND_LINE_OPTIONS = ("InteractiveStepOptions",)
+# Options whose value is a command line with arguments (written in quotes): slurmd runs RebootProgram verbatim
+# (req.c _rpc_reboot, 22.05; a PowerAction's argv since 25.05), salloc InteractiveStepOptions as srun options.
+COMMAND_LINE_OPTIONS = ("InteractiveStepOptions", "RebootProgram")
 
 
 def target_version(model):
@@ -118,26 +133,73 @@ def short_name(host):
     return host.split(".", 1)[0]
 
 
-def node_gres(node):
-    """Ordered {gres_key: count} for one model node: ``{"gpu:a100": 8, "shard": 32}``.
+def gpu_key(gtype):
+    """slurm.conf GRES key of a GPU type: ``gpu:a100``, or ``gpu`` for untyped GPUs."""
+    return "gpu:" + gtype if gtype else "gpu"
 
-    Types appear in order of their lowest GPU index, so Slurm's GPU numbering (slurm.conf type order, then
-    gres.conf order) follows nvidia-smi's index order on mixed nodes. MIG instances count per profile type.
+
+def node_gres_elements(node):
+    """Ordered [(gres_key, count, slurm.conf element)] of one model node: ``("gpu:a100", 8, "gpu:a100:8")``.
+
+    GPU types appear in order of their lowest GPU index, so Slurm's GPU numbering (slurm.conf type order, then
+    gres.conf order) follows nvidia-smi's index order on mixed nodes; MIG instances count per profile type;
+    count-only GPUs (AutoDetect finds them) follow; then shard, mps and the other GRES as the inventory lists them.
     """
     counts = {}
-    shards = 0
     for gpu in node["gpus"]:
         if gpu["mig"]:
             for profile in gpu["mig"]:
-                key = "gpu:" + mig_gres_type(gpu["type"], profile)
+                key = gpu_key(mig_gres_type(gpu["type"], profile))
                 counts[key] = counts.get(key, 0) + 1
         else:
-            key = "gpu:" + gpu["type"]
+            key = gpu_key(gpu["type"])
             counts[key] = counts.get(key, 0) + 1
-        shards += gpu["shards"] or 0
+    for group in node.get("gpu_counts") or ():
+        key = gpu_key(group["type"])
+        counts[key] = counts.get(key, 0) + group["count"]
+    out = [(key, count, "%s:%d" % (key, count)) for key, count in counts.items()]
+    shards = (node.get("shards") or 0) + sum(g["shards"] or 0 for g in node["gpus"])
     if shards:
-        counts["shard"] = shards
+        out.append(("shard", shards, "shard:%d" % shards))
+    mps = (node.get("mps") or 0) + sum(g.get("mps") or 0 for g in node["gpus"])
+    if mps:
+        out.append(("mps", mps, "mps:%d" % mps))
+    for rec in node.get("generic_gres") or ():
+        key = rec["name"] + (":" + rec["type"] if rec["type"] else "")
+        element = key + (":no_consume" if rec["no_consume"] else "") + ":" + rec["count_text"]
+        out.append((key, rec["count"], element))
+    return out
+
+
+def node_gres(node):
+    """Ordered {gres_key: count} for one model node: ``{"gpu:a100": 8, "gpu:3g.40gb": 2, "shard": 32}``
+    (see node_gres_elements for the order)."""
+    counts = {}
+    for key, count, _unused in node_gres_elements(node):
+        counts[key] = counts.get(key, 0) + count
     return counts
+
+
+def node_autodetect(model, node):
+    """The AutoDetect mode in force on a node: its own slurm_node_autodetect, else the cluster's."""
+    return node.get("autodetect") or model["autodetect"]
+
+
+def gres_types(model, elements=None):
+    """GresTypes: gpu, the shared GRES in use, the other GRES in use, then slurm_gres_types, each once.
+
+    ``elements``: {node name: node_gres_elements(node)} when the caller has them already."""
+    names = []
+    for node in model["nodes"]:
+        for key, _unused1, _unused2 in (elements[node["name"]] if elements else node_gres_elements(node)):
+            name = key.split(":", 1)[0]
+            if name not in names:
+                names.append(name)
+    first = [n for n in ("gpu",) if n in names]
+    shared = [n for n in ("shard", "mps") if n in names]
+    ordered = first + shared + [n for n in names if n not in first + shared]
+    ordered.extend(n for n in model.get("gres_types") or () if n not in ordered)
+    return ordered
 
 
 def _plain(value):
@@ -284,8 +346,11 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         nodes.append(node)
     nodes.sort(key=lambda n: natural_key(n["name"]))
 
+    extra_types = model_gres.gres_types(col, cluster_host, cluster.get("slurm_gres_types"))
     _check_type_spelling(col, nodes)
-    _check_mig_with_shards(col, nodes)
+    _check_mig_with_shards(col, nodes, extra_types)
+    _check_count_only_autodetect(col, nodes, _autodetect(_Collector(), cluster_host, cluster.get(
+        "slurm_gres_autodetect", CLUSTER_VARS["slurm_gres_autodetect"]), version))
 
     controllers = []
     for host in ctld_hosts:
@@ -319,10 +384,12 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
                                   slurmd_set, by_name, version),
         "nodes": nodes,
+        "gres_types": extra_types,
         "slurm_version": version,
         "cluster_host": str(cluster_host),
         "warnings": [str(w) for w in col.warnings],
     }
+    model["config_mode"], model["include_file"] = _config_mode(col, cluster_host, cluster, nodes)
     _check_max_node_count(col, cluster_host, cluster.get("slurm_conf_options"), model["settings"]["slurm_conf"],
                           len(slurmd_hosts))
     if col.count:
@@ -386,6 +453,9 @@ def _build_node(col, host, hv, version, boundary=None):
                 "%d entries" % len(gpus_raw))
         gpus_raw = []
     has_gpus = len(gpus_raw) > 0
+    generic_raw = hv.get("slurm_node_gres")
+    generic_list = generic_raw if isinstance(generic_raw, list) else ()
+    needs_layout = any(isinstance(g, dict) and g.get("cores") is not None for g in list(gpus_raw) + list(generic_list))
 
     layout = {}
     for key, var, slurm_key in (("sockets", "slurm_node_sockets", "Sockets"),
@@ -393,9 +463,17 @@ def _build_node(col, host, hv, version, boundary=None):
                                 ("threads_per_core", "slurm_node_threads_per_core", "ThreadsPerCore")):
         value = hv.get(var)
         if value is None:
-            if has_gpus:
-                col.add(host, var, "the node's CPU layout (sockets, cores_per_socket, threads_per_core) on a "
-                        "GPU node", "not set", "Cores= and GPU binding need it; see `slurmd -C` on the node")
+            # Cores= is checked against sockets x cores_per_socket (threads_per_core defaults to 1 in Slurm). Without
+            # them Cores= are written as given: slurmd judges them against the hardware it runs on (as it does the
+            # same line today on an imported cluster), and so does the node verification, with the node's facts.
+            bare = hv.get("slurm_node_sockets") is None and hv.get("slurm_node_cores_per_socket") is None
+            if needs_layout and bare and key == "sockets":
+                col.warn(host, "slurm_node_sockets", "the node's CPU layout (sockets, cores_per_socket) on a node "
+                         "whose GRES have cores", "not set", "Cores= are not checked here, only by the node "
+                         "verification against the node's hardware; see `slurmd -C` on the node")
+            elif needs_layout and not bare and key != "threads_per_core":  # half a layout: a slip, not a site's CPUs=
+                col.add(host, var, "the node's CPU layout (sockets, cores_per_socket) on a node whose GRES have "
+                        "cores", "not set", "Cores= is checked against it; see `slurmd -C` on the node")
             layout[key] = None
         else:
             layout[key] = _node_int(col, host, var, value, slurm_key, 1, version)
@@ -416,6 +494,9 @@ def _build_node(col, host, hv, version, boundary=None):
     if weight is not None:
         weight = _node_int(col, host, "slurm_node_weight", weight, "Weight", 0, version)
     features = _features(col, host, hv.get("slurm_node_features"))
+    autodetect = hv.get("slurm_node_autodetect")
+    if autodetect is not None:
+        autodetect = _autodetect(col, host, autodetect, version, "slurm_node_autodetect")
 
     core_count = None
     if layout["sockets"] and layout["cores_per_socket"]:
@@ -424,17 +505,40 @@ def _build_node(col, host, hv, version, boundary=None):
     cached = col.gpu_cache.get(cache_key)
     if cached is not None and cached[0] is gpus_raw:
         gpus = [dict(g, mig=list(g["mig"]) if g["mig"] else g["mig"]) for g in cached[1]]
+        gpu_counts = [dict(g) for g in cached[2]]
     else:
         mark = col.count
-        gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in enumerate(gpus_raw)]
-        _check_unique(col, host, gpus, gpus_raw)
-        gpus.sort(key=lambda g: g["index"] if g["index"] is not None else -1)
-        if col.count == mark and gpus:
-            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus])
-    shards = sum(g["shards"] or 0 for g in gpus)
-    if shards > values.GRES_COUNT_MAX:
+        whole = [(i, e) for i, e in enumerate(gpus_raw) if not (isinstance(e, dict) and "count" in e)]
+        counted = [(i, e) for i, e in enumerate(gpus_raw) if isinstance(e, dict) and "count" in e]
+        gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in whole]
+        _check_unique(col, host, gpus, [e for _unused1, e in whole], [i for i, _unused2 in whole])
+        gpu_counts = [_build_gpu_count(col, host, i, entry, layout, core_count) for i, entry in counted]
+        order = sorted(range(len(gpus)), key=lambda k: gpus[k]["index"] if gpus[k]["index"] is not None else -1)
+        model_gres.check_env_flags(col, host, lambda pos: "slurm_gres_gpus[%d]" % pos,
+                                   [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
+                                   + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
+        gpus = [gpus[k] for k in order]
+        _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _unused in counted])
+        if col.count == mark and (gpus or gpu_counts):
+            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts])
+    shards = model_gres.shared_count(col, host, "slurm_node_shards", hv.get("slurm_node_shards"))
+    mps = model_gres.shared_count(col, host, "slurm_node_mps", hv.get("slurm_node_mps"))
+    for var, count, key in (("slurm_node_shards", shards, "shards"), ("slurm_node_mps", mps, "mps")):
+        if count is None:
+            continue
+        if not gpus and not gpu_counts:
+            col.add(host, var, "GPUs on the node to spread %s over" % key, "no slurm_gres_gpus",
+                    "slurmd stops: SHARED specified without any SHARING found")
+        elif any(g[key] for g in gpus):
+            col.add(host, var, "a node-wide %s count or %s per GPU, not both" % (key, key),
+                    "both", "slurmd stops on %s lines with and without File" % ("shard" if key == "shards" else key))
+    gpu_shards = sum(g["shards"] or 0 for g in gpus) + (shards or 0)
+    if gpu_shards > values.GRES_COUNT_MAX:
         col.add(host, "slurm_gres_gpus", "at most %d shards on one node (Slurm reads GRES counts as a signed 64-bit "
-                "number)" % values.GRES_COUNT_MAX, "%d in all" % shards)
+                "number)" % values.GRES_COUNT_MAX, "%d in all" % gpu_shards)
+    generic = model_gres.generic_gres(col, host, generic_raw,
+                                      lambda field, value: _cores(col, host, field, value, layout, core_count))
+    node_options = model_gres.node_options(col, host, hv.get("slurm_node_options"))
     if col.count == before and boundary:
         _check_socket_boundaries(col, host, name, gpus, gpus_raw, layout, boundary)
     if col.count != before:
@@ -444,8 +548,59 @@ def _build_node(col, host, hv, version, boundary=None):
         "sockets": layout["sockets"], "cores_per_socket": layout["cores_per_socket"],
         "threads_per_core": layout["threads_per_core"], "real_memory": real_memory,
         "features": [str(f) for f in features], "weight": weight,
-        "gpus": gpus,
+        "autodetect": autodetect, "shards": shards, "mps": mps, "generic_gres": generic, "options": node_options,
+        "gpus": gpus, "gpu_counts": gpu_counts,
     }
+
+
+def _check_gpu_kinds(col, host, gpus, gpu_counts, counted_pos):
+    """One node: GPUs typed or untyped, not both (slurmctld refuses a mix in Gres=); count-only entries only
+    without whole-GPU entries (slurmd: File on all records or none) and once per type."""
+    whole = [g for g in gpus if not g["mig"]]
+    typed = [g["type"] is not None for g in whole] + [g["type"] is not None for g in gpu_counts]
+    if any(g["mig"] for g in gpus):
+        typed.append(True)
+    if any(typed) and not all(typed):
+        col.add(host, "slurm_gres_gpus", "every GPU of a node typed, or none (MIG instances are typed)",
+                "typed and untyped GPUs", "slurmctld: Some gpu GRES in slurm.conf have a type while others do not")
+    if gpu_counts and gpus:
+        col.add(host, "slurm_gres_gpus[%d].count" % counted_pos[0], "count-only entries only on a node without "
+                "indexed GPU entries", "both", "slurmd stops: some records have \"File\" specification while "
+                "others do not")
+    seen = {}
+    for pos, group in zip(counted_pos, gpu_counts):
+        key = (group["type"] or "").lower()
+        if key in seen:
+            col.add(host, "slurm_gres_gpus[%d].type" % pos, "one count-only entry per GPU type",
+                    "%s again (first slurm_gres_gpus[%d])" % (group["type"] or "untyped", seen[key]))
+        seen.setdefault(key, pos)
+
+
+def _build_gpu_count(col, host, i, entry, layout, core_count):
+    """{type, count, cores, flags}: GPUs declared by count, found by AutoDetect (gres.conf Count= without File)."""
+    field = "slurm_gres_gpus[%d]" % i
+    group = {"type": None, "count": None, "cores": None, "flags": None}
+    allowed = ("type", "count", "cores", "flags")
+    for key in sorted(set(entry) - set(allowed), key=str):
+        col.add(host, "%s.%s" % (field, key), "with count: only %s (AutoDetect finds the devices)" % ", ".join(allowed),
+                "%s together with count" % key)
+    group["count"] = col.int_value(host, field + ".count", entry.get("count"), 1, values.GPU_MINOR_MAX + 1,
+                                   note="GPUs AutoDetect finds")
+    group["type"] = _gpu_type(col, host, field, entry.get("type"))
+    if entry.get("cores") is not None:
+        group["cores"] = _cores(col, host, field + ".cores", entry["cores"], layout, core_count)
+    if entry.get("flags") is not None:
+        group["flags"] = model_gres.flags_value(col, host, field + ".flags", entry["flags"])
+    return group
+
+
+def _gpu_type(col, host, field, gtype):
+    """The GPU's GRES type, or None for an untyped GPU (no type given)."""
+    if gtype is None:
+        return None
+    if col.check(host, field + ".type", values.check_gres_type(gtype)):
+        return str(gtype)
+    return None
 
 
 def _features(col, host, features):
@@ -467,7 +622,8 @@ def _features(col, host, features):
 
 def _build_gpu(col, host, i, entry, layout, core_count):
     field = "slurm_gres_gpus[%d]" % i
-    gpu = {"index": None, "type": None, "minor": None, "cores": None, "model": None, "mig": None, "shards": None}
+    gpu = {"index": None, "type": None, "minor": None, "file": None, "cores": None, "model": None, "mig": None,
+           "shards": None, "mps": None, "links": None, "flags": None}
     if not isinstance(entry, dict):
         col.add(host, field, "a mapping like {index: 0, type: a100}", _describe(entry))
         return gpu
@@ -475,16 +631,17 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         col.add(host, "%s.%s" % (field, key), "a GPU key (%s)" % ", ".join(GPU_KEYS), "unknown key %r" % key)
     if "index" not in entry:
         col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer 0-%d)" % values.GPU_MINOR_MAX,
-                "no index")
+                "no index", "or count: N for GPUs AutoDetect finds")
     else:
         gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0, values.GPU_MINOR_MAX,
                                      note="the nvidia-smi index of the GPU")
-    gtype = entry.get("type")
-    if gtype is None:
-        col.add(host, field + ".type", "a GRES type such as a100 (%s)" % values.GRES_TYPE_CHARS, "no type")
-    elif col.check(host, field + ".type", values.check_gres_type(gtype)):
-        gpu["type"] = str(gtype)
-    if entry.get("minor") is not None:
+    gpu["type"] = _gpu_type(col, host, field, entry.get("type"))
+    if entry.get("file") is not None:
+        gpu["file"] = model_gres.gpu_device_file(col, host, field + ".file", entry["file"])
+        if entry.get("minor") is not None:
+            col.add(host, field + ".minor", "minor or file, not both", "both",
+                    "file names the GPU's device file when it is not /dev/nvidiaN (minor)")
+    elif entry.get("minor") is not None:
         gpu["minor"] = col.int_value(host, field + ".minor", entry["minor"], 0, values.GPU_MINOR_MAX,
                                      note="the minor N of /dev/nvidiaN")
     elif gpu["index"] is not None:
@@ -500,6 +657,13 @@ def _build_gpu(col, host, i, entry, layout, core_count):
     if entry.get("shards") is not None:
         gpu["shards"] = col.int_value(host, field + ".shards", entry["shards"], 1, values.GRES_COUNT_MAX,
                                       note="shards on this GPU")
+    if entry.get("mps") is not None:
+        gpu["mps"] = col.int_value(host, field + ".mps", entry["mps"], 1, values.GRES_COUNT_MAX,
+                                   note="mps on this GPU")
+    if entry.get("links") is not None:
+        gpu["links"] = model_gres.links_text(col, host, field + ".links", entry["links"])
+    if entry.get("flags") is not None:
+        gpu["flags"] = model_gres.flags_value(col, host, field + ".flags", entry["flags"])
     if "mig" in entry and entry["mig"] is not None:
         mig = entry["mig"]
         if not isinstance(mig, (list, tuple)) or not mig:
@@ -522,18 +686,21 @@ def _build_gpu(col, host, i, entry, layout, core_count):
                     col.extend(mig_problems)
                 else:
                     gpu["mig"] = [str(p) for p in mig]
-        if gpu["shards"] is not None:
-            col.add(host, field + ".shards", "shards only on a GPU without MIG instances",
-                    "shards %d together with mig" % gpu["shards"])
+        for key in ("shards", "mps", "links", "flags", "file"):
+            if gpu[key] is not None:
+                col.add(host, "%s.%s" % (field, key), "%s only on a GPU without MIG instances" % key,
+                        "%s %s together with mig" % (key, gpu[key] if key != "flags" else ",".join(gpu[key])))
     return gpu
 
 
-def _check_mig_with_shards(col, nodes):
-    """MIG instances and shards cannot share a cluster: GresTypes is cluster-wide, and with ``shard`` in it the
-    real slurmd 22.05 splits every MultipleFiles record into one Count=1 GPU per file (``slurmd -G`` lists
-    /dev/nvidia0 and both nvidia-cap files as three GPUs for one MIG instance; seen with this collection's own
-    integration test). The node would then report three GPUs per instance."""
-    sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"]]
+def _check_mig_with_shards(col, nodes, extra_types=()):
+    """MIG instances and shards (or MPS) cannot share a cluster: GresTypes is cluster-wide, and with ``shard`` or
+    ``mps`` in it the real slurmd 22.05 splits every MultipleFiles record into one Count=1 GPU per file
+    (``slurmd -G`` lists /dev/nvidia0 and both nvidia-cap files as three GPUs for one MIG instance; seen with this
+    collection's own integration test). The node would then report three GPUs per instance."""
+    sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"] or g["mps"]]
+    sharded += [(n["host"], "(node-wide count)") for n in nodes if n["shards"] or n["mps"]]
+    sharded += [("(slurm_gres_types)", name) for name in extra_types if name in ("shard", "mps")]
     if not sharded:
         return
     for node in nodes:
@@ -582,15 +749,16 @@ def _cores(col, host, field, value, layout, core_count):
     return text
 
 
-def _check_unique(col, host, gpus, entries):
+def _check_unique(col, host, gpus, entries, positions):
     dup_index = set()
-    for key in ("index", "minor"):
+    for key in ("index", "minor", "file"):
         seen = {}
-        for i, gpu in enumerate(gpus):
+        for k, gpu in enumerate(gpus):
+            i = positions[k]
             value = gpu[key]
             if value is None:
                 continue
-            explicit = isinstance(entries[i], dict) and entries[i].get(key) is not None
+            explicit = isinstance(entries[k], dict) and entries[k].get(key) is not None
             if value in seen and key == "minor" and not explicit and i in dup_index:
                 continue  # minor defaulted from an index already reported as duplicate
             if value in seen:
@@ -600,7 +768,7 @@ def _check_unique(col, host, gpus, entries):
                 if key == "minor":
                     hint = "minor defaults to index; set minor where /dev/nvidiaN differs from the index"
                 col.add(host, "slurm_gres_gpus[%d].%s" % (i, key), "unique GPU %s" % key,
-                        "%d (also used by slurm_gres_gpus[%d])" % (value, seen[value]), hint)
+                        "%s (also used by slurm_gres_gpus[%d])" % (value, seen[value]), hint)
             else:
                 seen[value] = i
 
@@ -609,6 +777,8 @@ def _check_type_spelling(col, nodes):
     spellings = {}
     for node in nodes:
         for i, gpu in enumerate(node["gpus"]):
+            if gpu["type"] is None:
+                continue
             first = spellings.setdefault(gpu["type"].lower(), (gpu["type"], node["host"]))
             if first[0] != gpu["type"]:
                 col.add(node["host"], "slurm_gres_gpus[%d].type" % i,
@@ -616,24 +786,38 @@ def _check_type_spelling(col, nodes):
                         "%r (host %s spells it %r)" % (gpu["type"], first[1], first[0]))
 
 
+def cluster_name_problem(value):
+    """None for a ClusterName Slurm takes and this collection can write back, else what is expected.
+
+    Slurm takes any non-empty word (read_config.c lower-cases it) and asks for at most 40 characters (the
+    accounting database's table names, slurm.conf(5)); the collection writes it unquoted, so one word of
+    printable ASCII starting with a letter or digit (``cloud1.pri.example``, ``hpc_a``, ``Tux-2``)."""
+    if (not isinstance(value, str) or not _CLUSTER_NAME_RE.match(value) or len(value) > 40
+            or values.check_option_value(value) is not None):
+        return ("a cluster name: one word of printable ASCII starting with a letter or digit, no '\"', '#', '\\' "
+                "or '=', at most 40 characters (slurm.conf(5))")
+    return None
+
+
 def _cluster_name(col, host, value):
-    if not isinstance(value, str) or not _CLUSTER_NAME_RE.match(value) or len(value) > 40:
-        col.add(host, "slurm_cluster_name", "a cluster name (letters, digits, '-', '_'; at most 40 chars)",
-                _describe(value))
+    problem = cluster_name_problem(value)
+    if problem:
+        col.add(host, "slurm_cluster_name", problem, _describe(value))
         return "cluster"
     return str(value)
 
 
-def _autodetect(col, host, value, release):
+def _autodetect(col, host, value, release, var="slurm_gres_autodetect"):
+    """off, nvml, nvidia or full, and one the release's slurmd knows (versions.autodetect_modes)."""
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
     if not (isinstance(value, str) and value.lower() in AUTODETECT_CHOICES):
-        col.add(host, "slurm_gres_autodetect", "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
+        col.add(host, var, "one of %s" % ", ".join(AUTODETECT_CHOICES), _describe(value))
         return "off"
     mode = value.lower()
     if release is not None and mode not in versions.autodetect_modes(release):
         since = versions.autodetect_since(mode)
-        col.add(host, "slurm_gres_autodetect",
+        col.add(host, var,
                 "one of %s (the AutoDetect modes of Slurm %s, slurm_version; %s needs Slurm %s or later)"
                 % (", ".join(m for m in versions.autodetect_modes(release) if m in AUTODETECT_CHOICES), release,
                    mode, since), _describe(value),
@@ -645,9 +829,18 @@ def _autodetect(col, host, value, release):
 def _check_autodetect_with_mig(col, host, mode, nodes):
     """AutoDetect=full loads gpu_nvml.so where slurmd has it (MIG instances detected) and gpu_nvidia.so otherwise
     (MIG not detected): which MIG lines gres.conf needs would depend on each node's Slurm build."""
+    for node in nodes:  # a node's own slurm_node_autodetect overrides the cluster's for that node
+        if node.get("autodetect") == "full":
+            mig = next((g["index"] for g in node["gpus"] if g["mig"]), None)
+            if mig is not None:
+                col.add(node["host"], "slurm_node_autodetect", "nvml or nvidia on a node with MIG GPUs (or off)",
+                        "'full' (GPU %s has mig)" % mig,
+                        "AutoDetect=full picks gpu_nvml.so where slurmd has it (which detects MIG) and gpu_nvidia.so "
+                        "otherwise (which does not), so the gres.conf MIG lines cannot be known; name the plugin")
     if mode != "full":
         return
-    mig = next(((n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["mig"]), None)
+    mig = next(((n["host"], g["index"]) for n in nodes if not n.get("autodetect")
+                for g in n["gpus"] if g["mig"]), None)
     if mig:
         col.add(host, "slurm_gres_autodetect", "nvml or nvidia on a cluster with MIG GPUs (or off)",
                 "'full' (host %s GPU %s has mig)" % mig,
@@ -745,6 +938,44 @@ def _check_socket_boundaries(col, host, name, gpus, entries, layout, release):
 def _covering_sockets(cores, per_socket):
     touched = sorted(set(c // per_socket for c in cores))
     return format_int_ranges(c for s in touched for c in range(s * per_socket, (s + 1) * per_socket))
+
+
+def _config_mode(col, host, cluster, nodes):
+    mode = cluster.get("slurm_gres_config_mode", CLUSTER_VARS["slurm_gres_config_mode"])
+    if mode not in CONFIG_MODES:
+        col.add(host, "slurm_gres_config_mode", "one of %s" % ", ".join(CONFIG_MODES), _describe(mode))
+        mode = "files"
+    include = cluster.get("slurm_gres_include_file", CLUSTER_VARS["slurm_gres_include_file"])
+    if not isinstance(include, str) or not re.match(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", include) or (
+            ".." in include.split("/")) or include in ("slurm.conf", "gres.conf", "cgroup.conf"):
+        col.add(host, "slurm_gres_include_file", "a file name relative to the Slurm config directory, not "
+                "slurm.conf, gres.conf or cgroup.conf", _describe(include))
+        include = CLUSTER_VARS["slurm_gres_include_file"]
+    if mode != "files":
+        why = {"configless": "each MIG node completes its own gres.conf lines, and configless nodes get gres.conf "
+                             "from slurmctld",
+               "include": "the MIG runbook (mig-reconfigure.yml) installs the whole slurm.conf"}[mode]
+        for node in nodes:
+            for pos, gpu in enumerate(node["gpus"]):
+                if gpu["mig"]:
+                    col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos, "no MIG GPUs with %s mode" % mode,
+                            "mig with slurm_gres_config_mode %s" % mode, why)
+    if mode == "include":
+        for var in ("slurm_conf_options", "slurm_cgroup_conf_options"):
+            if cluster.get(var):
+                col.add(host, var, "nothing in include mode (the site's slurm.conf and cgroup.conf hold these)",
+                        "%d option(s)" % len(cluster[var]) if isinstance(cluster[var], dict) else _describe(
+                            cluster[var]))
+    return mode, include
+
+
+def _check_count_only_autodetect(col, nodes, cluster_mode):
+    """GPUs given by count have no File: slurmd keeps them only when AutoDetect fills them in."""
+    for node in nodes:
+        if node["gpu_counts"] and (node["autodetect"] or cluster_mode) == "off":
+            col.add(node["host"], "slurm_gres_gpus", "count-only GPU entries only where AutoDetect is on "
+                    "(slurm_node_autodetect or slurm_gres_autodetect)", "AutoDetect off",
+                    "slurmd drops GPUs without File= from the final list when nothing detects them")
 
 
 def _check_accounting(col, host, options):
@@ -884,14 +1115,8 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version
     result = []
     names = set()
     defaults = []
-    for i, part in enumerate(value):
-        field = "slurm_partitions[%d]" % i
-        if not isinstance(part, dict):
-            col.add(host, field, "a mapping with name and group or nodes", _describe(part))
-            continue
-        for key in sorted(set(part) - set(PARTITION_KEYS), key=str):
-            col.add(host, "%s.%s" % (field, key), "a partition key (%s)" % ", ".join(PARTITION_KEYS),
-                    "unknown key %r" % key)
+    for i, field, part in model_gres.keyed_entries(col, host, "slurm_partitions", value, PARTITION_KEYS,
+                                                   "partition mappings", "{name: gpu, group: gpu_nodes}"):
         name = part.get("name")
         if not col.check(host, field + ".name", values.check_name(name, "partition name",
                                                                   values.RESERVED_PARTITION_NAMES)):

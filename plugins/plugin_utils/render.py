@@ -20,13 +20,16 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists imp
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText, read_back_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
+    gres_types,
     natural_key,
-    node_gres,
+    node_autodetect,
+    node_gres_elements,
     target_version,
     uses_slurmdbd,
 )
 
 CLUSTER = "(cluster)"  # origin of lines no single inventory value decides
+UNTYPED = "(untyped)"
 
 SUMMARY_WARNINGS = 20  # warning lines the summary shows; a 4,096-node cluster could have thousands
 
@@ -36,7 +39,7 @@ def hostlist_expr(names, version):
     return slurm_hostlist(names, options.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE)
 
 
-def _node_pairs(node, gres):
+def _node_pairs(node, elements):
     """A NodeName= line's options after the name: [(key, value, (host, field))]."""
     host = node["host"]
     pairs = []
@@ -50,60 +53,85 @@ def _node_pairs(node, gres):
         pairs.append(("Features", ",".join(node["features"]), (host, "slurm_node_features")))
     if node["weight"] is not None:
         pairs.append(("Weight", "%d" % node["weight"], (host, "slurm_node_weight")))
-    if gres:
-        pairs.append(("Gres", ",".join("%s:%d" % kv for kv in gres.items()), (host, "slurm_gres_gpus")))
+    pairs.extend((k, str(v), (host, "slurm_node_options.%s" % k)) for k, v in (node.get("options") or {}).items())
+    if elements:
+        pairs.append(("Gres", ",".join(element for _unused1, _unused2, element in elements), (host, "slurm_gres_gpus")))
     return pairs
 
 
-def _grouped(model):
-    """[(hostlist expression, first node, gres)]: identical nodes share one entry, in natural order."""
+def _grouped(model, elements=None):
+    """[(hostlist expression, first node, gres elements, gres)]: identical nodes share one entry, natural order."""
     groups = {}
     order = []
     for node in model["nodes"]:
-        gres = node_gres(node)
+        elements_ = elements[node["name"]] if elements else node_gres_elements(node)
+        gres = {}
+        for key, count, _unused in elements_:
+            gres[key] = gres.get(key, 0) + count
         key = (node["sockets"], node["cores_per_socket"], node["threads_per_core"], node["real_memory"],
-               tuple(node["features"]), node["weight"], tuple(gres.items()))
+               tuple(node["features"]), node["weight"], tuple((node.get("options") or {}).items()),
+               tuple(e for _unused1, _unused2, e in elements_))
         if key not in groups:
-            groups[key] = {"names": [], "node": node, "gres": gres}
+            groups[key] = {"names": [], "node": node, "gres": gres, "elements": elements_}
             order.append(key)
         groups[key]["names"].append(node["name"])
     version = target_version(model)
     result = [(natural_key(groups[k]["names"][0]), hostlist_expr(groups[k]["names"], version),
-               groups[k]["node"], groups[k]["gres"]) for k in order]
+               groups[k]["node"], groups[k]["elements"], groups[k]["gres"]) for k in order]
     result.sort(key=lambda item: item[0])
-    return [(expr, node, gres) for _key, expr, node, gres in result]
+    return [item[1:] for item in result]
 
 
-def node_groups(model):
+def node_groups(model, elements=None):
     """[(hostlist expression, node line options, gres)] with identical nodes grouped, in natural order."""
-    return [(expr, ["%s=%s" % (k, v) for k, v, _source in _node_pairs(node, gres)], gres)
-            for expr, node, gres in _grouped(model)]
+    return [(expr, ["%s=%s" % (k, v) for k, v, _source in _node_pairs(node, elements_)], gres)
+            for expr, node, elements_, gres in _grouped(model, elements)]
 
 
-def _tres(model, user_value):
+def _tres(model, user_value, elements):
+    """AccountingStorageTRES: the user's entries, then gres/gpu, gres/gpu:TYPE per type, gres/shard, gres/mps."""
     types = set()
-    shards = False
+    has_gpus = False
+    shared = []
     for node in model["nodes"]:
-        for key in node_gres(node):
-            if key == "shard":
-                shards = True
-            else:
-                types.add(key.split(":", 1)[1])
+        for key, _unused1, _unused2 in elements[node["name"]]:
+            name, _unused, gtype = key.partition(":")
+            if name == "gpu":
+                has_gpus = True
+                if gtype:
+                    types.add(gtype)
+            elif name in ("shard", "mps") and name not in shared:
+                shared.append(name)
     ours = []
-    if types:
+    if has_gpus:
         ours.append("gres/gpu")
         ours.extend("gres/gpu:%s" % t for t in sorted(types, key=str.lower))
-    if shards:
-        ours.append("gres/shard")
+    ours.extend("gres/%s" % name for name in sorted(shared, reverse=True))
     entries = [e.strip() for e in user_value.split(",") if e.strip()] if user_value else []
     lower = {e.lower() for e in entries}
     entries.extend(e for e in ours if e.lower() not in lower)
-    return ",".join(entries), bool(types), shards
+    return ",".join(entries), has_gpus
+
+
+def _configless_options(settings):
+    """SlurmctldParameters with enable_configless added (configless mode serves the files from slurmctld)."""
+    for key in list(settings):
+        if key.lower() == "slurmctldparameters":
+            words = [w for w in str(settings[key]).split(",") if w]
+            if "enable_configless" not in [w.lower() for w in words]:
+                settings[key] = ",".join(words + ["enable_configless"])
+            return settings
+    settings["SlurmctldParameters"] = "enable_configless"
+    return settings
 
 
 def _slurm_conf(model):
     cluster_host = model.get("cluster_host", CLUSTER)
     settings = dict(model["settings"]["slurm_conf"])
+    if model.get("config_mode") == "configless":
+        settings = _configless_options(settings)
+    elif model.get("config_mode") == "include":
+        settings = {}  # the site's slurm.conf holds them; this check-only file needs the GRES lines alone
     user_tres = None
     for key in list(settings):
         if key.lower() == "accountingstoragetres":
@@ -111,6 +139,9 @@ def _slurm_conf(model):
     out = ConfText("slurm.conf")
     out.comment("slurm.conf for cluster %s, Slurm %s" % (model["cluster_name"], target_version(model)))
     out.comment(GENERATED)
+    if model.get("config_mode") == "include":
+        out.comment("Include mode: checked, never installed. The site's slurm.conf holds the options and includes "
+                    "%s with the GRES, node and partition lines below." % model["include_file"])
     out.line([("ClusterName", model["cluster_name"], (cluster_host, "slurm_cluster_name"))])
     for ctl in model["controllers"]:
         value = "%s(%s)" % (ctl["name"], ctl["addr"]) if ctl["addr"] else ctl["name"]
@@ -118,12 +149,14 @@ def _slurm_conf(model):
     for key, value in settings.items():
         out.line([(key, value, (cluster_host, "slurm_conf_options.%s" % key))])
 
-    tres, has_gpus, has_shards = _tres(model, user_tres)
+    elements = {node["name"]: node_gres_elements(node) for node in model["nodes"]}
+    tres, has_gpus = _tres(model, user_tres, elements)
     tres_origin = (cluster_host, "slurm_conf_options.AccountingStorageTRES")
-    if has_gpus:
+    names = gres_types(model, elements)
+    if names:
         out.blank()
         out.comment("Generic resources: every node's Gres= below is proven equal to its gres.conf")
-        out.line([("GresTypes", "gpu,shard" if has_shards else "gpu")])
+        out.line([("GresTypes", ",".join(names), (cluster_host, "slurm_gres_types"))])
     if uses_slurmdbd(model):
         if tres:
             out.line([("AccountingStorageTRES", tres, tres_origin)])
@@ -134,12 +167,17 @@ def _slurm_conf(model):
             # slurmctld exits on GRES TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu").
             out.comment("GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
                         "AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.")
+    _nodes_and_partitions(out, model, elements)
+    return out
 
+
+def _nodes_and_partitions(out, model, elements=None):
+    """The NodeName and PartitionName lines (slurm.conf, or the include file), added to ``out``."""
+    cluster_host = model.get("cluster_host", CLUSTER)
     out.blank()
     out.comment("Compute nodes (%d): identical nodes share one line" % len(model["nodes"]))
-    for expr, node, gres in _grouped(model):
-        out.line([("NodeName", expr, (node["host"], "slurm_node_name"))] + _node_pairs(node, gres))
-
+    for expr, node, elements_, _unused in _grouped(model, elements):
+        out.line([("NodeName", expr, (node["host"], "slurm_node_name"))] + _node_pairs(node, elements_))
     out.blank()
     out.comment("Partitions")
     compressed = {}  # partitions often list the same nodes
@@ -164,9 +202,27 @@ def render_slurm_conf(model):
     return _slurm_conf(model).text()
 
 
+def _include(model):
+    out = ConfText(model["include_file"])
+    out.comment("%s for cluster %s: the site's slurm.conf includes it (Include %s)"
+                % (model["include_file"], model["cluster_name"], model["include_file"]))
+    out.comment(GENERATED)
+    names = gres_types(model)
+    if names:
+        out.line([("GresTypes", ",".join(names), (model.get("cluster_host", CLUSTER), "slurm_gres_types"))])
+    return _nodes_and_partitions(out, model)
+
+
+def render_include(model):
+    """Include mode: the node/partition part of slurm.conf (GresTypes, NodeName, PartitionName lines) that the
+    site's own slurm.conf pulls in with ``Include <slurm_gres_include_file>``."""
+    return _include(model).text()
+
+
 def gres_spec(model, node):
-    """What ``gres_conf.node_gres_conf`` renders one node's gres.conf from (the node may render it again, live)."""
-    return {"cluster_name": model["cluster_name"], "autodetect": model["autodetect"], "node": node}
+    """What ``gres_conf.node_gres_conf`` renders one node's gres.conf from (the node may render it again, live);
+    ``autodetect`` is the mode in force on the node (its own, else the cluster's)."""
+    return {"cluster_name": model["cluster_name"], "autodetect": node_autodetect(model, node), "node": node}
 
 
 def render_gres_conf(model, node_name):
@@ -202,6 +258,35 @@ def deferred_gres(model):
     return deferred
 
 
+def _cluster_gres_conf(model, node_confs):
+    """Configless mode: one gres.conf for every node (NodeName= on each line); nodes whose lines are the same
+    but for their name share one set of lines (NodeName=gpu-a[01-04]). ``node_confs``: {node: ConfText}."""
+    bodies = {}
+    order = []
+    for name, conf in node_confs.items():
+        lines = tuple(tuple((p[0], p[1]) for p in line[1:]) for line in conf.meant if line[0][0] == "NodeName")
+        if lines not in bodies:
+            bodies[lines] = []
+            order.append(lines)
+        bodies[lines].append(name)
+    out = ConfText("gres.conf")
+    out.comment("gres.conf for cluster %s (configless: slurmctld serves it to every node)" % model["cluster_name"])
+    out.comment(GENERATED)
+    out.comment("Cores= are Slurm logical core indices; Slurm numbers the GPUs in the order of these lines.")
+    version = target_version(model)
+    for lines in order:
+        expr = hostlist_expr(bodies[lines], version)
+        for line in lines:
+            out.line([("NodeName", expr)] + list(line))
+    return out
+
+
+def cluster_gres_conf(model):
+    """Configless mode: the cluster-wide gres.conf text."""
+    return _cluster_gres_conf(model, {node["name"]: node_gres_conftext(gres_spec(model, node))
+                                      for node in model["nodes"] if gres_conf.needs_gres_conf(node)}).text()
+
+
 # The table each key of a line is looked up in: by the line's first key (slurm.conf) or by file.
 _SLURM_LINE_TABLES = {"nodename": "node", "partitionname": "partition"}
 
@@ -211,13 +296,13 @@ def key_problems(conf, version):
     problems = []
     for line in conf.meant:
         first = line[0][0]
-        if conf.name == "slurm.conf":
-            rest_table = _SLURM_LINE_TABLES.get(first.lower(), "slurm.conf")
-            checks = [("slurm.conf", line[0])] + [(rest_table, pair) for pair in line[1:]]
+        if conf.name == "gres.conf" or conf.name.endswith("/gres.conf"):  # not an include file slurm_gres.conf
+            checks = [("gres.conf", pair) for pair in line if pair[0].lower() != "nodename"]
         elif conf.name == "cgroup.conf":
             checks = [("cgroup.conf", pair) for pair in line]
-        else:
-            checks = [("gres.conf", pair) for pair in line if pair[0].lower() != "nodename"]
+        else:  # slurm.conf, or the include file in include mode
+            rest_table = _SLURM_LINE_TABLES.get(first.lower(), "slurm.conf")
+            checks = [("slurm.conf", line[0])] + [(rest_table, pair) for pair in line[1:]]
         for table, pair in checks:
             try:
                 options.lookup(table, pair[0], version)
@@ -230,16 +315,22 @@ def key_problems(conf, version):
 def render_all(model):
     """{"slurm.conf": text, "cgroup.conf": text, "<node>/gres.conf": text, ...}, proven as the module says.
 
-    A gres.conf is rendered for every node with GPUs. Raises GresError if any proof fails.
+    A gres.conf is rendered for every node that needs one (gres_conf.needs_gres_conf). Configless mode adds the
+    cluster-wide "gres.conf" (the per-node ones are the lines each node reads from it, for the checks); include
+    mode adds the include file and leaves out cgroup.conf (its "slurm.conf" holds what the site's slurm.conf plus
+    the include file define for GRES: it is checked, never installed). Raises GresError if any proof fails.
     """
     version = target_version(model)
-    confs = [_slurm_conf(model), _cgroup_conf(model)]
-    gres_texts = {}
+    mode = model.get("config_mode", "files")
+    confs = [_slurm_conf(model), _include(model) if mode == "include" else _cgroup_conf(model)]
+    node_confs = {}
     for node in model["nodes"]:
-        if node["gpus"]:
+        if gres_conf.needs_gres_conf(node):
             conf = node_gres_conftext(gres_spec(model, node))
+            node_confs[node["name"]] = conf
             confs.append(conf)
-            gres_texts[node["name"]] = conf.text()
+    if mode == "configless":
+        confs.append(_cluster_gres_conf(model, node_confs))
     files = {}
     problems = []
     for conf in confs:
@@ -248,7 +339,11 @@ def render_all(model):
         problems.extend(read_back_problems(conf.name, text, conf.meant, model.get("cluster_host", CLUSTER)))
         problems.extend(key_problems(conf, version))
     if not problems:
+        gres_texts = {name: files[conf.name] for name, conf in node_confs.items()}
         problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))
+        if mode == "configless":
+            problems += consistency_problems(files["slurm.conf"], {n: files["gres.conf"] for n in gres_texts},
+                                             deferred_gres(model))
     if problems:
         raise GresError(problems)
     return files
@@ -261,10 +356,15 @@ def summarize(model, files=None):
     shards = 0
     gpu_nodes = 0
     for node in model["nodes"]:
-        if node["gpus"]:
+        if node["gpus"] or node.get("gpu_counts"):
             gpu_nodes += 1
+        for group in node.get("gpu_counts") or ():
+            key = group["type"] or UNTYPED
+            by_type[key] = by_type.get(key, 0) + group["count"]
+        shards += node.get("shards") or 0
         for gpu in node["gpus"]:
-            by_type[gpu["type"]] = by_type.get(gpu["type"], 0) + 1
+            key = gpu["type"] or UNTYPED
+            by_type[key] = by_type.get(key, 0) + 1
             shards += gpu["shards"] or 0
             for profile in gpu["mig"] or ():
                 key = mig_gres_type(gpu["type"], profile)

@@ -15,7 +15,13 @@ higher report until slurmd restarts), and a count that goes *up* needs slurmd re
 go up and another go down (then the drain is resumed at the end).
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
+    ConfSyntaxError,
+    node_definition,
+    parse_slurm_conf,
+    partition_definition,
+)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 
 FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 # slurm.conf NodeName options that only slurmctld uses; changing them needs no slurmd restart.
@@ -28,13 +34,14 @@ def _parse(text):
     return parse_slurm_conf(text)
 
 
-def _node_def(node):
-    return {k: v for k, v in node.items() if k != "line"}
+def _node_def(node, options):
+    """The node as slurmctld defines it, its Gres= limited to the names GresTypes lists (the others are ignored)."""
+    return node_definition(node, options.get("grestypes"))
 
 
 def _defs(parts):
-    """Partition (or node) definitions without their line numbers: what they mean, not where they stand."""
-    return {name: _node_def(part) for name, part in parts.items()}
+    """Partition definitions as slurmctld reads them: what they mean, not where they stand."""
+    return {name: partition_definition(part) for name, part in parts.items()}
 
 
 def slurm_conf_changes(old_text, new_text):
@@ -57,7 +64,7 @@ def slurm_conf_changes(old_text, new_text):
     result["nodes_added"] = sorted(set(new["nodes"]) - set(old["nodes"]))
     result["nodes_removed"] = sorted(set(old["nodes"]) - set(new["nodes"]))
     for name in sorted(set(old["nodes"]) & set(new["nodes"])):
-        before, after = _node_def(old["nodes"][name]), _node_def(new["nodes"][name])
+        before, after = _node_def(old["nodes"][name], old["options"]), _node_def(new["nodes"][name], new["options"])
         keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         if keys:
             result["nodes_changed"][name] = keys
@@ -78,19 +85,56 @@ def slurm_conf_changes(old_text, new_text):
     return result
 
 
+def _gres_meaning(slurm_text, gres_text, node_name):
+    """What slurmd makes of a node's gres.conf (records, AutoDetect, fatal), or the text when it cannot be read."""
+    try:
+        view = node_view(parse_slurm_conf(slurm_text or ""), gres_text, node_name)
+    except ConfSyntaxError:
+        return ("text", gres_text)
+    return ("view", view_units(view), view["autodetect"], view["fatal"])
+
+
+def _cgroup_meaning(text):
+    if text is None:
+        return None
+    options = {}
+    for raw in text.split("\n"):
+        line = raw.split("#", 1)[0].strip()
+        key, sep, value = line.partition("=")
+        options[key.strip().lower()] = value.strip().strip('"') if sep else line
+    options.pop("", None)
+    return options
+
+
+def same_meaning(name, node_name, applied, new):
+    """True when slurmd reads file ``name`` of ``applied`` and ``new`` the same way (comments, order, line
+    grouping and spelling may differ: an imported cluster's hand-written files and their rendered equivalents)."""
+    if applied.get(name) == new.get(name):
+        return True
+    if applied.get(name) is None or new.get(name) is None:
+        return False
+    if name == "gres.conf":
+        return _gres_meaning(applied.get("slurm.conf"), applied[name], node_name) == _gres_meaning(
+            new.get("slurm.conf"), new[name], node_name)
+    if name == "cgroup.conf":
+        return _cgroup_meaning(applied[name]) == _cgroup_meaning(new[name])
+    return False
+
+
 def node_restart_plan(node_name, applied, new):
     """Does slurmd on ``node_name`` need a restart to run the ``new`` files?
 
     ``applied`` / ``new`` map file names (``FILES``) to text or None (absent). slurmd restarts when its
-    gres.conf or cgroup.conf changed, when its own NodeName definition changed (except slurmctld-only keys such
-    as Weight or Features), when slurm.conf options changed, or when nodes were added or removed (Slurm
-    requires every slurmd to restart then). Changes to *other* nodes' lines or to partitions do not restart it.
+    gres.conf or cgroup.conf changed in meaning (``same_meaning``), when its own NodeName definition changed
+    (except slurmctld-only keys such as Weight or Features), when slurm.conf options changed, or when nodes were
+    added or removed (Slurm requires every slurmd to restart then). Changes to *other* nodes' lines or to
+    partitions do not restart it.
     Returns ``{"restart": bool, "reasons": [...], "files_changed": [...], "slurm_conf": changes}``.
     """
     reasons = []
     files_changed = [f for f in FILES if applied.get(f) != new.get(f)]
     for name in ("gres.conf", "cgroup.conf"):
-        if name in files_changed:
+        if name in files_changed and not same_meaning(name, node_name, applied, new):
             reasons.append("%s changed" % name)
     changes = slurm_conf_changes(applied.get("slurm.conf"), new.get("slurm.conf"))
     if changes["changed"]:

@@ -45,21 +45,24 @@ def _type_positions(declared_gres, records):
             continue
         span = list(range(index, index + count))
         index += count
-        if gres_type and gres_type not in mig_types:
-            positions[gres_type] = span
+        if gres_type not in mig_types:
+            positions[gres_type] = span  # "" for untyped GPUs (Gres=gpu:4)
     return positions
 
 
-def smoke_plan(files, usable_nodes=None, preferred_nodes=None):
+def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None):
     """One test per GPU type: the node with most GPUs of that type, all of them requested.
 
     ``files``: the rendered files (``slurm.conf``, ``cgroup.conf``, ``<node>/gres.conf``). ``usable_nodes``:
     node names the test may use (e.g. those registered and not drained); None means all. ``preferred_nodes``
     (e.g. the nodes this deploy restarted) are chosen over the others for the types they have. Returns
-    ``[{"type", "node", "count", "gres", "expected"}]`` sorted by type; ``expected`` is the exact
-    ``CUDA_VISIBLE_DEVICES`` text.
+    ``[{"type", "node", "count", "gres", "expected"}]`` sorted by type (``""`` for untyped GPUs, asked as
+    ``gpu:N``); ``expected`` is the exact ``CUDA_VISIBLE_DEVICES`` text. ``confinement``: the slurm.conf and
+    cgroup.conf texts that decide device confinement when they are not the rendered ones (include mode: the site's).
     """
-    confined = devices_confined(files["slurm.conf"], files.get("cgroup.conf"))
+    confinement = confinement or {}
+    confined = devices_confined(confinement.get("slurm.conf") or files["slurm.conf"],
+                                confinement.get("cgroup.conf") if confinement else files.get("cgroup.conf"))
     declared = parse_slurm_conf(files["slurm.conf"])["nodes"]
     best = {}
     for path in sorted(files):
@@ -80,7 +83,7 @@ def smoke_plan(files, usable_nodes=None, preferred_nodes=None):
         count = len(positions)
         expected = list(range(count)) if confined else positions
         plan.append({"type": gres_type, "node": node, "count": count,
-                     "gres": "gpu:%s:%d" % (gres_type, count),
+                     "gres": "gpu:%s:%d" % (gres_type, count) if gres_type else "gpu:%d" % count,
                      "expected": ",".join(str(i) for i in expected)})
     return plan
 

@@ -186,6 +186,11 @@ def _whole_gpus_text(node):
             entry["count"] += 1
             if gpu["model"] and gpu["model"] not in entry["models"]:
                 entry["models"].append(gpu["model"])
+    for group in node.get("gpu_counts") or ():
+        # GPUs the node's AutoDetect finds (gres.conf Count= without File=)
+        label = group["type"] or "gpu (untyped)"
+        entry = per_type.setdefault(label, {"count": 0, "models": []})
+        entry["count"] += group["count"]
     parts = []
     for label, entry in per_type.items():
         text = "%d × %s" % (entry["count"], label)
@@ -199,7 +204,7 @@ def _mig_text(node):
     parts = []
     for gpu in node["gpus"]:
         if gpu["mig"]:
-            parts.append("GPU %d (%s): %s" % (gpu["index"], gpu["type"],
+            parts.append("GPU %d (%s): %s" % (gpu["index"], gpu["type"] or "untyped",
                                               _count(mig_gres_type(gpu["type"], p) for p in gpu["mig"])))
     return "; ".join(parts) or "none"
 
@@ -222,8 +227,25 @@ def _sharing_text(node):
     return "; ".join(parts) or "none"
 
 
+def _amount(count):
+    """A GRES count as Slurm prints it: ``4G`` for 4 x 1024^3, else the number."""
+    for power, suffix in ((5, "P"), (4, "T"), (3, "G"), (2, "M"), (1, "K")):
+        if count >= 1024 ** power and count % 1024 ** power == 0:
+            return "%d%s" % (count // 1024 ** power, suffix)
+    return str(count)
+
+
 def _other_text(node):
-    return ", ".join("%d × %s" % (n, k) for k, n in node["gres"].items() if _kind(k, node) == "other")
+    return ", ".join("%s × %s" % (_amount(n), k) for k, n in node["gres"].items() if _kind(k, node) == "other")
+
+
+def _has_gpus(node):
+    return any(k == "gpu" or k.startswith("gpu:") for k in node["gres"])
+
+
+def _typed(model):
+    """Whether any GPU of the cluster has a type (then requests name one: ``--gres=gpu:TYPE:N``)."""
+    return any(k.startswith("gpu:") for n in model["nodes"] for k in n["gres"])
 
 
 class _Offer(object):
@@ -271,22 +293,34 @@ def _request(part, options, comment):
     return ["# " + comment, "sbatch -p %s %s job.sh" % (part, options)]
 
 
-def _gpu_requests(part, offer, label, spec):
-    """Lines for whole GPUs: one, all of one node, several whole nodes, a total spread over nodes."""
-    lines = _request(part, "--gres=%s:1" % offer.key, "one %s GPU (%s)" % (label, offer.nodes()))
+def _gpu_requests(part, offer, label, spec, one=True):
+    """Lines for whole GPUs: one, all of one node, several whole nodes, a total spread over nodes.
+
+    ``label`` names the GPUs (``a100 GPUs``); ``one`` False leaves out the one-GPU line (said already)."""
+    lines = _request(part, "--gres=%s:1" % offer.key, "one %s (%s)" % (label[:-1], offer.nodes())) if one else []
     most = offer.most
     full = [n for n, c in offer.counts.items() if c == most]
     if most > 1:
         lines += _request(part, "--gres=%s:%d" % (offer.key, most),
-                          "the %d %s GPUs of one node (%s)" % (most, label, offer.nodes(most)))
+                          "the %d %s of one node (%s)" % (most, label, offer.nodes(most)))
     if len(full) > 1:
         lines += _request(part, "-N %d --gpus-per-node=%s%d" % (len(full), spec, most),
-                          "%d nodes with %d %s GPUs each" % (len(full), most, label))
+                          "%d nodes with %d %s each" % (len(full), most, label))
     total = sum(offer.counts.values())
     if len(offer.counts) > 1 and total > most:
         lines += _request(part, "--gpus=%s%d" % (spec, total),
-                          "%d %s GPUs in all, on as many nodes as Slurm needs (MPI, NCCL)" % (total, label))
+                          "%d %s in all, on as many nodes as Slurm needs (MPI, NCCL)" % (total, label))
     return lines
+
+
+def _any_type_offer(gpu_kinds):
+    """An untyped request (``--gres=gpu:N``) in a partition with several GPU kinds takes GPUs of every type
+    (MIG instances included): the offer of all of them together, per node."""
+    offer = _Offer("gpu", "untyped")
+    for kind in gpu_kinds:
+        for node, count in kind.counts.items():
+            offer.counts[node] = offer.counts.get(node, 0) + count
+    return offer
 
 
 def _requests(part, offers, multiple_sharing):
@@ -297,9 +331,11 @@ def _requests(part, offers, multiple_sharing):
         lines += _request(part, "--gres=gpu:1", "any one GPU, whatever its type: %s" % ", ".join(labels))
     for offer in offers:
         if offer.kind == "gpu":
-            lines += _gpu_requests(part, offer, offer.gtype, offer.gtype + ":")
+            lines += _gpu_requests(part, offer, offer.gtype + " GPUs", offer.gtype + ":")
+        elif offer.kind == "untyped" and len(gpu_kinds) > 1:
+            lines += _gpu_requests(part, _any_type_offer(gpu_kinds), "GPUs of any type", "", one=False)
         elif offer.kind == "untyped":
-            lines += _gpu_requests(part, offer, "untyped", "")
+            lines += _gpu_requests(part, offer, "untyped GPUs", "")
         elif offer.kind == "mig":
             what = "one %s MIG instance (%s; up to %d per node)" % (offer.gtype, offer.nodes(), offer.most)
             lines += _request(part, "--gres=%s:1" % offer.key, what)
@@ -313,8 +349,9 @@ def _requests(part, offers, multiple_sharing):
         else:
             lines += _request(part, "--gres=%s:1" % offer.key, "one %s (%s)" % (offer.key, offer.nodes()))
             if offer.most > 1:
-                lines += _request(part, "--gres=%s:%d" % (offer.key, offer.most),
-                                  "the %d %s of one node (%s)" % (offer.most, offer.key, offer.nodes(offer.most)))
+                most = _amount(offer.most)
+                lines += _request(part, "--gres=%s:%s" % (offer.key, most),
+                                  "the %s %s of one node (%s)" % (most, offer.key, offer.nodes(offer.most)))
     return lines
 
 
@@ -400,10 +437,10 @@ def _confinement(model, files):
 
 
 def _free_gpus(model):
-    parts = [p["name"] for p in model["partitions"] if any(n["gres"] for n in _partition_nodes(model, p))]
+    parts = [p["name"] for p in model["partitions"] if any(_has_gpus(n) for n in _partition_nodes(model, p))]
     example = model["nodes"][0]["name"]
     for node in model["nodes"]:
-        if node["gres"]:
+        if _has_gpus(node):
             example = node["name"]
             break
     part = parts[0] if parts else model["partitions"][0]["name"] if model["partitions"] else "main"
@@ -431,7 +468,7 @@ def _free_gpus(model):
     ]
 
 
-def _templates(installed_dir, files):
+def _templates(installed_dir, files, typed=True):
     if installed_dir:
         where = ("Working job scripts are installed next to this guide, in `%s/job-templates/`. Copy one, "
                  "then submit it with the request options above (options on the command line override the "
@@ -450,7 +487,8 @@ def _templates(installed_dir, files):
     out += [
         "",
         "```sh",
-        "cp %sgpu-single.sbatch . && sbatch -p PARTITION --gres=gpu:TYPE:1 gpu-single.sbatch python train.py" % path,
+        "cp %sgpu-single.sbatch . && sbatch -p PARTITION --gres=gpu:%s1 gpu-single.sbatch python train.py"
+        % (path, "TYPE:" if typed else ""),
         "```",
         "",
         "- Without a command each template only reports what the job got (host, `CUDA_VISIBLE_DEVICES`).",
@@ -472,6 +510,7 @@ def render_users_guide(model, files, installed_dir=None):
     its job templates are installed on the login nodes (None: not installed)."""
     model = _with_gres(model)
     multiple_sharing = _multiple_sharing_per_job(files)
+    typed = _typed(model)
     out = [
         "# GPUs on cluster %s" % model["cluster_name"],
         "",
@@ -486,9 +525,13 @@ def render_users_guide(model, files, installed_dir=None):
         "",
         "## How to ask for GPUs",
         "",
-        "Ask for a GPU type by name (`--gres=gpu:TYPE:N`, N per node). A request no node can ever satisfy is "
-        "refused at once (`Requested node configuration is not available`); one that must wait is queued. "
-        "Every line below fits this cluster's nodes; replace `job.sh` with your script.",
+        ("Ask for a GPU type by name (`--gres=gpu:TYPE:N`, N per node)%s. " % (
+            "; untyped GPUs by count alone (`--gres=gpu:N`), which any GPU of the partition fits" if any(
+                "gpu" in n["gres"] for n in model["nodes"]) else "")
+         if typed else "Ask for GPUs by count (`--gres=gpu:N`, N per node): this cluster's GPUs have no type. ")
+        + "A request no node can ever satisfy is refused at once (`Requested node configuration is not "
+        "available`); one that must wait is queued. Every line below fits this cluster's nodes; replace `job.sh` "
+        "with your script.",
     ]
     has_untyped_any = False
     for part in model["partitions"]:
@@ -510,31 +553,38 @@ def render_users_guide(model, files, installed_dir=None):
     if has_mig:
         notes.append("- A MIG instance is a fixed slice of one GPU, isolated from the other slices; its name "
                      "says its size (`1g.10gb`: one compute slice and 10 GB of memory).")
-    if any(g.get(f) for n in model["nodes"] for g in n["gpus"] for f in SHARING_FIELDS.values()):
+    sharing = {k.partition(":")[0] for n in model["nodes"] for k in n["gres"]} & set(SHARING_FIELDS)
+    if "shard" in sharing:
         notes.append("- Shards share one GPU between jobs without isolation: memory and compute go to whoever "
                      "takes them first. %s" % (
                          "A job may take shards of several GPUs of a node."
                          if multiple_sharing else "A job's shards all come from one GPU."))
-    notes.append("- `--gpus-per-node=TYPE:N` and `--gpus=TYPE:N` are the same GPUs as `--gres=gpu:TYPE:N`; use "
-                 "one form per job. Add `--cpus-per-gpu=` and `--mem-per-gpu=` for CPUs and memory.")
+    if "mps" in sharing:
+        notes.append("- `mps` is a share of one GPU's compute through CUDA MPS: `--gres=mps:N` on a GPU that has M "
+                     "is N/M of it (the lines above show M); its memory is shared with the other jobs on it. %s" % (
+                         "A job may take mps of several GPUs of a node."
+                         if multiple_sharing else "A job's mps all come from one GPU."))
+    spec = "TYPE:N" if typed else "N"
+    notes.append("- `--gpus-per-node=%s` and `--gpus=%s` are the same GPUs as `--gres=gpu:%s`; use one form per job. "
+                 "Add `--cpus-per-gpu=` and `--mem-per-gpu=` for CPUs and memory." % (spec, spec, spec))
     out += [""] + notes + [""]
     out += _confinement(model, files) + [""]
     out += _free_gpus(model) + [""]
-    out += _templates(installed_dir, files)
+    out += _templates(installed_dir, files, typed)
     return "\n".join(out) + "\n"
 
 
 def render_motd(model, installed_dir=None):
     """A few lines for the login banner: the GPUs per partition and where the guide is."""
     model = _with_gres(model)
-    out = ["GPUs on cluster %s (--gres=gpu:TYPE:N):" % model["cluster_name"]]
+    out = ["GPUs on cluster %s (--gres=gpu:%s):" % (model["cluster_name"], "TYPE:N" if _typed(model) else "N")]
     for part in model["partitions"]:
         nodes = [n for n in _partition_nodes(model, part) if n["gres"]]
         if not nodes:
             continue
         items = []
         for expr, members in _groups(nodes, target_version(model)):
-            items.append("%s %s" % (expr, ", ".join("%s:%d" % kv for kv in members[0]["gres"].items())))
+            items.append("%s %s" % (expr, ", ".join("%s:%s" % (k, _amount(n)) for k, n in members[0]["gres"].items())))
         out.append("  -p %s: %s" % (part["name"], "; ".join(items)))
     if installed_dir:
         out.append("Guide and job templates: %s/%s, %s/job-templates/" % (installed_dir, GUIDE, installed_dir))

@@ -36,3 +36,28 @@ def shards_model(**cluster):
                      "options": {"MaxTime": "3-00:00:00", "State": "UP"}}]}
     settings.update(cluster)
     return build_cluster_model(hostvars, groups, settings)
+
+
+def untyped_model(viz_type="t4", **cluster):
+    """A cluster as many real sites write it: untyped GPUs (``Gres=gpu:4``, gres.conf without Type=) with MPS on
+    two nodes, one node of count-only GPUs AutoDetect finds (AutoDetect=nvml on that node alone), typed GPUs on
+    another (``viz_type``; None: untyped too), other GRES (a no_consume bandwidth, a site-specific count);
+    partitions "gpu" (untyped and count-only), "viz" (the typed node and an untyped one) and "cpu" (default)."""
+    untyped = [{"index": i, "cores": "0-15" if i < 2 else "16-31", "mps": 100} for i in range(4)]
+    nodes = {
+        "ug01": _node(2, 16, untyped), "ug02": _node(2, 16, untyped),
+        "ug03": dict(_node(2, 16, [{"count": 2}]), slurm_node_autodetect="nvml"),
+        "viz01": dict(_node(1, 16, [{"index": i, "type": viz_type} if viz_type else {"index": i} for i in range(2)]),
+                      slurm_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]),
+        "cpu01": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
+                  "slurm_node_gres": [{"name": "tmpdisk", "count": 500}]},
+    }
+    hostvars = dict({"ctl": {}}, **nodes)
+    groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": list(nodes)}
+    settings = {"slurm_cluster_name": "legacy",
+                "slurm_partitions": [
+                    {"name": "gpu", "nodes": ["ug01", "ug02", "ug03"]},
+                    {"name": "viz", "nodes": ["viz01", "ug02"], "options": {"MaxTime": "08:00:00"}},
+                    {"name": "cpu", "nodes": ["cpu01"], "default": True}]}
+    settings.update(cluster)
+    return build_cluster_model(hostvars, groups, settings)

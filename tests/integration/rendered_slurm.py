@@ -7,9 +7,10 @@ Two ways, both with the daemon settings (ports, paths, munge socket) replaced by
   start at ... on nodes X`` for a request some node can satisfy, ``Requested node configuration is not
   available`` for one none can (seen on 22.05; with nodes that are merely unregistered every request is refused).
   For cloud nodes slurmctld reads gres.conf itself; shards need their File lines there (without them it stops
-  with ``SHARING configuration lacks "File" specification``), so with ``shard`` in GresTypes it gets the rendered
-  gres.conf files. Without shards it gets none and takes the counts from slurm.conf, which keeps MIG types (their
-  lines are completed on the node) at their declared counts.
+  with ``SHARING configuration lacks "File" specification``; mps the same), so with ``shard`` or ``mps`` in GresTypes
+  it gets the rendered gres.conf files of the nodes that have them (slurmctld refuses AutoDetect on a cloud
+  node, ``Cannot use AutoDetect on cloud node``). Without shards it gets none and takes the counts from
+  slurm.conf, which keeps MIG types (their lines are completed on the node) at their declared counts.
 - ``cloud=False``: slurmctld plus one real slurmd for the node ``NODE`` (the model must have just that node), on
   the node's CPU shape (HWLOC_SYNTHETIC), with its rendered gres.conf on private device nodes. The rendered
   TaskPlugin and cgroup.conf are kept, so jobs run confined exactly as the cluster would run them.
@@ -52,7 +53,7 @@ class RenderedSlurm(LoopbackSlurm):
                 continue
             if key in _REPLACED or (cloud and key == "taskplugin"):
                 continue
-            if key == "grestypes" and "shard" in line.lower():
+            if key == "grestypes" and re.search(r"\b(shard|mps)\b", line.lower()):
                 shards = True
             if key == "nodename" and not line.lower().startswith("nodename=default"):
                 line += " State=CLOUD" if cloud else " NodeAddr=127.0.0.1"
@@ -67,7 +68,8 @@ class RenderedSlurm(LoopbackSlurm):
             lines.append(_CLOUD)
         with open(self.conf, "w") as handle:
             handle.write("\n".join(lines))
-        gres = "".join(text for path, text in sorted(files.items()) if path.endswith("/gres.conf"))
+        gres = "".join(text for path, text in sorted(files.items()) if path.endswith("/gres.conf") and (
+            not cloud or re.search(r"Name=(shard|mps) ", text)))
         if cloud and not shards:
             gres = ""
         minors = {int(m) for m in re.findall(r"/dev/nvidia(\d+)", gres)}

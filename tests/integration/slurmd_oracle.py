@@ -31,11 +31,15 @@ NVIDIA_MAJOR = 195
 # nvidia-caps gets a dynamic major on real machines (see "nvidia-caps" in /proc/devices); slurmd
 # only needs a character device, so any free major will do here.
 NVIDIA_CAPS_MAJOR = 235
+# Other device paths (AMD /dev/dri/renderD*, /dev/infiniband/*, ...) when run_slurmd_g(other_devices=True).
+OTHER_MAJOR = 240
 SHARED_GRES = ("shard", "mps")
 DEFAULT_TIMEOUT = 90  # a missing device file costs slurmd ~20 s of retries before its fatal
 
 _SLURMD_CANDIDATES = ("/usr/sbin/slurmd", "/usr/local/sbin/slurmd")
-_PRIVATE_KEYS = ("SlurmdSpoolDir", "SlurmdLogFile", "SlurmdPidFile", "SlurmdSyslogDebug")
+# slurmd's own paths, moved into the private directory; PluginDir is where the site installed Slurm's plugins,
+# so this machine's default is used instead (a site's /usr/lib/slurm says nothing about its configuration).
+_PRIVATE_KEYS = ("SlurmdSpoolDir", "SlurmdLogFile", "SlurmdPidFile", "SlurmdSyslogDebug", "PluginDir")
 _SETUP_MARK = "slurmd-oracle: namespace ready"
 # slurmd prefixes its stderr lines with "slurmd: " / "slurmd-NODE: " (22.05, 24.11) or "[timestamp] " (26.05)
 _PREFIX = r"^(?:[\w.\-]+: |\[[^\]]+\] )?"
@@ -133,6 +137,45 @@ class OracleResult(object):
                 totals[key] = totals.get(key, 0) + rec.count
         return {k: v for k, v in totals.items() if v}
 
+    def units(self):
+        """Records as comparable units per lower-case GRES name, in slurmd's order (the shape of the
+        collection's ``slurmd_gres.view_units(view, with_flags=False)``, computed independently of it).
+
+        A record whose file count equals its Count becomes one unit per file; shard/mps placeholders with
+        Count=0 are left out; a Cores value slurmd logged as invalid ("Invalid GRES data") is no binding (None);
+        Cores are written canonically. Unit: ``(type, (files...), count, cores, links, None)``.
+        Records of one name and type with no File, Cores or Links are one unit holding their total: slurmctld
+        keeps no topology for them and adds them up (gres.c ``_foreach_get_tot_from_slurmd_conf``).
+        """
+        invalid = set()
+        for text in self.errors:
+            match = re.match(r"Invalid GRES data for (\S+), (?:Cores|CPUs)=(\S+)", text)
+            if match:
+                invalid.add((match.group(1).lower(), match.group(2)))
+        units = {}
+        for rec in self.records:
+            name = rec.name.lower()
+            files = tuple(hostlist.expand_hostlist(rec.file, allow_duplicates=True)) if rec.file else ()
+            cores = rec.cores
+            if cores is not None:
+                cores = None if (name, cores) in invalid else _canonical_ranges(cores)
+            if name in SHARED_GRES:
+                if rec.count:
+                    units.setdefault(name, []).append((None, files, rec.count, None, None, None))
+            elif files and len(files) == rec.count:
+                for path in files:
+                    units.setdefault(name, []).append((rec.type, (path,), 1, cores, rec.links, None))
+            else:
+                unit = (rec.type, files, rec.count, cores, rec.links, None)
+                same = [i for i, u in enumerate(units.get(name, [])) if not files and u[1:2] == ((),)
+                        and u[0] == rec.type and u[3] is None and u[4] is None and cores is None and not rec.links]
+                if same:
+                    old = units[name][same[0]]
+                    units[name][same[0]] = old[:2] + (old[2] + rec.count,) + old[3:]
+                else:
+                    units.setdefault(name, []).append(unit)
+        return units
+
     def describe(self):
         """Multi-line text for assertion messages."""
         return "slurmd -N %s -G (shape %s, exit %s):\n%s" % (
@@ -182,6 +225,25 @@ def parse_gres_line(line):
     )
 
 
+def _canonical_ranges(text):
+    """"0,1,2,3,8" -> "0-3,8" (how the collection writes core ranges)."""
+    values = set()
+    text = re.sub(r"[^0-9,-]", "", text)  # slurmd's bitfmt2int skips any other character ([0-3] is 0-3)
+    for part in text.split(","):
+        if not part:
+            continue
+        low, _unused, high = part.partition("-")
+        values.update(range(int(low), int(high or low) + 1))
+    ordered = sorted(values)
+    runs = []
+    for value in ordered:
+        if runs and value == runs[-1][1] + 1:
+            runs[-1][1] = value
+        else:
+            runs.append([value, value])
+    return ",".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in runs)
+
+
 def hwloc_synthetic(sockets, cores_per_socket, threads_per_core):
     """The HWLOC_SYNTHETIC description of a node shape."""
     for label, value in (("sockets", sockets), ("cores_per_socket", cores_per_socket),
@@ -191,26 +253,48 @@ def hwloc_synthetic(sockets, cores_per_socket, threads_per_core):
     return "package:%d core:%d pu:%d" % (sockets, cores_per_socket, threads_per_core)
 
 
+def _joined_lines(text):
+    """Physical lines glued the way slurmd reads them: comment stripped per line, then an odd run of
+    trailing backslashes continues onto the next line with nothing inserted (parse_config.c)."""
+    pending = ""
+    for raw in text.splitlines():
+        line = re.split(r"(?<!\\)#", raw, 1)[0]
+        stripped = line.rstrip()
+        run = len(stripped) - len(stripped.rstrip("\\"))
+        if run % 2 == 1:
+            pending += stripped[:-1]
+            continue
+        yield re.sub(r"\\(.)", r"\1", pending + line)
+        pending = ""
+    if pending:
+        yield re.sub(r"\\(.)", r"\1", pending)
+
+
+_PAIR = re.compile(r"([A-Za-z0-9_.]+)\s*=\s*(\"[^\"]*\"|\S+)")
+
+
 def gres_conf_device_paths(gres_text, node_name):
     """Every File=/Files=/MultipleFiles= path of the gres.conf lines that apply to node_name, in order.
 
-    A line applies when it has no NodeName or its NodeName hostlist contains the node.
+    A line applies when it has no NodeName or its NodeName hostlist contains the node. Lines and values
+    that do not expand are skipped (slurmd itself judges them).
     """
     paths = []
-    for raw in gres_text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        pairs = {}
-        for token in line.split():
-            key, sep, value = token.partition("=")
-            if sep:
-                pairs[key.lower()] = value
-        if "nodename" in pairs and node_name not in hostlist.expand_hostlist(pairs["nodename"]):
-            continue
+    for line in _joined_lines(gres_text):
+        pairs = {k.lower(): v.strip('"') for k, v in _PAIR.findall(line)}
+        if "nodename" in pairs:
+            try:
+                if node_name not in hostlist.expand_hostlist(pairs["nodename"]):
+                    continue
+            except hostlist.BadHostlist:
+                continue
         for key in ("file", "files", "multiplefiles"):
             if key in pairs:
-                for path in hostlist.expand_hostlist(pairs[key]):
+                try:
+                    expanded = hostlist.expand_hostlist(pairs[key])
+                except hostlist.BadHostlist:
+                    continue
+                for path in expanded:
                     if path not in paths:
                         paths.append(path)
     return paths
@@ -273,7 +357,8 @@ def require_oracle():
 
 
 def _private_slurm_conf(slurm_text, workdir):
-    """slurm.conf with slurmd's own paths moved into workdir (as slurmd sees it); every other line untouched."""
+    """slurm.conf with slurmd's own paths moved into workdir and the site's PluginDir left out; every other line
+    untouched."""
     key_re = re.compile(r"(^|\s)(%s)=\S+" % "|".join(_PRIVATE_KEYS), re.IGNORECASE)
     lines = [key_re.sub(r"\1", line).rstrip() if not line.lstrip().startswith("#") else line
              for line in slurm_text.splitlines()]
@@ -285,17 +370,19 @@ def _private_slurm_conf(slurm_text, workdir):
     return "\n".join(lines) + "\n"
 
 
+BASIC_DEVICES = (("/dev/null", 1, 3), ("/dev/zero", 1, 5), ("/dev/random", 1, 8), ("/dev/urandom", 1, 9))
+
+
 def _namespace_script(devices):
     """sh script run under unshare: tmpfs on /dev, the basic nodes, the GPU nodes, then exec slurmd."""
     cmds = [
         "set -e",
         "mount -t tmpfs -o mode=0755,size=1m slurmd-oracle-dev /dev",
-        "mknod -m 0666 /dev/null c 1 3",
-        "mknod -m 0666 /dev/zero c 1 5",
-        "mknod -m 0666 /dev/random c 1 8",
-        "mknod -m 0666 /dev/urandom c 1 9",
-    ]
+    ] + ["mknod -m 0666 %s c %d %d" % dev for dev in BASIC_DEVICES]
+    basic = {path for path, _unused1, _unused2 in BASIC_DEVICES}
     for path, major, minor in devices:
+        if path in basic:  # a gres.conf naming /dev/null (fake GPUs in test clusters): it exists already
+            continue
         parent = os.path.dirname(path)
         if parent != "/dev":
             cmds.append("mkdir -p %s" % shlex.quote(parent))
@@ -306,7 +393,8 @@ def _namespace_script(devices):
 
 
 def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, threads_per_core,
-                 devices=None, omit=(), extra_files=None, timeout=DEFAULT_TIMEOUT, root=None):
+                 devices=None, omit=(), extra_files=None, timeout=DEFAULT_TIMEOUT, other_devices=False,
+                 root=None):
     """Run the real ``slurmd -N node_name -G`` on these files for a node of this shape.
 
     root: None runs this machine's slurmd; a chroot of another Slurm release (slurm_release.release_root) runs
@@ -316,7 +404,8 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
     devices: None (default) makes every NVIDIA device path that gres.conf names for this node;
         or an iterable of paths, or a mapping path -> (major, minor), to make exactly those.
         Paths the harness cannot number (not /dev/nvidiaN or /dev/nvidia-caps/nvidia-capN) are
-        left absent, as they would be on a real node.
+        left absent, as they would be on a real node, unless other_devices is true: then every path
+        under /dev that gres.conf names is made (major OTHER_MAJOR, minors in order).
     omit: device paths to leave out (to judge a node where a GPU is missing).
     extra_files: {name: text} written beside slurm.conf (e.g. cgroup.conf).
     Returns an OracleResult; raises OracleSetupError when slurmd could not be run at all.
@@ -328,6 +417,9 @@ def run_slurmd_g(node_name, slurm_conf, gres_conf, sockets, cores_per_socket, th
     named = gres_conf_device_paths(gres_conf, node_name)
     if devices is None:
         wanted = {p: device_number(p) for p in named}
+        if other_devices:
+            others = [p for p in named if wanted[p] is None and p.startswith("/dev/")]
+            wanted.update({p: (OTHER_MAJOR, i) for i, p in enumerate(others)})
     elif isinstance(devices, dict):
         wanted = dict(devices)
     else:

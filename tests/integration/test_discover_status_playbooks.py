@@ -33,9 +33,12 @@ def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
     text = (out_dir / "gpu-a01.yml").read_text()
     assert text.startswith("---\n# Proposed by hpc.slurm_gres")
     proposal = yaml.safe_load(text)
+    # the recorded p4d topology: every GPU pair NV12
+    links = [",".join("-1" if j == i else "12" for j in range(8)) for i in range(8)]
     assert proposal == {
         "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-        "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]}
+        "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63", "links": links[i]}
+                            for i in range(8)]}
 
     # the hand-written file goes; the second run proposes the minors it sees for gpu-b01
     (out_dir / "gpu-b01.yml").unlink()
@@ -44,8 +47,8 @@ def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
     assert rc == 0, out
     assert tasks["Report"]["gpu-a01"]["msg"][0].startswith("skipped %s/gpu-a01.yml" % out_dir)
     b01 = yaml.safe_load((out_dir / "gpu-b01.yml").read_text())
-    assert b01["slurm_gres_gpus"][:2] == [{"index": 0, "type": "a100", "cores": "0-31", "minor": 1},
-                                          {"index": 1, "type": "a100", "cores": "0-31", "minor": 0}]
+    assert b01["slurm_gres_gpus"][:2] == [{"index": 0, "type": "a100", "cores": "0-31", "minor": 1, "links": links[0]},
+                                          {"index": 1, "type": "a100", "cores": "0-31", "minor": 0, "links": links[1]}]
 
     # explicit configuration seeded from reality: the proposals, as host_vars, pass verify-gres on these nodes
     verify_vars = {}

@@ -77,6 +77,26 @@ def test_failed_render_leaves_a_previous_tree_as_it_was(tmp_path):
     assert {p: (dest / p).read_bytes() for p in before} == before
 
 
+def test_config_modes_reach_the_render_through_the_playbook(tmp_path):
+    """slurm_gres_config_mode and slurm_gres_include_file are read from the inventory by the playbook."""
+    guide = ["USERS.md", "USERS.motd"]
+    for mode, expected in (("configless", guide + ["cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf",
+                                                   "gpu03/gres.conf", "gres.conf", "slurm.conf"]),
+                           ("include", guide + ["gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf",
+                                                "nodes.conf", "slurm.conf"])):
+        cluster = {"slurm_cluster_name": "lab", "slurm_gres_config_mode": mode, "slurm_gres_include_file": "nodes.conf"}
+        inventory = write_inventory(tmp_path / mode / "inv", HOSTS, group_vars={"a100": A100, "all": cluster})
+        dest = tmp_path / mode / "out"
+        rc, out = render(inventory, dest)
+        assert rc == 0, out
+        written = sorted(os.path.relpath(os.path.join(d, f), dest) for d, _unused, fs in os.walk(dest) for f in fs)
+        assert written == expected, mode
+    assert "enable_configless" in (tmp_path / "configless" / "out" / "slurm.conf").read_text()
+    assert "NodeName=gpu[01-03] Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-31" in (
+        tmp_path / "configless" / "out" / "gres.conf").read_text()
+    assert "NodeName=gpu[01-03]" in (tmp_path / "include" / "out" / "nodes.conf").read_text()
+
+
 def test_partial_socket_cores_on_24_11_are_refused_and_nothing_is_written(tmp_path):
     half = dict(A100, slurm_gres_gpus=[{"index": 0, "type": "a100", "cores": "0-15"}])
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"slurm_version": "24.11"}},

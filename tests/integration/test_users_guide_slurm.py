@@ -1,7 +1,8 @@
 """Every request line of the users' guide is accepted by a real slurmctld running the rendered slurm.conf, and
 the limits the guide gives are exact: one more is refused.
 
-The example inventory (typed GPUs, several types on one node, MIG) and a cluster with shards; slurmctld 22.05
+The example inventory (typed GPUs, several types on one node, MIG), a cluster with shards and one with untyped
+GPUs (count-only ones too), MPS and other GRES next to typed GPUs; slurmctld 22.05
 judges with ``sbatch --test-only`` against powered-down cloud nodes (tests/integration/rendered_slurm.py).
 """
 import re
@@ -17,7 +18,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import node_g
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import page_requests, users_guide_files
 
-CLUSTERS = {"example": guide_clusters.example_model, "shards": guide_clusters.shards_model}
+CLUSTERS = {"example": guide_clusters.example_model, "shards": guide_clusters.shards_model,
+            "untyped": guide_clusters.untyped_model}
 
 
 @pytest.fixture(scope="module", params=sorted(CLUSTERS))
@@ -56,15 +58,16 @@ def test_every_request_line_of_the_guide_is_accepted(cluster):
 
 def test_per_node_maxima_are_exact(cluster):
     """For every partition and GRES: the largest count one node has is accepted, one more is refused. Shards on
-    Slurm 22.05 must come from one GPU: the largest per-GPU count is accepted, one more refused."""
+    and mps on Slurm 22.05 must come from one GPU: the largest per-GPU count is accepted, one more refused."""
     model, _files, ctld = cluster
     checked = 0
     for part in model["partitions"]:
         most = {}
         for node in _partition_nodes(model, part):
             for key, count in node_gres(node).items():
-                if key == "shard":
-                    count = max(g["shards"] or 0 for g in node["gpus"])
+                if key in ("shard", "mps"):
+                    field = {"shard": "shards", "mps": "mps"}[key]
+                    count = max([g.get(field) or 0 for g in node["gpus"]]) or count
                 most[key] = max(most.get(key, 0), count)
         for key, count in most.items():
             ok, answer = ctld.test_only("-p %s --gres=%s:%d" % (part["name"], key, count))

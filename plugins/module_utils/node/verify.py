@@ -19,6 +19,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.gpu_types im
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import normalize_bus_id
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_counts
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_type_fits
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.render import RECONFIGURE_HINT
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
@@ -142,11 +143,12 @@ def _gpus_label(indexes):
 class _Node(object):
     """What the checks share: parsed files, GPUs by minor, CPU layout, the Slurm-ordered device slots."""
 
-    def __init__(self, node_name, slurm, records, hw_facts, dev_stat, patterns):
+    def __init__(self, node_name, slurm, records, hw_facts, dev_stat, patterns, gres_text=None):
         self.name = node_name
         self.slurm = slurm
         self.node = slurm["nodes"].get(node_name)
         self.records = records
+        self.gres_text = gres_text
         self.gpus = sorted((hw_facts or {}).get("gpus") or [], key=lambda g: g.get("index", 0))
         self.lost_gpus = (hw_facts or {}).get("lost_gpus") or []
         cpu = (hw_facts or {}).get("cpu") or {}
@@ -232,9 +234,10 @@ def parse_staged(node_name, slurm_text, gres_text):
     """Parse the two staged files once for everything a verification needs.
 
     Returns ``{"slurm": parsed slurm.conf or None, "records": this node's gres.conf records or None,
-    "findings": [parse error findings]}``; a file that does not parse is None and reported as a finding.
+    "text": the gres.conf text, "findings": [parse error findings]}``; a file that does not parse is None and
+    reported as a finding.
     """
-    staged = {"slurm": None, "records": None, "findings": []}
+    staged = {"slurm": None, "records": None, "text": gres_text, "findings": []}
     try:
         staged["slurm"] = parse_slurm_conf(slurm_text)
     except (GresError, ValueError) as exc:
@@ -279,7 +282,8 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
     if staged["findings"]:
         return list(staged["findings"])
 
-    node = _Node(node_name, staged["slurm"], staged["records"], hw_facts, dev_stat, compiled)
+    node = _Node(node_name, staged["slurm"], staged["records"], hw_facts, dev_stat, compiled,
+                 staged.get("text", gres_text))
     if node.node is None:
         findings.append(finding(
             "error", "count", None, "a NodeName line for %s in slurm.conf" % node_name, "none",
@@ -384,8 +388,8 @@ def _check_autodetect_plugin(node, gpu_plugins, version):
 def _check_counts(node, deferred=None):
     """slurm.conf Gres= for the node equals gres.conf's count per type (slurmconf's shared proof)."""
     out = []
-    for problem in conf_problems(node.slurm) + node_consistency_problems(node.slurm, node.name, node.records,
-                                                                         deferred):
+    for problem in conf_problems(node.slurm) + node_consistency_problems(node.slurm, node.name, node.gres_text,
+                                                                         deferred, node.records):
         check = "count" if "count" in problem.field.lower() or problem.field == "gres.conf" else "parse"
         hint = problem.hint
         if hint is None and problem.field.startswith("gres.conf count"):
@@ -435,7 +439,9 @@ def count_summary(node_name, slurm_text, gres_text, hw_facts, type_patterns=None
     slurm, records = staged["slurm"], staged["records"]
     node = _Node(node_name, slurm, records, hw_facts, {}, compiled)
     declared = node.declared()
-    from_gres = gres_counts_from_records(records)
+    # what slurmd registers from gres.conf (file-less GPUs dropped, surplus cut), as the count check reads it
+    view = node_view(slurm, gres_text, node_name)
+    from_gres = gres_counts_from_records(records) if view["fatal"] else view_counts(view)
     mig_types = _mig_types(node)
     summary = {}
     for key in list(declared) + [k for k in from_gres if k not in declared]:
@@ -533,6 +539,13 @@ def _check_one_device(node, slot, path, is_gpu_file, where):
     if not is_gpu_file:
         return []
     major, minor = entry.get("major"), entry.get("minor")
+    if not re.match(r"^/dev/nvidia\d+$", path) and major != NVIDIA_MAJOR:
+        # a GPU's own device file (the inventory's ``file``: WSL's /dev/dxg, Jetson's /dev/nvgpu/..., MIG caps as
+        # plain File lines): slurmd only needs it to be a device; nothing ties it to one nvidia-smi GPU
+        return [finding(
+            "warning", "device", None, "%s (%s) is an NVIDIA GPU device node /dev/nvidiaN" % (path, where),
+            "%s, a character device (major %s, minor %s)" % (path, major, minor),
+            "slurmd and its device cgroup use it as written; this GPU is not matched against nvidia-smi")]
     if major != NVIDIA_MAJOR:
         return [finding(
             "error", "device", None, "%s is an NVIDIA %sdevice (major %d)" % (path, gpu_word, NVIDIA_MAJOR),

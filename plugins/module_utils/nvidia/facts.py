@@ -247,6 +247,7 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
             "cpu_affinity": affinity,
             "numa_affinity": numa_affinity,
             "numa_node": _numa_node(numa_affinity, affinity, numa_nodes),
+            "gpu_links": _gpu_links(t["links"], row["index"], [r["index"] for r in rows]) if t else None,
             "slurm_cores": slurm_cores,
             "processes": [] if apps is not None else None,
             "mig_devices": [],
@@ -279,6 +280,20 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
 
     facts = {"cpu": cpu_fact, "gpus": gpus, "lost_gpus": lost}
     return facts, warnings
+
+
+def _gpu_links(links, index, indexes):
+    """gres.conf Links= of one GPU from its ``nvidia-smi topo -m`` row: NVLink count to GPU 0, 1, ... in index
+    (PCI) order, -1 for itself, 0 where the path is not NVLink (PIX, PXB, PHB, NODE, SYS)."""
+    out = []
+    for other in sorted(indexes):
+        if other == index:
+            out.append(-1)
+            continue
+        cell = str((links or {}).get("GPU%d" % other) or "")
+        match = re.match(r"^NV(\d+)$", cell.strip())
+        out.append(int(match.group(1)) if match else 0)
+    return out
 
 
 def mig_enabled(rows):

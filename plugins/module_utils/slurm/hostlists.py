@@ -4,6 +4,9 @@ Slurm reads a hostlist suffix after the brackets (``node[01-02]-ib``) from 23.11
 shared suffix to be used with the hostlist format"); 22.05 stops with "Unable to create NodeAddr list from
 node[01-02]-ib" (seen live). ``slurm_hostlist(names, suffix=False)`` writes such tokens out name by name, which
 every release reads; use it where the release is not known (an scontrol call on a node).
+
+``trailing_hostlist(names)`` ranges only a trailing number (``gpu-a[01-04,07]``; a name without one is written as
+it is), the form the import writes into an inventory and every release reads back.
 """
 import re
 
@@ -26,3 +29,33 @@ def slurm_hostlist(names, suffix=False):
         else:
             tokens.append(token)
     return ",".join(tokens)
+
+
+_TRAILING = re.compile(r"^(.*?)(\d+)$")
+
+
+def _natural(text):
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
+
+
+def trailing_hostlist(names):
+    """Comma-separated hostlist of ``names`` (natural order) with ranges on trailing numbers only."""
+    groups = {}
+    order = []
+    for name in sorted(set(names), key=_natural):
+        match = _TRAILING.match(name)
+        key = match.group(1) if match else None
+        if key is None or "[" in name or "," in name:
+            order.append((name, None))
+            continue
+        if key not in groups:
+            groups[key] = []
+            order.append((name, key))
+        groups[key].append(name)
+    parts = []
+    for name, key in order:
+        if key is None:
+            parts.append(name)
+        else:
+            parts.append(hostlist.collect_hostlist(groups[key]))
+    return ",".join(parts)

@@ -70,6 +70,16 @@ def test_render_cluster_returns_files_summary_and_node_names(tmp_path):
     # the node-name rule is applied once, by the model; every slurmd host is named, CPU-only ones too
     assert out["nodes"] == {"cpu1": "cpu1", "gpu-a01.lab": "gpu-a01", "gpu-a02.lab": "a02", "gpu-a03.lab": "gpu-a03"}
     assert out["mig_nodes"] == {}
+    assert (out["config_mode"], out["include_file"]) == ("files", "slurm_gres.conf")
+
+
+def test_render_cluster_tells_the_roles_the_config_mode_of_the_cluster_host(tmp_path):
+    """The roles install per the mode the render read from the cluster host (localhost), not per node."""
+    cluster = {"slurm_cluster_name": "lab", "slurm_gres_config_mode": "include", "slurm_gres_include_file": "n.conf"}
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": cluster})
+    out = render_cluster(*load_inventory(source))
+    assert (out["config_mode"], out["include_file"]) == ("include", "n.conf")
+    assert "n.conf" in out["files"] and "cgroup.conf" not in out["files"]
 
 
 def test_render_cluster_gives_mig_hosts_their_spec_layouts_and_models(tmp_path):

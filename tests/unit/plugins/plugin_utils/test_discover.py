@@ -91,6 +91,26 @@ def test_no_gpus():
     assert yaml.safe_load(render_host_vars("h", result))["slurm_gres_gpus"] == []
 
 
+def test_nvlink_links_are_proposed_and_the_model_takes_them():
+    machine = hw(["NVIDIA H100 80GB HBM3"] * 2, ["0-31", "32-63"])
+    machine["gpus"][0]["gpu_links"] = [-1, 18]
+    machine["gpus"][1]["gpu_links"] = [18, -1]
+    result = propose_host_vars(machine, memtotal_mb=1000)
+    assert [g["links"] for g in result["vars"]["slurm_gres_gpus"]] == ["-1,18", "18,-1"]
+    assert any("NVSwitch" in note for note in result["notes"])
+    values = yaml.safe_load(render_host_vars("n1", result))
+    assert values["slurm_gres_gpus"][1]["links"] == "18,-1"
+    model = build_cluster_model({"n1": values, "ctl": {}}, {"slurmctld": ["ctl"], "slurmd": ["n1"]}, {})
+    assert [g["links"] for g in model["nodes"][0]["gpus"]] == ["-1,18", "18,-1"]
+
+
+def test_pcie_only_gpus_get_no_links():
+    machine = hw(["NVIDIA L40S"] * 2, ["0-31", "32-63"])
+    machine["gpus"][0]["gpu_links"] = [-1, 0]
+    machine["gpus"][1]["gpu_links"] = [0, -1]
+    assert all("links" not in g for g in propose_host_vars(machine)["vars"]["slurm_gres_gpus"])
+
+
 def test_a_shape_slurm_cannot_describe_is_said_with_the_slurmd_c_line():
     facts = hw(["NVIDIA A100-SXM4-80GB"], ["0-7"], cpu=(2, 7, 1))
     facts["cpu"].update(shape_fits=False,

@@ -40,8 +40,8 @@ def test_defaults_and_normalization():
     assert (node["sockets"], node["cores_per_socket"], node["threads_per_core"]) == (2, 32, 2)
     assert node["real_memory"] == 515000
     assert node["features"] == [] and node["weight"] is None
-    assert node["gpus"][0] == {"index": 0, "type": "a100", "minor": 0, "cores": "0-31", "model": None,
-                               "mig": None, "shards": None}
+    assert node["gpus"][0] == {"index": 0, "type": "a100", "minor": 0, "file": None, "cores": "0-31", "model": None,
+                               "mig": None, "shards": None, "mps": None, "links": None, "flags": None}
     assert model["partitions"] == [{"name": "main", "nodes": "ALL", "default": True,
                                     "options": {"MaxTime": "INFINITE", "State": "UP"}}]
     assert model["settings"]["cgroup_conf"]["ConstrainDevices"] == "yes"

@@ -176,3 +176,18 @@ def test_the_summary_caps_warning_lines():
     assert len(model["warnings"]) == 60
     lines = [line for line in summarize(model)["lines"] if line.startswith("warning: ")]
     assert len(lines) == 21 and lines[-1] == "warning: ... and 40 more (the model's warnings list has them all)"
+
+
+def test_a_node_of_its_own_autodetect_full_with_mig_is_refused_by_host():
+    """slurm_node_autodetect overrides the cluster's mode for that node: full with MIG is refused there, and a
+    MIG node that says nvml is fine on a cluster whose mode is full."""
+    mig = node()
+    mig["slurm_gres_gpus"][1].update(mig=["3g.40gb", "3g.40gb"], model="A100-80GB", type="a100")
+    found = problems({"gpu01": node(), "gpu02": dict(mig, slurm_node_autodetect="full")}, slurm_version="26.05")
+    assert [(p.host, p.field, p.found) for p in found] == [("gpu02", "slurm_node_autodetect", "'full' (GPU 1 has mig)")]
+    model = build({"gpu01": node(), "gpu02": dict(mig, slurm_node_autodetect="nvml")}, slurm_version="26.05",
+                  slurm_gres_autodetect="full")
+    assert model["autodetect"] == "full"
+    found = problems({"gpu02": dict(mig, slurm_node_autodetect="nvidia")}, slurm_version="22.05")
+    assert [(p.host, p.field) for p in found] == [("gpu02", "slurm_node_autodetect")]
+    assert "nvidia needs Slurm 24.11 or later" in found[0].expected

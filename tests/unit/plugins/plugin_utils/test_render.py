@@ -180,8 +180,8 @@ def test_render_all_files_and_counts_agree_per_node_and_type():
 
 def test_render_all_refuses_files_that_disagree(monkeypatch):
     model = make({"n1": layout(slurm_gres_gpus=[{"index": i, "type": "a100"} for i in range(4)])})
-    real = gres_conf.files_expr
-    monkeypatch.setattr(gres_conf, "files_expr", lambda minors: real(minors[:-1] if len(minors) > 2 else minors))
+    real = gres_conf.gpu_files_expr
+    monkeypatch.setattr(gres_conf, "gpu_files_expr", lambda run: real(run[:-1] if len(run) > 2 else run))
     with pytest.raises(GresError) as err:
         render.render_all(model)
     assert str(err.value) == "host n1: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 3"

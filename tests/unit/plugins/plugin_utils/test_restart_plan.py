@@ -126,3 +126,30 @@ def test_cpu_layout_change_restarts_node_and_slurmctld_before():
     ("gpu-a02", {"gpu:a100": 4}), ("gpu-h01", {"gpu:h100": 2}), ("cpu01", {}), ("nope", {})])
 def test_expected_gres(node, expected):
     assert restart_plan.expected_gres(BASE, node) == expected
+
+
+def test_equivalent_hand_written_files_need_no_restart():
+    # an imported cluster: the site's hand-written gres.conf and cgroup.conf, then their rendered equivalents
+    slurm = "ClusterName=x\nSlurmctldHost=c\nGresTypes=gpu\nNodeName=n1 Sockets=2 CoresPerSocket=4 Gres=gpu:a100:4\n"
+    hand = {"slurm.conf": slurm, "cgroup.conf": "ConstrainDevices=yes # site\nConstrainCores=yes\n",
+            "gres.conf": "# site file\nName=gpu Type=a100 File=/dev/nvidia0 Cores=0,1,2,3\n"
+                         "Name=gpu Type=a100 File=/dev/nvidia1 Cores=0-3\nName=gpu Type=a100 File=/dev/nvidia[2-3] "
+                         "CPUs=4-7\n"}
+    rendered = {"slurm.conf": "# generated\n" + slurm, "cgroup.conf": "ConstrainCores=yes\nConstrainDevices=yes\n",
+                "gres.conf": "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-3\n"
+                             "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[2-3] Cores=4-7\n"}
+    plan = restart_plan.node_restart_plan("n1", hand, rendered)
+    assert plan["restart"] is False and plan["reasons"] == []
+    assert plan["files_changed"] == ["slurm.conf", "cgroup.conf", "gres.conf"]  # bytes differ, meaning does not
+    moved = dict(rendered, **{"gres.conf": rendered["gres.conf"].replace("Cores=4-7", "Cores=0-3")})
+    assert restart_plan.node_restart_plan("n1", hand, moved)["reasons"] == ["gres.conf changed"]
+    swapped = dict(rendered, **{"cgroup.conf": "ConstrainCores=yes\nConstrainDevices=no\n"})
+    assert restart_plan.node_restart_plan("n1", hand, swapped)["reasons"] == ["cgroup.conf changed"]
+
+
+def test_a_gres_count_slurm_ignores_is_no_node_change():
+    """Gres=qpu:2 with qpu not in GresTypes: slurmctld and slurmd drop it (gres_name_filter); an imported slurm.conf
+    that leaves it out changes no node definition."""
+    old = conf([CPU.rstrip("\n") + " Gres=qpu:2\n"])
+    changes = restart_plan.slurm_conf_changes(old, conf([CPU]))
+    assert changes["nodes_changed"] == {} and changes["gres_down"] == {}

@@ -65,3 +65,16 @@ def test_check_visible_devices():
     assert smoke.check_visible_devices("0,1\n", "0,1") is None
     assert smoke.check_visible_devices("2,3", "0,1") == "CUDA_VISIBLE_DEVICES=2,3, expected 0,1"
     assert smoke.check_visible_devices("", "0") == "CUDA_VISIBLE_DEVICES=(unset), expected 0"
+
+
+def test_untyped_gpus_get_a_smoke_test_too():
+    files = {"slurm.conf": "TaskPlugin=task/none\nGresTypes=gpu\nNodeName=n1 Gres=gpu:2\n",
+             "n1/gres.conf": "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\n"}
+    assert smoke.smoke_plan(files) == [{"type": "", "node": "n1", "count": 2, "gres": "gpu:2", "expected": "0,1"}]
+
+
+def test_confinement_from_the_sites_files_in_include_mode():
+    files = {"slurm.conf": "TaskPlugin=task/none\nGresTypes=gpu\nNodeName=n1 Gres=gpu:a:2\n",
+             "n1/gres.conf": "NodeName=n1 Name=gpu Type=a File=/dev/nvidia[0-1]\n"}
+    site = {"slurm.conf": "TaskPlugin=task/cgroup\n", "cgroup.conf": "ConstrainDevices=yes\n"}
+    assert smoke.smoke_plan(files, confinement=site)[0]["expected"] == "0,1"

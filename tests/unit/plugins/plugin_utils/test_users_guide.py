@@ -47,6 +47,7 @@ def check_golden(name, text):
 @pytest.mark.parametrize("name, build, installed", [
     ("example", guide_clusters.example_model, None),
     ("shards", guide_clusters.shards_model, "/opt/docs/gpus"),
+    ("untyped", guide_clusters.untyped_model, None),
 ])
 def test_golden_pages(name, build, installed):
     files = guide(build(), installed)
@@ -66,6 +67,33 @@ def test_example_page_names_every_type_mig_profile_and_partition():
     assert "| `cpu` (default) | 16 node(s) without GPUs |" in page
     assert "(here: gpu-mix01)" in page, "the node with two GPU models is named for CUDA_DEVICE_ORDER"
     assert not any("-p cpu" in r for r in requests), "no GPU request for a partition without GPUs"
+
+
+def test_untyped_page_counts_untyped_and_autodetected_gpus_and_never_promises_untyped_alone():
+    page = guide(guide_clusters.untyped_model())["USERS.md"]
+    requests = page_requests(page)
+    assert "| `gpu` | ug[01-02] | 4 × gpu (untyped) | mps: 100 on GPUs 0-3 |" in page
+    assert "| `gpu` | ug03 | 2 × gpu (untyped) | none |" in page, "count-only GPUs AutoDetect finds are GPUs"
+    assert "| `viz` | viz01 | 2 × t4; other: 4G × bandwidth:lustre | none |" in page
+    for options in ("-p gpu --gres=gpu:1", "-p gpu --gres=gpu:4", "-p gpu -N 2 --gpus-per-node=4", "-p gpu --gpus=10",
+                    "-p gpu --gres=mps:100", "-p viz --gres=gpu:t4:2", "-p viz --gres=bandwidth:lustre:4G",
+                    "-p cpu --gres=tmpdisk:500"):
+        assert options in requests
+    # in a partition with typed GPUs too, --gres=gpu:N takes any GPU: no line claims untyped ones alone
+    assert "one untyped GPU (ug02)" not in page
+    assert "# the 4 GPUs of any type of one node (ug02)\nsbatch -p viz --gres=gpu:4 job.sh" in page
+    assert requests.count("-p viz --gres=gpu:1") == 1
+    assert "scontrol -d show node ug01" in page, "the example node has GPUs"
+    assert "`mps` is a share of one GPU's compute" in page and "Shards share" not in page
+
+
+def test_a_cluster_without_gpu_types_is_asked_by_count():
+    files = guide(guide_clusters.untyped_model(viz_type=None))
+    page, motd = files["USERS.md"], files["USERS.motd"]
+    assert "TYPE" not in page and "TYPE" not in motd
+    assert "Ask for GPUs by count (`--gres=gpu:N`, N per node)" in page
+    assert motd.startswith("GPUs on cluster legacy (--gres=gpu:N):\n")
+    assert "-p viz --gres=gpu:4" in page_requests(page) and "-p viz --gpus=6" in page_requests(page)
 
 
 def test_a_type_renamed_in_the_inventory_changes_the_page():

@@ -540,3 +540,16 @@ def test_a_verification_parses_each_staged_file_once(monkeypatch):
     assert verify.verify_node(NODE, SLURM, GRES, hw(), devs(), staged=staged) == []
     assert verify.count_summary(NODE, SLURM, GRES, hw(), staged=staged)["gpu:a100"]["nvidia_smi"] == 8
     assert calls == {"slurm": 1, "gres": 1}
+
+
+def test_a_gpus_own_device_file_must_exist_as_a_device_and_is_not_matched_to_nvidia_smi():
+    """A GPU given as the inventory's file (WSL's /dev/dxg): a warning that it is not matched, errors only when
+    slurmd could not use it."""
+    slurm = SLURM.replace("gpu:a100:8", "gpu:1")
+    gres = "NodeName=gpu-a01 Name=gpu File=/dev/dxg\n"
+    dxg = {"/dev/dxg": {"kind": "char", "major": 10, "minor": 63}}
+    found = only(run(slurm=slurm, gres=gres, facts=hw(count=1), dev=devs(1, **dxg)), "device")
+    assert [(f["severity"], f["found"]) for f in found] == [
+        ("warning", "/dev/dxg, a character device (major 10, minor 63)")]
+    found = only(run(slurm=slurm, gres=gres, facts=hw(count=1), dev=devs(1)), "device", "error")
+    assert [f["found"] for f in found] == ["/dev/dxg does not exist"]

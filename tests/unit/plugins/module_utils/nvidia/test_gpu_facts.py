@@ -390,6 +390,18 @@ def test_commands_are_argument_lists():
                                            "lci": ["x", "mig", "-lci"]}
 
 
+def test_gpu_links_from_topo_nvlink_cells(tmp_path):
+    # della-i16g1: four GPUs, every pair NV4 (recorded nvidia-smi topo -m)
+    path, root, _lay = ready(tmp_path, "a100-8gpu-p4d")
+    facts, _w = gather(path, root)
+    assert all(len(g["gpu_links"]) == 8 and g["gpu_links"][g["index"]] == -1 for g in facts["gpus"])
+    topo = nvsmi_fixtures.load("nvidia-smi", "topo", "a100-4gpu-nv4-della-i16g1.txt").split("\n", 1)[1]
+    query = "".join("%d, GPU-%d, NVIDIA A100, 00000000:%02X:00.0, Disabled, 40000, 0\n" % (i, i, i + 1)
+                    for i in range(4))
+    facts, _w = gpu_facts.build_facts(query, topo_text=topo)
+    assert [g["gpu_links"] for g in facts["gpus"]] == [[-1, 4, 4, 4], [4, -1, 4, 4], [4, 4, -1, 4], [4, 4, 4, -1]]
+
+
 def test_collect_parses_each_nvidia_smi_output_once(tmp_path, monkeypatch):
     """collect() runs the commands through the emulator and must parse --query-gpu and the apps list once each."""
     from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import collect as gpu_collect

@@ -25,13 +25,18 @@ import fake_sysfs  # noqa: E402
 from a30_mig import LCI_DEFAULTS, T, a30_facts, fixture
 
 
-def rendered(mig=("2g.12gb", "1g.6gb", "1g.6gb"), autodetect=None, minor=None):
-    gpu0 = {"index": 0, "type": "a30", "model": "A30-24GB", "mig": list(mig), "cores": "0-7"}
+def rendered(mig=("2g.12gb", "1g.6gb", "1g.6gb"), autodetect=None, minor=None, gtype="a30", node_autodetect=None):
+    gpu0 = {"index": 0, "type": gtype, "model": "A30-24GB", "mig": list(mig), "cores": "0-7"}
     if minor is not None:
         gpu0["minor"] = minor
+    gpus = [gpu0, {"index": 1, "type": gtype, "cores": "0-7"}]
+    if gtype is None:
+        gpus = [{k: v for k, v in g.items() if k != "type"} for g in gpus]
     hv = {"ctl": {}, "gpu-a30": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8,
                                  "slurm_node_threads_per_core": 1, "slurm_node_real_memory": 1000,
-                                 "slurm_gres_gpus": [gpu0, {"index": 1, "type": "a30", "cores": "0-7"}]}}
+                                 "slurm_gres_gpus": gpus}}
+    if node_autodetect:
+        hv["gpu-a30"]["slurm_node_autodetect"] = node_autodetect
     cluster = {"slurm_gres_autodetect": autodetect} if autodetect else {}
     m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["gpu-a30"]}, cluster)
     files = render.render_all(m)
@@ -150,6 +155,26 @@ def test_without_live_facts_it_is_the_controllers_file_and_live_only_adds_mig_li
     assert plain == [l for l in base.splitlines() if not l.startswith("#")]
     assert check_consistency(slurm, {"gpu-a30": base}, {"gpu-a30": deferred_gres(spec)}) == []
     assert deferred_gres(spec, a30_facts()) == {}
+
+
+def test_untyped_whole_gpus_next_to_mig_are_refused_and_an_untyped_mig_gpu_is_named_untyped():
+    # MIG instances are typed by their profile: slurmctld refuses untyped GPUs next to them on one node
+    with pytest.raises(GresError, match="typed and untyped GPUs"):
+        rendered(gtype=None)
+    hv = {"ctl": {}, "n1": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
+                            "slurm_gres_gpus": [{"index": 0, "model": "A30-24GB", "mig": ["2g.12gb", "2g.12gb"]}]}}
+    m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["n1"]}, {})
+    text = render.render_all(m)["n1/gres.conf"]
+    assert "# MIG: GPU 0 (untyped, /dev/nvidia0) 2g.12gb,2g.12gb: MultipleFiles lines are completed on the node" in text
+
+
+def test_the_nodes_own_autodetect_is_the_spec_and_decides_whether_mig_lines_are_deferred():
+    spec, base, slurm = rendered(node_autodetect="nvml")
+    assert spec["autodetect"] == "nvml" and "NodeName=gpu-a30 AutoDetect=nvml\n" in base
+    assert "MultipleFiles" not in node_gres_conf(spec, a30_facts())
+    spec, base, _unused = rendered(autodetect="nvml", node_autodetect="off")
+    assert spec["autodetect"] == "off" and "NodeName=gpu-a30 AutoDetect=off\n" in base
+    assert node_gres_conf(spec, a30_facts()).count("MultipleFiles=") == 3
 
 
 def test_autodetect_nvml_leaves_the_lines_to_slurmd_but_still_checks_the_layout():

@@ -129,7 +129,6 @@ def test_gres_conf_records_for_one_node():
 @pytest.mark.parametrize("line, message", [
     ("NodeName=n1 Name=gpu Typ=a100 File=/dev/nvidia0", "unrecognized key 'Typ'"),
     ("Name=gpu NodeName=n1 File=/dev/nvidia0", "NodeName must be the first key"),
-    ("NodeName=n1 Type=a100 File=/dev/nvidia0", "needs Name="),
     ("Name=gpu Count=lots", "invalid Count 'lots'"),
     ("Name=gpu File=/dev/nvidia[0-", "bad File"),
     ("Name=gpu garbage", "expected Key=Value"),
@@ -180,7 +179,7 @@ def test_record_problems_slurmd_would_report(text, fragment):
 
 # --- the count proof ----------------------------------------------------------------------------------------
 
-SLURM = "NodeName=gpu-a[01-02] Gres=gpu:a100:4,shard:8\nNodeName=cpu01\n"
+SLURM = "GresTypes=gpu,shard\nNodeName=gpu-a[01-02] Gres=gpu:a100:4,shard:8\nNodeName=cpu01\n"
 GOOD = "NodeName=%s Name=gpu Type=a100 File=/dev/nvidia[0-3]\nNodeName=%s Name=shard Count=8 File=/dev/nvidia[0-3]\n"
 
 
@@ -192,7 +191,9 @@ def test_consistent_files_give_no_problems():
 def test_count_mismatch_names_node_type_and_both_counts():
     short = "NodeName=gpu-a02 Name=gpu Type=a100 File=/dev/nvidia[0-2]\nName=shard Count=8 File=/dev/nvidia[0-2]\n"
     problems = check_consistency(SLURM, {"gpu-a01": GOOD % ("gpu-a01", "gpu-a01"), "gpu-a02": short})
-    assert problems == ["host gpu-a02: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 3"]
+    # slurmd divides the shard line's Count over its 3 files: 2 each, 6 in all
+    assert problems == ["host gpu-a02: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 3",
+                        "host gpu-a02: gres.conf count of shard: expected 8 (slurm.conf Gres=), found 6"]
 
 
 def test_type_in_gres_conf_but_not_in_slurm_conf():
@@ -212,8 +213,7 @@ def test_gres_conf_lines_for_other_nodes_do_not_count():
     problems = check_consistency(SLURM, {"gpu-a01": text, "gpu-a02": text})
     assert problems == [
         "host gpu-a02: gres.conf line 2: expected File entries that a gpu record also lists, found "
-        "/dev/nvidia0,/dev/nvidia1,/dev/nvidia2,/dev/nvidia3 (slurmd discards this shard line)",
-        "host gpu-a02: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 0"]
+        "/dev/nvidia0,/dev/nvidia1,/dev/nvidia2,/dev/nvidia3 (slurmd discards this shard line)"]
 
 
 def test_nodes_of_one_shape_are_proven_once_without_hiding_any_difference(monkeypatch):
@@ -225,7 +225,8 @@ def test_nodes_of_one_shape_are_proven_once_without_hiding_any_difference(monkey
         parsed.append(node)
         return real(text, node)
     monkeypatch.setattr(conf, "parse_gres_conf", counting)
-    slurm = "NodeName=n[1-4] Gres=gpu:a100:4\nNodeName=a100 Gres=gpu:a100:4\nNodeName=n5 Gres=gpu:a100:3\n"
+    slurm = ("GresTypes=gpu\nNodeName=n[1-4] Gres=gpu:a100:4\nNodeName=a100 Gres=gpu:a100:4\n"
+             "NodeName=n5 Gres=gpu:a100:3\n")
     one = "# gres.conf for node %s\nNodeName=%s Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
     texts = {n: one % (n, n) for n in ("n1", "n2", "n3", "n5", "a100")}
     # n4: one GPU short; n5: the same file as n1 but slurm.conf declares 3; a100: named like its GPU type (only the
@@ -244,23 +245,25 @@ def test_nodes_of_one_shape_are_proven_once_without_hiding_any_difference(monkey
     # a line naming a hostlist applies by name: never shared
     parsed.clear()
     shared = "NodeName=n[1-2] Name=gpu Type=a100 File=/dev/nvidia[0-3]\n"
-    assert check_consistency("NodeName=n[1-3] Gres=gpu:a100:4\n", {"n1": shared, "n2": shared, "n3": shared}) == [
+    assert check_consistency("GresTypes=gpu\nNodeName=n[1-3] Gres=gpu:a100:4\n",
+                             {"n1": shared, "n2": shared, "n3": shared}) == [
         "host n3: gres.conf count of gpu:a100: expected 4 (slurm.conf Gres=), found 0"]
     assert sorted(parsed) == ["n1", "n2", "n3"]
 
 
 def test_untyped_slurm_conf_counts_typed_gres_conf_like_slurm_does():
-    assert check_consistency("NodeName=n1 Gres=gpu:2\n", {"n1": "Name=gpu Type=a100 File=/dev/nvidia[0-1]\n"}) == []
+    assert check_consistency("GresTypes=gpu\nNodeName=n1 Gres=gpu:2\n",
+                             {"n1": "Name=gpu Type=a100 File=/dev/nvidia[0-1]\n"}) == []
 
 
 def test_typed_and_untyped_in_slurm_conf_is_refused():
-    problems = check_consistency("NodeName=n1 Gres=gpu:1,gpu:a100:1\n",
+    problems = check_consistency("GresTypes=gpu\nNodeName=n1 Gres=gpu:1,gpu:a100:1\n",
                                  {"n1": "Name=gpu Type=a100 File=/dev/nvidia0\nName=gpu File=/dev/nvidia1\n"})
     assert any("gpu either typed or untyped" in p for p in problems)
 
 
 def test_deferred_mig_gres_may_be_absent_but_not_partial():
-    slurm = "NodeName=n1 Gres=gpu:a100:1,gpu:a100_3g.40gb:2\n"
+    slurm = "GresTypes=gpu\nNodeName=n1 Gres=gpu:a100:1,gpu:a100_3g.40gb:2\n"
     base = "Name=gpu Type=a100 File=/dev/nvidia0\n"
     deferred = {"n1": {"gpu:a100_3g.40gb": 2}}
     assert check_consistency(slurm, {"n1": base}, deferred) == []

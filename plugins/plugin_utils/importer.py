@@ -1,0 +1,670 @@
+"""A site's slurm.conf + gres.conf -> the collection's inventory variables, or refusals naming what cannot be.
+
+Every node's GRES are read the way slurmd reads them (``slurmd_gres.node_view``: what the node registers with
+slurmctld today) and carried into the schema; whatever the schema cannot hold exactly is refused with the file,
+line and node. ``import_proof.prove`` then renders the result and compares it with the original, node by node.
+"""
+import re
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
+    SHARED_NAMES,
+    gres_types_order,
+    merge_count_only,
+    node_view,
+    view_counts,
+)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model as model_mod
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import (
+    SourceError,
+    combine_slurm_conf,
+    parse_cgroup_conf,
+)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_gres import NODE_OPTION_KEYS
+
+NVIDIA_FILE_RE = re.compile(r"^/dev/nvidia(\d+)$")
+# Device files of other vendors' GPUs (AMD ROCm, Intel): the collection deploys NVIDIA GPU configuration.
+OTHER_GPU_FILE_RE = re.compile(r"^/dev/(dri/|kfd|accel/|davinci|renderD)")
+# Any other device file is carried as the GPU's own ``file`` (model_gres.gpu_device_file takes the same paths).
+DEVICE_FILE_RE = re.compile(r"^/[A-Za-z0-9_.+:-]+(/[A-Za-z0-9_.+:-]+)*$")
+PER_NODE_OPTIONS = ("NodeAddr", "NodeHostname", "BcastAddr", "Port")
+_NODE_CANON = {k.lower(): k for k in NODE_OPTION_KEYS}
+_NODE_CANON["procs"] = "CPUs"
+LEGACY_CONTROLLER_KEYS = ("controlmachine", "controladdr", "backupcontroller", "backupaddr")
+_FLAG_CANON = {"countonly": "CountOnly"}
+# slurm.conf options Slurm reads and ignores at this value (read_config.c): {lower-case key: (value, why)}; any other
+# value of them stops slurmctld. Not imported; import_proof leaves them out of its comparison.
+IGNORED_OPTIONS = {"fastschedule": ("1", "Slurm ignores it since 20.11 (slurmctld: Ignoring obsolete FastSchedule=1 "
+                                         "option. Please remove from your configuration.)")}
+_SUFFIXES = ((1024 ** 5, "P"), (1024 ** 4, "T"), (1024 ** 3, "G"), (1024 ** 2, "M"), (1024, "K"))
+
+
+class Refusal(object):
+    """What the import cannot carry over exactly: where (file and line), node, what, and why."""
+
+    __slots__ = ("where", "node", "what", "why")
+
+    def __init__(self, where, node, what, why=None):
+        self.where = where
+        self.node = node
+        self.what = what
+        self.why = why
+
+    def __str__(self):
+        text = self.where
+        if self.node:
+            text += ", node %s" % self.node
+        text += ": " + self.what
+        if self.why:
+            text += " (%s)" % self.why
+        return text
+
+
+class ImportRefused(Exception):
+    """Raised with every refusal found; nothing is written."""
+
+    def __init__(self, refusals):
+        self.refusals = list(refusals)
+        lines = [str(r) for r in self.refusals]
+        super(ImportRefused, self).__init__(
+            "import refused, nothing written: %d problem(s):\n- %s" % (len(lines), "\n- ".join(lines)))
+
+
+def count_text(count):
+    """4294967296 -> "4G": slurmd's own suffixes where they are exact."""
+    for factor, suffix in _SUFFIXES:
+        if count >= factor and count % factor == 0:
+            return "%d%s" % (count // factor, suffix)
+    return str(count)
+
+
+class _Import(object):
+    def __init__(self, source, hosts):
+        self.source = source
+        self.hosts = hosts or {}
+        self.refusals = []
+        self.report = []
+        self.origin = None
+        self.conf = None
+        self.views = {}
+
+    def refuse(self, where, node, what, why=None):
+        self.refusals.append(Refusal(where, node, what, why))
+
+    def note(self, text):
+        if text not in self.report:
+            self.report.append(text)
+
+    def where(self, lineno):
+        return self.origin.where(lineno) if self.origin else "slurm.conf line %s" % lineno
+
+    def _map_message(self, text):
+        """'slurm.conf line N: ...' of the combined text -> the original file and line."""
+        match = re.match(r"^slurm\.conf line (\d+): (.*)$", text)
+        if not match:
+            return "slurm.conf", text
+        return self.where(int(match.group(1))), match.group(2)
+
+
+def _int(value):
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def import_cluster(source, hosts=None, slurm_version=None):
+    """Translate a site's files into inventory variables.
+
+    ``source``: ``{"slurm.conf": text, "includes": {name: text}, "cgroup.conf": text or None, "gres.conf": text or
+    None (one file for every node), "node_gres": {node: text} (per node)}`` as read_source_dir returns.
+    ``hosts``: {Slurm node or controller name: inventory host name} (live imports keep the inventory's names).
+    ``slurm_version``: the release the cluster runs ("24.11"), written as the inventory's slurm_version; the proof
+    renders for it (unset: the model's default release, whose rules, e.g. whole-socket GPU Cores, then apply).
+    Returns ``{"hostvars", "groups", "cluster", "node_hosts": {node: host}, "controllers": [hosts],
+    "report": [str], "views": {node: node_view}, "conf": parsed slurm.conf}``; raises ImportRefused with every
+    refusal.
+    """
+    imp = _Import(source, hosts)
+    try:
+        text, imp.origin = combine_slurm_conf(source["slurm.conf"], source.get("includes") or {})
+    except SourceError as exc:
+        where, _unused, what = str(exc).partition(": ")
+        raise ImportRefused([Refusal(where, None, what)])
+    try:
+        conf = parse_slurm_conf(text)
+    except ConfSyntaxError as exc:
+        where, what = imp._map_message(str(exc))
+        raise ImportRefused([Refusal(where, None, what, "slurmctld cannot read this line")])
+    imp.conf = conf
+    for err in conf["errors"]:
+        where, what = imp._map_message(err)
+        imp.refuse(where, None, what, "slurmctld refuses this")
+    cluster = _cluster_options(imp, conf)
+    if slurm_version is not None:
+        cluster["slurm_version"] = str(slurm_version)
+    controllers = _controllers(imp, conf)
+    node_vars = {}
+    for name in sorted(conf["nodes"], key=model_mod.natural_key):
+        node_vars[name] = _node(imp, conf, name)
+    _autodetect_modes(imp, node_vars, cluster)
+    cluster["slurm_partitions"] = _partitions(imp, conf)
+    _gres_types(imp, conf, node_vars, cluster)
+    _cgroup(imp, source, cluster)
+    if imp.refusals:
+        raise ImportRefused(imp.refusals)
+    node_hosts = {name: imp.hosts.get(name, name) for name in node_vars}
+    hostvars = {}
+    for name, values in node_vars.items():
+        host = node_hosts[name]
+        if model_mod.short_name(host) != name:
+            values["slurm_node_name"] = name
+        hostvars[host] = values
+    ctl_hosts = []
+    for ctl in controllers:
+        host = imp.hosts.get(ctl["name"], ctl["name"])
+        values = hostvars.setdefault(host, {})
+        if ctl["addr"]:
+            values["slurm_ctld_addr"] = ctl["addr"]
+        if model_mod.short_name(host) != ctl["name"]:
+            values.setdefault("slurm_node_name", ctl["name"])
+        ctl_hosts.append(host)
+    groups = {"slurmctld": ctl_hosts, "slurmd": [node_hosts[n] for n in node_vars]}
+    return {"hostvars": hostvars, "groups": groups, "cluster": cluster, "node_hosts": node_hosts,
+            "controllers": ctl_hosts, "report": imp.report, "views": imp.views, "conf": conf,
+            "slurm_text": text}
+
+
+# --------------------------------------------------------------------------------------------- cluster
+
+
+def _cluster_options(imp, conf):
+    cluster = {"slurm_conf_options": {}}
+    options = cluster["slurm_conf_options"]
+    seen = {}
+    for entry in conf["entries"]:
+        key = entry["key"]
+        low = key.lower()
+        where = imp.where(entry["line"])
+        if low in ("nodename", "partitionname"):
+            continue
+        if low in ("nodeset", "frontendname", "downnodes"):
+            imp.refuse(where, None, "%s=%s" % (key, entry["value"]),
+                       "the inventory has no %s; list the nodes in the partitions instead" % key)
+            continue
+        if low in seen and low != "slurmctldhost":  # one line per controller, the first the primary
+            imp.note("%s: %s is set again (first on %s); slurmctld uses this last value" % (where, key, seen[low]))
+        seen[low] = where
+        if low == "clustername":
+            cluster["slurm_cluster_name"] = entry["value"]
+            problem = model_mod.cluster_name_problem(entry["value"])
+            if problem:
+                imp.refuse(where, None, "ClusterName=%s" % entry["value"], "expected %s" % problem)
+        elif low in ("slurmctldhost", "grestypes") or low in LEGACY_CONTROLLER_KEYS:
+            continue
+        elif low in IGNORED_OPTIONS:
+            value, why = IGNORED_OPTIONS[low]
+            if entry["value"].strip() == value:
+                imp.note("%s: %s=%s not imported: %s" % (where, key, entry["value"], why))
+            else:
+                imp.refuse(where, None, "%s=%s" % (key, entry["value"]), "slurmctld stops on it since Slurm 20.11 "
+                           "(The FastSchedule option has been removed; FastSchedule=2 is "
+                           "SlurmdParameters=config_overrides); fix slurm.conf first")
+        elif "#" in entry["value"] or "\n" in entry["value"]:
+            imp.refuse(where, None, "%s=%s" % (key, entry["value"]), "a value with '#' cannot be written back")
+        else:
+            for other in [k for k in options if k.lower() == low]:
+                del options[other]
+            options[key] = entry["value"]
+    if "slurm_cluster_name" not in cluster:
+        imp.refuse("slurm.conf", None, "no ClusterName", "slurmctld and slurmd stop: ClusterName needs to be specified")
+    present = {k.lower() for k in options}
+    dropped = []
+    for key, _unused in model_mod.DEFAULT_SLURM_CONF:
+        if key.lower() not in present:
+            options[key] = None
+            dropped.append(key)
+    if dropped:
+        imp.note("slurm_conf_options: %s set to null: the site's slurm.conf does not set them, so the rendered "
+                 "slurm.conf leaves them to Slurm's defaults as today" % ", ".join(dropped))
+    return cluster
+
+
+def _controllers(imp, conf):
+    out = []
+    legacy = {}
+    for entry in conf["entries"]:
+        low = entry["key"].lower()
+        if low == "slurmctldhost":
+            match = re.match(r"^([^()]+)(?:\(([^()]*)\))?$", entry["value"])
+            if not match or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", match.group(1)):
+                imp.refuse(imp.where(entry["line"]), None, "SlurmctldHost=%s" % entry["value"],
+                           "expected a host name, optionally with (address)")
+                continue
+            out.append({"name": match.group(1), "addr": match.group(2) or None})
+        elif low in LEGACY_CONTROLLER_KEYS:
+            legacy[low] = (entry["value"], imp.where(entry["line"]), entry["key"])
+    if legacy and not out:
+        for host_key, addr_key in (("controlmachine", "controladdr"), ("backupcontroller", "backupaddr")):
+            if host_key in legacy:
+                addr = legacy.get(addr_key, (None,))[0]
+                out.append({"name": legacy[host_key][0], "addr": addr})
+                imp.note("%s: %s=%s written as SlurmctldHost=%s%s (the same for slurmctld)"
+                         % (legacy[host_key][1], legacy[host_key][2], legacy[host_key][0], legacy[host_key][0],
+                            "(%s)" % addr if addr else ""))
+    elif legacy:
+        imp.refuse(legacy[sorted(legacy)[0]][1], None, "ControlMachine/BackupController together with SlurmctldHost",
+                   "slurmctld refuses both forms at once")
+    if not out:
+        imp.refuse("slurm.conf", None, "no SlurmctldHost", "slurmctld needs one")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- nodes
+
+
+def _node(imp, conf, name):
+    node = conf["nodes"][name]
+    where = imp.where(node["line"])
+    values = {}
+    options = {}
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", name):
+        imp.refuse(where, name, "NodeName %s" % name, "the inventory takes letters, digits, '-', '_' and '.'")
+    for key, value in node.items():
+        if key in ("gres", "gres_spec", "line"):
+            continue
+        if key in ("sockets", "corespersocket", "threadspercore", "realmemory", "weight"):
+            var = {"sockets": "slurm_node_sockets", "corespersocket": "slurm_node_cores_per_socket",
+                   "threadspercore": "slurm_node_threads_per_core", "realmemory": "slurm_node_real_memory",
+                   "weight": "slurm_node_weight"}[key]
+            number = _int(value)
+            if number is None:
+                imp.refuse(where, name, "%s=%s" % (key, value), "expected an integer")
+            else:
+                values[var] = number
+        elif key in ("features", "feature"):
+            features = [f for f in value.split(",") if f]
+            if not all(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", f) for f in features):
+                imp.refuse(where, name, "Features=%s" % value,
+                           "the inventory takes feature names of letters, digits, '-', '_' and '.'")
+            values["slurm_node_features"] = features
+        elif key in _NODE_CANON:
+            options[_NODE_CANON[key]] = value
+        else:
+            imp.refuse(where, name, "NodeName option %s=%s" % (key, value), "not a slurm.conf NodeName option")
+    if "slurm_node_sockets" not in values and "SocketsPerBoard" in options and options.get("Boards", "1") == "1":
+        number = _int(options.pop("SocketsPerBoard"))
+        options.pop("Boards", None)
+        if number is not None:
+            values["slurm_node_sockets"] = number
+            imp.note("%s: SocketsPerBoard written as Sockets (one board: the same for Slurm)" % where)
+    if options:
+        values["slurm_node_options"] = options
+    _node_gres(imp, conf, name, values)
+    return values
+
+
+def _gres_text(imp, name):
+    if imp.source.get("read_nodes") is not None or imp.source.get("node_gres"):
+        text = imp.source["node_gres"].get(name)
+        return text, "%s/gres.conf" % name
+    return imp.source.get("gres.conf"), "gres.conf"
+
+
+def _node_gres(imp, conf, name, values):
+    text, fname = _gres_text(imp, name)
+    read = imp.source.get("read_nodes")
+    if read is not None and name not in read and conf["nodes"][name].get("gres_spec"):
+        imp.refuse(imp.where(conf["nodes"][name]["line"]), name, "node %s is in slurm.conf but no host of the "
+                   "inventory's slurmd group is it" % name, "its gres.conf was not read; add the host (with "
+                   "slurm_node_name when its name differs)")
+        return
+    view = node_view(conf, text, name)
+    imp.views[name] = view
+    node_where = imp.where(conf["nodes"][name]["line"])
+
+    def at(line):
+        return "%s line %d" % (fname, line) if line else node_where
+
+    if view["fatal"] is not None:
+        fatal_line = next((m["line"] for m in view["messages"] if m["level"] == "fatal"), None)
+        imp.refuse(at(fatal_line), name, "slurmd stops here: %s" % view["fatal"],
+                   "slurmd does not start with these files; fix them first")
+        return
+    for msg in view["messages"]:
+        text_ = msg["text"]
+        if msg["level"] == "info":
+            if "skips this line" in text_:
+                imp.note("%s: %s" % (at(msg["line"]), text_))
+            elif "are dropped" in text_:
+                imp.note("%s, node %s: %s; imported as slurmd uses it" % (at(msg["line"]), name, text_))
+            continue
+        if text_.startswith("Invalid GRES data for") or "more configured than expected" in text_ or (
+                "SHARING configuration lacks" in text_):
+            # an invalid Cores= matters only on a record slurmd keeps (refused there); the rest are cut records
+            continue
+        elif text_.startswith("Invalid GRES configured on node"):
+            # node_conf.c gres_name_filter: slurmctld and slurmd both drop a Gres= name GresTypes lacks, so the node
+            # has none of it today; the inventory says the same by leaving it out (the rendered Gres= and GresTypes
+            # could only list it together, which would add GRES the node does not have today)
+            imp.note("WARNING: %s, node %s: Gres=%s names a GRES that GresTypes does not list: slurmctld and slurmd "
+                     "ignore it today (%s), so the node has none of it for Slurm; not imported. To schedule it, add "
+                     "it to the inventory (and so to GresTypes) after the import"
+                     % (node_where, name, text_.split(": ", 1)[1], text_))
+        else:
+            imp.note("%s, node %s: slurmd: %s; not imported (slurmd ignores it too)" % (at(msg["line"]), name, text_))
+    declared = view["declared"]
+    autodetect = view["autodetect"]
+    if autodetect and autodetect not in model_mod.AUTODETECT_CHOICES:
+        imp.refuse(at(view["autodetect_line"]), name, "AutoDetect=%s" % autodetect,
+                   "the collection deploys NVIDIA GPUs (AutoDetect off, nvml or nvidia)")
+        return
+    if declared.get("gpu", {}).get("count"):
+        # AutoDetect only matters where slurm.conf declares GPUs (slurmd keeps no undeclared GPU)
+        values["__autodetect"] = autodetect or "off"
+    if not autodetect:
+        _check_registered(imp, name, node_where, declared, view)
+    gpus, counts, generic = [], [], []
+    shares = {"shard": [], "mps": []}
+    for rec, parts in merge_count_only(view["records"]):
+        low = rec["name"].lower()
+        where = at(rec["line"])
+        if len(parts) > 1:
+            imp.note("%s, node %s: %s %s without File or Cores are one count for slurmctld; imported as Count=%d"
+                     % (where, name, ":".join(filter(None, (rec["name"], rec["type"]))),
+                        " + ".join(_part_text(r) for r in parts), rec["count"]))
+        if low == "gpu":
+            _gpu_record(imp, name, where, rec, gpus, counts)
+        elif low in SHARED_NAMES:
+            if rec["flags"] - ({"one_sharing"} if low == "mps" else set()) or rec["env"]:
+                imp.refuse(where, name, "Flags= on a %s line" % low, "the inventory has no flags for %s" % low)
+            shares[low].append(rec)
+        else:
+            _generic_record(imp, name, where, rec, declared, generic)
+    if not gpus and not counts:
+        for low, recs in shares.items():
+            if any(r["count"] for r in recs):
+                imp.refuse(node_where, name, "%s without GPUs" % low, "slurmd stops: SHARED without SHARING")
+    _place_gpus(imp, name, node_where, gpus, values)
+    if counts:
+        values.setdefault("slurm_gres_gpus", []).extend(counts)
+    for low, key in (("shard", "shards"), ("mps", "mps")):
+        total = declared.get(low, {}).get("count", 0)
+        if not total:
+            continue
+        form = view["shared"].get(low) or ("files" if any(r["files"] for r in shares[low]) else "spread")
+        if form == "files":
+            # slurmd divides a line's Count over its files (with AutoDetect the view has not split them yet)
+            by_file = {}
+            for rec in shares[low]:
+                for path in rec["files"]:
+                    by_file[path] = by_file.get(path, 0) + rec["count"] // len(rec["files"])
+            for gpu in values.get("slurm_gres_gpus", []):
+                count = by_file.get(gpu.get("file") or "/dev/nvidia%d" % gpu.get("minor", gpu.get("index")), 0)
+                if count:
+                    gpu[key] = count
+        else:
+            values["slurm_node_%s" % key] = total
+    if generic:
+        values["slurm_node_gres"] = generic
+
+
+def _part_text(rec):
+    return "%d (%s)" % (rec["count"], "line %d" % rec["line"] if rec["line"] else "slurmd's rest of slurm.conf's count")
+
+
+def _check_registered(imp, name, where, declared, view):
+    """The node today registers what slurm.conf declares; otherwise slurmctld drains it and there is nothing
+    exact to carry over."""
+    want = {}
+    for context, counts in declared.items():
+        if counts["types"]:
+            for gtype, count in counts["types"]:
+                key = "%s:%s" % (context.lower(), gtype.lower())
+                want[key] = want.get(key, 0) + count
+        elif counts["count"]:
+            want[context.lower()] = counts["count"]
+    got = view_counts(view)
+    for key in sorted(set(want) | set(got)):
+        if want.get(key, 0) != got.get(key, 0):
+            imp.refuse(where, name, "slurm.conf declares %s:%d, slurmd registers %d" % (key, want.get(key, 0),
+                                                                                        got.get(key, 0)),
+                       "slurmctld drains this node today (count reported lower/too low); fix the files first")
+
+
+def _flags_list(rec):
+    words = []
+    if rec["env"]:
+        words.extend(sorted(rec["env"]))
+    if rec["no_gpu_env"]:
+        words.append("no_gpu_env")
+    words.extend(_FLAG_CANON.get(w, w) for w in sorted(rec["flags"]))
+    return words or None
+
+
+def _bad_cores(imp, name, where, rec):
+    if rec["cores_text"] is not None and rec["cores"] is None:
+        # slurmd judges Cores= against conf->sockets * conf->cores (xcpuinfo_abs_to_mac), slurm.conf's layout on every
+        # node slurmctld keeps in service (slurmd.c _read_config), and drops the binding; but it still sends the
+        # Cores= text to slurmctld, which logs "invalid GRES core specification" and keeps a topology record for it
+        # (gres_node_config_validate). An inventory without the binding changes that record; only the text keeps it.
+        imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
+                   "slurmd drops this binding (Invalid GRES data for %s): it checks Cores= against the cores "
+                   "slurm.conf declares (Sockets x CoresPerSocket), also on hardware with more; slurmctld still gets "
+                   "the Cores= text and keeps a topology record for it, which an import without the binding would "
+                   "change; fix Cores= or slurm.conf's layout (slurmd -C), then import" % rec["name"])
+        return True
+    return False
+
+
+def _gpu_record(imp, name, where, rec, gpus, counts):
+    if _bad_cores(imp, name, where, rec):
+        return
+    if rec["multiple"]:
+        imp.refuse(where, name, "MultipleFiles= (MIG) line",
+                   "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node completes "
+                   "these lines itself")
+        return
+    if not rec["files"]:
+        counts.append(_compact({"type": rec["type"], "count": rec["count"], "cores": rec["cores"],
+                                "flags": _flags_list(rec)}))
+        return
+    for path in rec["files"]:
+        match = NVIDIA_FILE_RE.match(path)
+        if OTHER_GPU_FILE_RE.match(path):
+            imp.refuse(where, name, "AMD/Intel GPU device file %s" % path,
+                       "the collection deploys NVIDIA GPUs, whose files are /dev/nvidiaN")
+            continue
+        if not match and not DEVICE_FILE_RE.match(path):
+            imp.refuse(where, name, "device file %s" % path, "the inventory takes a GPU's device file as an absolute "
+                       "path of letters, digits, '/', '.', '_', '+', ':' and '-'")
+            continue
+        gpu = {"minor": int(match.group(1)) if match else None, "file": None if match else path,
+               "type": rec["type"], "cores": rec["cores"], "links": rec["links"], "flags": _flags_list(rec)}
+        gpus.append(gpu)
+
+
+def _place_gpus(imp, name, where, gpus, values):
+    """Index = Slurm's order. Where the device minors rise in that order (the usual case) index = minor."""
+    if not gpus:
+        return
+    minors = [g["minor"] for g in gpus]
+    files = [g["file"] for g in gpus if g["file"]]
+    rising = not files and all(a < b for a, b in zip(minors, minors[1:]))
+    if files:
+        imp.note("%s, node %s: device files %s are not /dev/nvidiaN: carried as each GPU's file, written to "
+                 "gres.conf as they are; index follows Slurm's order" % (where, name, _files_text(files)))
+    elif not rising:
+        imp.note("%s, node %s: Slurm numbers the GPUs %s in this order; index follows Slurm's order, minor "
+                 "keeps the device file" % (where, name, ",".join("/dev/nvidia%d" % m for m in minors)))
+    out = []
+    for pos, gpu in enumerate(gpus):
+        entry = {"index": gpu["minor"] if rising else pos}
+        if gpu["type"] is not None:
+            entry["type"] = gpu["type"]
+        if gpu["file"]:
+            entry["file"] = gpu["file"]
+        elif not rising and gpu["minor"] != pos:
+            entry["minor"] = gpu["minor"]
+        for key in ("cores", "links", "flags"):
+            if gpu[key]:
+                entry[key] = gpu[key]
+        out.append(entry)
+    values["slurm_gres_gpus"] = out
+
+
+def _files_text(files):
+    try:
+        return hostlist.collect_hostlist(files) if len(set(files)) == len(files) else ",".join(files)
+    except hostlist.BadHostlist:
+        return ",".join(files)
+
+
+def _generic_record(imp, name, where, rec, declared, generic):
+    if _bad_cores(imp, name, where, rec):
+        return
+    context = rec["context"]
+    entry = {"name": context}
+    if rec["type"]:
+        entry["type"] = rec["type"]
+    if rec["files"]:
+        entry["file"] = hostlist.collect_hostlist(rec["files"]) if len(set(rec["files"])) == len(rec["files"]) \
+            else ",".join(rec["files"])
+        if len(rec["files"]) != rec["count"]:
+            imp.refuse(where, name, "%s with %d files and Count=%d" % (context, len(rec["files"]), rec["count"]),
+                       "the inventory needs one count per file for other GRES")
+    else:
+        entry["count"] = count_text(rec["count"])
+    if declared.get(context, {}).get("no_consume"):
+        entry["no_consume"] = True
+    if rec["cores"]:
+        entry["cores"] = rec["cores"]
+    flags = _flags_list(rec)
+    if flags:
+        entry["flags"] = flags
+    generic.append(entry)
+
+
+def _compact(entry):
+    return {k: v for k, v in entry.items() if v is not None}
+
+
+def _autodetect_modes(imp, node_vars, cluster):
+    """The cluster's AutoDetect is the commonest node mode; nodes that differ get slurm_node_autodetect."""
+    modes = {}
+    for values in node_vars.values():
+        mode = values.get("__autodetect")
+        if mode is not None:
+            modes[mode] = modes.get(mode, 0) + 1
+    common = max(sorted(modes), key=lambda m: (modes[m], m == "off")) if modes else "off"
+    cluster["slurm_gres_autodetect"] = common
+    for values in node_vars.values():
+        mode = values.pop("__autodetect", None)
+        if mode is not None and mode != common:
+            values["slurm_node_autodetect"] = mode
+
+
+# --------------------------------------------------------------------------------------------- partitions
+
+
+def _partitions(imp, conf):
+    out = []
+    for pname, part in conf["partitions"].items():
+        where = imp.where(part["line"])
+        entry = {"name": pname}
+        nodes = part.get("nodes")
+        if nodes is None or nodes == "":
+            imp.refuse(where, None, "PartitionName=%s without Nodes=" % pname, "the inventory needs the nodes")
+            continue
+        if nodes.upper() == "ALL":
+            entry["nodes"] = "ALL"
+        else:
+            try:
+                names = hostlist.expand_hostlist(nodes)
+            except hostlist.BadHostlist:
+                imp.refuse(where, None, "PartitionName=%s Nodes=%s" % (pname, nodes), "not a hostlist")
+                continue
+            unknown = [n for n in names if n not in conf["nodes"]]
+            if unknown:
+                imp.refuse(where, None, "PartitionName=%s Nodes= names %s" % (pname, ",".join(unknown[:5])),
+                           "not a NodeName of slurm.conf (node sets are not supported)")
+                continue
+            entry["nodes"] = trailing_hostlist(names)
+        default = str(part.get("default", "NO")).upper()
+        entry["default"] = default == "YES"
+        options = {}
+        for key, value in _partition_options(conf, pname):
+            if key.lower() in ("nodes", "default"):
+                continue
+            options[key] = value
+        for key, default_value in (("MaxTime", "INFINITE"), ("State", "UP")):
+            if not any(k.lower() == key.lower() for k in options):
+                options[key] = None
+        entry["options"] = options
+        out.append(entry)
+    defaults = [p for p in out if p["default"]]
+    for part in defaults[:-1]:
+        part["default"] = False
+    if len(defaults) > 1:
+        imp.note("partitions %s are all Default=YES: slurmctld takes the last one (%s), so the others are written "
+                 "default: false" % (", ".join(p["name"] for p in defaults), defaults[-1]["name"]))
+    if not out:
+        imp.note("slurm.conf has no partition; the rendered slurm.conf would add the default partition main")
+        return None
+    return out
+
+
+def _partition_options(conf, pname):
+    """(key as written, value) of a partition, PartitionName=DEFAULT lines first, in file order."""
+    merged = []
+    for entry in conf["entries"]:
+        if entry["key"].lower() != "partitionname":
+            continue
+        if entry["value"].upper() == "DEFAULT" or entry["value"] == pname:
+            for key, value in entry["options"]:
+                merged = [(k, v) for k, v in merged if k.lower() != key.lower()]
+                merged.append((key, value))
+    return merged
+
+
+# --------------------------------------------------------------------------------------------- types, cgroup
+
+
+def _gres_types(imp, conf, node_vars, cluster):
+    """GresTypes names no node uses are kept in slurm_gres_types (they change what slurmd does, e.g. shard)."""
+    names, problems = gres_types_order(conf["options"].get("grestypes"))
+    for problem in problems:
+        imp.refuse("slurm.conf", None, problem)
+    used = set()
+    for values in node_vars.values():
+        if values.get("slurm_gres_gpus"):
+            used.add("gpu")
+        if values.get("slurm_node_shards") or any(g.get("shards") for g in values.get("slurm_gres_gpus", [])):
+            used.add("shard")
+        if values.get("slurm_node_mps") or any(g.get("mps") for g in values.get("slurm_gres_gpus", [])):
+            used.add("mps")
+        used.update(rec["name"] for rec in values.get("slurm_node_gres", []))
+    extra = [n for n in names if n not in used]
+    if extra:
+        cluster["slurm_gres_types"] = extra
+
+
+def _cgroup(imp, source, cluster):
+    text = source.get("cgroup.conf")
+    if text is None:
+        imp.note("WARNING: no cgroup.conf in the source: a deploy would install the collection's (%s); put the "
+                 "site's cgroup.conf next to slurm.conf to keep it" % ", ".join(
+                     "%s=%s" % kv for kv in model_mod.DEFAULT_CGROUP_CONF))
+        return
+    try:
+        options = parse_cgroup_conf(text)
+    except ConfSyntaxError as exc:
+        imp.refuse("cgroup.conf", None, str(exc))
+        return
+    present = {k.lower() for k in options}
+    for key, _unused in model_mod.DEFAULT_CGROUP_CONF:
+        if key.lower() not in present:
+            options[key] = None
+    cluster["slurm_cgroup_conf_options"] = options
