@@ -23,6 +23,28 @@ def deploy(*args):
     return deploy_checks.deploy(*args, extra_inventories=[IMPORTED])
 
 
+def deploy_twice(*args):
+    """The deploy with ``args``, then the same deploy again: {"first": (rc, output), "second": (rc, output)}."""
+    first = deploy(*args)
+    return {"first": first, "second": deploy(*args)}
+
+
+def assert_deployed_then_unchanged(runs):
+    """Both runs of deploy_twice succeeded and the second changed nothing."""
+    assert runs["first"][0] == 0, runs["first"][1][-4000:]
+    assert runs["second"][0] == 0, runs["second"][1][-4000:]
+    assert changed_nothing(runs["second"][1]), runs["second"][1][-3000:]
+
+
+def assert_node_idle_with_its_gpus():
+    """gres-gpu01 registered with gpu:2, not drained, and a job gets both GPUs."""
+    info = slurm_checks.wait_for_node(CTL, "gres-gpu01")
+    assert slurm_checks.gres_counts(info["Gres"]) == {"gpu": 2}
+    assert "DRAIN" not in info["State"]
+    out = CTL.check_output("srun -w gres-gpu01 --gres=gpu:2 printenv CUDA_VISIBLE_DEVICES")
+    assert out.strip() == "0,1"
+
+
 def changed_nothing(output):
     """Every host of the PLAY RECAP has changed=0 and failed=0."""
     recap = re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", output, re.M)

@@ -10,7 +10,6 @@ import re
 import pytest
 
 import adopt_checks
-import slurm_checks
 
 CTL, NODE = adopt_checks.CTL, adopt_checks.NODE
 INCLUDE = ("-e", "slurm_gres_config_mode=include", "-e", "slurm_gres_include_file=slurm_gres.conf",
@@ -34,15 +33,11 @@ def runs():
     for host in (CTL, NODE):
         adopt_checks.write(host, "/etc/slurm/slurm.conf", site)
         host.check_output("sha256sum /etc/slurm/slurm.conf /etc/slurm/cgroup.conf > /root/site-files.sha256")
-    first = adopt_checks.deploy(*INCLUDE)
-    second = adopt_checks.deploy(*INCLUDE)
-    return {"first": first, "second": second}
+    return adopt_checks.deploy_twice(*INCLUDE)
 
 
 def test_deploys_and_a_second_run_changes_nothing(runs):
-    assert runs["first"][0] == 0, runs["first"][1][-4000:]
-    assert runs["second"][0] == 0, runs["second"][1][-4000:]
-    assert adopt_checks.changed_nothing(runs["second"][1]), runs["second"][1][-3000:]
+    adopt_checks.assert_deployed_then_unchanged(runs)
 
 
 @pytest.mark.parametrize("host", [CTL, NODE], ids=["gres-ctl", "gres-gpu01"])
@@ -65,8 +60,4 @@ def test_the_node_has_its_gres_conf_and_the_controller_none(runs):
 
 
 def test_node_idle_with_its_gpus(runs):
-    info = slurm_checks.wait_for_node(CTL, "gres-gpu01")
-    assert slurm_checks.gres_counts(info["Gres"]) == {"gpu": 2}
-    assert "DRAIN" not in info["State"]
-    out = CTL.check_output("srun -w gres-gpu01 --gres=gpu:2 printenv CUDA_VISIBLE_DEVICES")
-    assert out.strip() == "0,1"
+    adopt_checks.assert_node_idle_with_its_gpus()

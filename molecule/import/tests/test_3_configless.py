@@ -7,7 +7,6 @@ nothing."""
 import pytest
 
 import adopt_checks
-import slurm_checks
 
 CTL, NODE = adopt_checks.CTL, adopt_checks.NODE
 CONFIGLESS = ("-e", "slurm_gres_config_mode=configless")
@@ -22,15 +21,11 @@ def runs():
     NODE.check_output("mkdir -p /etc/systemd/system/slurmd.service.d")
     adopt_checks.write(NODE, "/etc/systemd/system/slurmd.service.d/configless.conf", "[Unit]\nConditionPathExists=\n")
     NODE.check_output("systemctl daemon-reload")
-    first = adopt_checks.deploy(*CONFIGLESS)
-    second = adopt_checks.deploy(*CONFIGLESS)
-    return {"first": first, "second": second}
+    return adopt_checks.deploy_twice(*CONFIGLESS)
 
 
 def test_deploys_and_a_second_run_changes_nothing(runs):
-    assert runs["first"][0] == 0, runs["first"][1][-4000:]
-    assert runs["second"][0] == 0, runs["second"][1][-4000:]
-    assert adopt_checks.changed_nothing(runs["second"][1]), runs["second"][1][-3000:]
+    adopt_checks.assert_deployed_then_unchanged(runs)
 
 
 def test_nothing_installed_on_the_node(runs):
@@ -55,8 +50,4 @@ def test_slurmd_runs_the_files_slurmctld_served(runs):
 
 
 def test_node_idle_with_its_gpus(runs):
-    info = slurm_checks.wait_for_node(CTL, "gres-gpu01")
-    assert slurm_checks.gres_counts(info["Gres"]) == {"gpu": 2}
-    assert "DRAIN" not in info["State"]
-    out = CTL.check_output("srun -w gres-gpu01 --gres=gpu:2 printenv CUDA_VISIBLE_DEVICES")
-    assert out.strip() == "0,1"
+    adopt_checks.assert_node_idle_with_its_gpus()
