@@ -72,7 +72,10 @@ fresh:
 molecule: system-deps setup images
 	bash scripts/run-molecule.sh
 
-test: system-deps setup lint sanity images
+# The node images (downloads and unpacking) build while lint and sanity (CPU) run; -O keeps each one's output
+# in one piece.
+test: system-deps setup
+	$(MAKE) --no-print-directory -j2 -O images lint sanity
 	$(BIN)/pytest -q tests/unit tests/integration
 	bash scripts/compat.sh --min
 	bash scripts/run-molecule.sh

@@ -59,15 +59,23 @@ def submit(*args):
     return cmd.stdout.strip().split(";")[0]
 
 
-def wait_for(predicate, what, timeout=120, interval=2):
+def wait_for(predicate, what, timeout=120, interval=2, explain=None):
+    """predicate()'s first true value; on timeout an AssertionError with explain()'s text (what Slurm shows)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+            raise AssertionError("timed out after %ss waiting for %s%s"
+                                 % (timeout, what, "\n" + explain() if explain else ""))
         time.sleep(interval)
+
+
+def job_story(job, template, node):
+    """A job's output file and scontrol's record of it, for a failure message."""
+    return "scontrol show job %s:\n%s\n%s-%s.out on %s:\n%s" % (
+        job, CTL.run("scontrol show job %s", job).stdout, template, job, node, output_of(job, template, node))
 
 
 def output_of(job, template, node):
@@ -214,8 +222,8 @@ def _resumed(output):
 def test_preemptible_template_checkpoints_is_requeued_and_resumes(rendered):
     """Three runs of the installed template at once, each with CKPT_INTERVAL=3:
 
-    - warned (gres-gpu01, time limit 2 min; the template asks for USR1 120 s before it): receives USR1 from Slurm,
-      checkpoints and requeues itself;
+    - warned (gres-gpu01, time limit 3 min; the template asks for USR1 120 s before it, so about 60 s in, after
+      its periodic checkpoints): receives USR1 from Slurm, checkpoints and requeues itself;
     - requeued (gres-gpu01): ``scontrol requeue`` after two periodic checkpoints: SIGTERM, a last checkpoint,
       requeued by Slurm;
     - preempted (gres-gpu02): a job of partition urgent (PriorityTier 2, PreemptMode=REQUEUE) takes all four GPUs
@@ -224,7 +232,7 @@ def test_preemptible_template_checkpoints_is_requeued_and_resumes(rendered):
     Each resumes from its last checkpoint (same job id, Restarts counted)."""
     template = "%s/gpu-preemptible.sbatch" % TEMPLATE_DIR
     jobs = {
-        "warned": (submit("-w", "gres-gpu01", "--time=2", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu01"),
+        "warned": (submit("-w", "gres-gpu01", "--time=3", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu01"),
         "requeued": (submit("-w", "gres-gpu01", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu01"),
         "preempted": (submit("-w", "gres-gpu02", "--export=ALL,CKPT_INTERVAL=3", template), "gres-gpu02"),
     }
@@ -236,14 +244,18 @@ def test_preemptible_template_checkpoints_is_requeued_and_resumes(rendered):
 
     outputs = {}
     try:
-        wait_for(lambda: run0_checkpoints("requeued"), "two periodic checkpoints of the job to requeue", timeout=60)
+        story = {name: (lambda job=job, node=node: job_story(job, "gpu-preemptible", node))
+                 for name, (job, node) in jobs.items()}
+        wait_for(lambda: run0_checkpoints("requeued"), "two periodic checkpoints of the job to requeue", timeout=60,
+                 explain=story["requeued"])
         assert CTL.run("scontrol requeue %s", jobs["requeued"][0]).rc == 0
-        wait_for(lambda: run0_checkpoints("preempted"), "two periodic checkpoints of the job to preempt", timeout=60)
+        wait_for(lambda: run0_checkpoints("preempted"), "two periodic checkpoints of the job to preempt", timeout=60,
+                 explain=story["preempted"])
         urgent = submit("-p", "urgent", "-w", "gres-gpu02", "--gres=gpu:h100:4", "--wrap=sleep 5")
         for name, (job, node) in jobs.items():
             outputs[name] = wait_for(
                 lambda job=job, node=node: _resumed(output_of(job, "gpu-preemptible", node)),
-                "job %s (%s) to resume after its requeue" % (job, name), timeout=180)
+                "job %s (%s) to resume after its requeue" % (job, name), timeout=300, explain=story[name])
             print("%s job %s on %s:\n%s" % (name, job, node, outputs[name]))
             assert int(job_record(job).get("Restarts", 0)) >= 1
     finally:
