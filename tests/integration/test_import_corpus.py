@@ -49,6 +49,11 @@ def test_second_heldout_case(case):
     check(import_corpus.evaluate("heldout2", case))
 
 
+@pytest.mark.parametrize("case", import_corpus.cases("heldout3"))
+def test_third_heldout_case(case):
+    check(import_corpus.evaluate("heldout3", case))
+
+
 @pytest.mark.parametrize("example", sorted(os.listdir(import_corpus.DOCS)))
 def test_every_gres_conf_example_of_slurms_docs_is_expressible_or_refused_by_name(example):
     result = import_corpus.evaluate_dir(os.path.join(import_corpus.DOCS, example))
