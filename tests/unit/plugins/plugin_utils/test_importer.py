@@ -355,6 +355,18 @@ def test_a_gpu_type_of_digits_is_carried_with_its_count_and_a_warning():
                for line in done["report"]), done["report"]
 
 
+def test_shard_lines_with_files_on_gpus_autodetect_finds_are_refused_by_name():
+    """AutoDetect=nvml finds the GPUs (count-only in the inventory), while the shard lines name device files: the
+    inventory has no per-GPU shard count to write. A refusal naming the line, not a crash."""
+    found = refusals("GresTypes=gpu,shard\nNodeName=n1 Gres=gpu:h100:2,shard:20 Sockets=2 CoresPerSocket=8\n",
+                     "AutoDetect=nvml\nName=shard Count=10 File=/dev/nvidia0 Cores=0-7\n"
+                     "Name=shard Count=10 File=/dev/nvidia1 Cores=8-15\n")
+    assert found == ["gres.conf line 2, node n1: shard with File= on GPUs AutoDetect finds (the inventory holds those "
+                     "GPUs as a count without device files, so it has no per-GPU shard count or Cores to write; list "
+                     "the GPUs with File= in gres.conf, or give shard one Count= without File (slurmd spreads it over "
+                     "the GPUs))"], found
+
+
 def test_cores_without_the_nodes_layout_are_carried_as_written():
     """slurm.conf gives only CPUs=: the Cores= of gres.conf cannot be checked against a layout; slurmd judges them
     against the node's hardware, the same before and after, so they are carried as written and the report says so."""
