@@ -401,6 +401,14 @@ def _node_gres(imp, conf, name, values):
             for rec in shares[low]:
                 for path in rec["files"]:
                     by_file[path] = by_file.get(path, 0) + rec["count"] // len(rec["files"])
+            if counts:
+                # GPUs that AutoDetect finds are counts in the inventory, with no device file to hang a count on
+                rec = next((r for r in shares[low] if r["files"]), shares[low][0] if shares[low] else None)
+                imp.refuse(at(rec["line"]) if rec else node_where, name, "%s with File= on GPUs AutoDetect finds" % low,
+                           "the inventory holds those GPUs as a count without device files, so it has no per-GPU %s "
+                           "count or Cores to write; list the GPUs with File= in gres.conf, or give %s one Count= "
+                           "without File (slurmd spreads it over the GPUs)" % (low, low))
+                continue
             for gpu in values.get("slurm_gres_gpus", []):
                 count = by_file.get(gpu.get("file") or "/dev/nvidia%d" % gpu.get("minor", gpu.get("index")), 0)
                 if count:

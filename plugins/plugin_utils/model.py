@@ -599,6 +599,9 @@ def _gpu_type(col, host, field, gtype):
     if gtype is None:
         return None
     if col.check(host, field + ".type", values.check_gres_type(gtype)):
+        hint = values.gres_type_reads_as_count(gtype)
+        if hint:
+            col.warn(host, field + ".type", "a GPU type that does not read as a count", repr(gtype), hint)
         return str(gtype)
     return None
 

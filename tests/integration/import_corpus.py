@@ -1,7 +1,7 @@
 """Judge the import on real cluster configs with the real slurmd (used by test_import_corpus.py and
 scripts/import-corpus-report.py).
 
-A case is a directory of tests/fixtures/slurm/import/{dev,heldout,heldout2}/ holding a site's slurm.conf and
+A case is a directory of tests/fixtures/slurm/import/{dev,heldout,heldout2,heldout3}/ holding a site's slurm.conf and
 gres.conf (each file starts with its ``# source:`` line). Per case:
 
 * accepted: the real ``slurmd -N NODE -G`` starts on the original files for every GRES node (no fatal; a
@@ -100,12 +100,22 @@ def _judge(name, slurm_text, gres_text, shape):
 _AUTODETECT_ON = re.compile(r"(?im)^[^#]*\bAutoDetect\s*=\s*(?!off\b)\w")
 
 
+def autodetect_on(name, gres_text):
+    """Whether a gres.conf line that slurmd reads for this node turns AutoDetect on (a ``NodeName=other
+    AutoDetect=nvml`` line does not: slurmd reads only the lines without NodeName and those naming it)."""
+    try:
+        lines = [rec for rec in gres_conf_lines(gres_text or "") if line_applies(rec, name)]
+    except ConfSyntaxError:
+        return bool(_AUTODETECT_ON.search(gres_text or ""))
+    return any((rec["autodetect"] or "off").strip().lower() != "off" for rec in lines)
+
+
 def drained_today(name, declared, result, gres_text, grestypes):
     """["node: gpu:4 declared, 2 registered"] for each slurm.conf Gres= count above what the real slurmd
     registers: slurmctld drains such a node (gres count reported lower than configured), so the site's files do
-    not run it today. Skipped where gres.conf turns AutoDetect on (this machine has no GPU to detect) and for
-    names GresTypes does not list (no daemon tracks those)."""
-    if _AUTODETECT_ON.search(gres_text or ""):
+    not run it today. Skipped where gres.conf turns AutoDetect on for the node (this machine has no GPU to
+    detect) and for names GresTypes does not list (no daemon tracks those)."""
+    if autodetect_on(name, gres_text):
         return []
     tracked = {t.strip().lower() for t in (grestypes or "").split(",")}
     out = []

@@ -1,8 +1,9 @@
 """The import on real cluster configs, judged by the real slurmd (see import_corpus.py for how a case is judged).
 
 Every case either round-trips exactly or is refused with refusals that name a file (and line where there is one);
-a silent change fails. ``dev`` is the part the importer was developed against, ``heldout`` the part held back and measured once at the
-end of the first round of work, ``heldout2`` a second part collected and measured once at the end of the second
+a silent change fails. ``dev`` is the part the importer was developed against, ``heldout`` the part held back and
+measured once at the end of the first round of work, ``heldout2`` a second part collected and measured once at the
+end of the second, ``heldout3`` a third collected and measured once before the fourth round changed anything
 (docs/import.md has the numbers); all stay here as regression tests.
 """
 import os
@@ -47,6 +48,22 @@ def test_heldout_case(case):
 @pytest.mark.parametrize("case", import_corpus.cases("heldout2"))
 def test_second_heldout_case(case):
     check(import_corpus.evaluate("heldout2", case))
+
+
+@pytest.mark.parametrize("case", import_corpus.cases("heldout3"))
+def test_third_heldout_case(case):
+    check(import_corpus.evaluate("heldout3", case))
+
+
+def test_a_node_that_no_autodetect_line_applies_to_is_judged_on_its_count():
+    """A gres.conf whose AutoDetect=nvml lines name other nodes: slurmd reads none of them for cn-a2h12cpu1gpu-1,
+    registers no GPU for its slurm.conf gpu:1 (the real slurmd, no File), so slurmctld drains it today."""
+    assert not import_corpus.autodetect_on("cn-a2h12cpu1gpu-1", "NodeName=cn-n1s4cpu1gpu-[1-7] AutoDetect=nvml\n")
+    assert import_corpus.autodetect_on("cn-n1s4cpu1gpu-3", "NodeName=cn-n1s4cpu1gpu-[1-7] AutoDetect=nvml\n")
+    assert import_corpus.autodetect_on("any", "AutoDetect=nvml\nNodeName=x AutoDetect=off\n")
+    result = import_corpus.evaluate("heldout3", "deepsquare-io-slurm-docker")
+    assert result["status"] == "refused" and any(d.startswith("cn-a2h12cpu1gpu-1: gpu:1 declared, 0 registered")
+                                                 for d in result["drained"]), result
 
 
 @pytest.mark.parametrize("example", sorted(os.listdir(import_corpus.DOCS)))

@@ -88,6 +88,12 @@ CASES = [
      "Name=gpu Type=1g.5gb MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22\n",
      {"gpu": gpus("/dev/nvidia1", "/dev/nvidia-caps/nvidia-cap21", "/dev/nvidia-caps/nvidia-cap22", gtype="1g.5gb")}),
     ("invalid-links-dropped", "gpu", "gpu:1", "Name=gpu File=/dev/nvidia0 Links=0,0\n", {"gpu": gpus("/dev/nvidia0")}),
+    # a type of digits is a type where a count follows it (gres.c _get_gres_cnt), as the collection writes it ...
+    ("digit-type-with-a-count", "gpu", "gpu:5090:2", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n",
+     {"gpu": gpus("/dev/nvidia0", "/dev/nvidia1", gtype="5090")}),
+    # ... and a count where it is the last field: 5090 untyped GPUs declared, the records' types dropped
+    ("digit-type-without-a-count-is-a-count", "gpu", "gpu:5090", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n",
+     {"gpu": gpus("/dev/nvidia0", "/dev/nvidia1")}),
     # --- what stops slurmd ---
     ("fatal-nodename-not-first", "gpu", "gpu:1", "Name=gpu NodeName=n1 File=/dev/nvidia0\n", None),
     ("fatal-duplicate-device", "gpu", "gpu:2", "Name=gpu File=/dev/nvidia0,/dev/nvidia0\n", None),

@@ -184,10 +184,17 @@ def check_gres_type(value):
     if value.lower() in RESERVED_GRES_TYPES:
         return ("a GRES type other than %s" % ", ".join(RESERVED_GRES_TYPES), _short(value),
                 "Slurm reads gpu:%s:N as the no_consume flag, not a type" % value)
-    if _COUNT_LIKE_RE.match(value):
-        return ("a GRES type that is not a count", _short(value),
-                "--gres=gpu:%s asks for %s GPUs of any type; name the type after the model, such as a100"
-                % (value, value))
+    return None
+
+
+def gres_type_reads_as_count(value):
+    """The hint for a GRES type of digits (``5090``, ``2k``), or None. Slurm takes such a type as a type wherever a
+    count follows it (gres.c ``_get_gres_cnt`` for slurm.conf ``Gres=gpu:5090:1``, ``_get_next_gres`` for
+    ``--gres=gpu:5090:1``), and gres.conf ``Type=`` is a plain string; the collection always writes the count. But
+    a job's ``--gres=gpu:5090`` is 5090 GPUs of any type (one field after the name: a count when it reads as one)."""
+    if isinstance(value, str) and _COUNT_LIKE_RE.match(value):
+        return ("jobs ask for it with a count, --gres=gpu:%s:1 (--gres=gpu:%s asks for %s GPUs of any type); a "
+                "model name (such as rtx%s) avoids that" % (value, value, value, value))
     return None
 
 

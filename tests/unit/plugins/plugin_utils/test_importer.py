@@ -344,6 +344,29 @@ def test_a_numeric_node_name_stays_a_string_host():
     assert [list(g["hosts"]) for g in hosts.values()] == [["5090"]]
 
 
+def test_a_gpu_type_of_digits_is_carried_with_its_count_and_a_warning():
+    """Type=5090: Slurm reads gpu:5090:1 as one GPU of type 5090 (the collection always writes the count); only a
+    job's --gres=gpu:5090 would be 5090 GPUs, which the report says."""
+    done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:5090:2 CPUs=8\n", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n")
+    assert "NodeName=n1 Name=gpu Type=5090 File=/dev/nvidia[0-1]\n" in done["rendered"]["n1/gres.conf"]
+    assert "NodeName=n1 CPUs=8 Gres=gpu:5090:2\n" in done["rendered"]["slurm.conf"]
+    assert any(line.startswith("imported inventory: host n1: slurm_gres_gpus[0].type: expected a GPU type that does "
+                               "not read as a count, found '5090' (jobs ask for it with a count, --gres=gpu:5090:1")
+               for line in done["report"]), done["report"]
+
+
+def test_shard_lines_with_files_on_gpus_autodetect_finds_are_refused_by_name():
+    """AutoDetect=nvml finds the GPUs (count-only in the inventory), while the shard lines name device files: the
+    inventory has no per-GPU shard count to write. A refusal naming the line, not a crash."""
+    found = refusals("GresTypes=gpu,shard\nNodeName=n1 Gres=gpu:h100:2,shard:20 Sockets=2 CoresPerSocket=8\n",
+                     "AutoDetect=nvml\nName=shard Count=10 File=/dev/nvidia0 Cores=0-7\n"
+                     "Name=shard Count=10 File=/dev/nvidia1 Cores=8-15\n")
+    assert found == ["gres.conf line 2, node n1: shard with File= on GPUs AutoDetect finds (the inventory holds those "
+                     "GPUs as a count without device files, so it has no per-GPU shard count or Cores to write; list "
+                     "the GPUs with File= in gres.conf, or give shard one Count= without File (slurmd spreads it over "
+                     "the GPUs))"], found
+
+
 def test_cores_without_the_nodes_layout_are_carried_as_written():
     """slurm.conf gives only CPUs=: the Cores= of gres.conf cannot be checked against a layout; slurmd judges them
     against the node's hardware, the same before and after, so they are carried as written and the report says so."""

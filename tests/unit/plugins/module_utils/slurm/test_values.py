@@ -49,11 +49,21 @@ def test_partition_names_reserve_default_only():
 
 @pytest.mark.parametrize("gres_type, ok", [
     ("a100", True), ("3g.40gb", True), ("1g.10gb+me", True), ("h100_pcie", True), ("no_consume", False),
-    ("No_Consume", False), ("8", False), ("2k", False), ("a100\n", False), ("a:b", False), ("a,b", False),
+    ("No_Consume", False), ("5090", True), ("2k", True), ("a100\n", False), ("a:b", False), ("a,b", False),
     ("a(b)", False), ("", False), ("-a", False),
 ])
 def test_gres_types(gres_type, ok):
     assert (values.check_gres_type(gres_type) is None) == ok
+
+
+@pytest.mark.parametrize("gres_type, reads_as_count", [
+    ("5090", True), ("2k", True), ("10G", True), ("rtx5090", False), ("a100", False), ("5090ti", False), (None, False),
+])
+def test_a_type_of_digits_is_valid_but_gets_the_hint_that_jobs_need_a_count(gres_type, reads_as_count):
+    hint = values.gres_type_reads_as_count(gres_type)
+    assert bool(hint) == reads_as_count
+    if hint:
+        assert "--gres=gpu:%s:1" % gres_type in hint
 
 
 @pytest.mark.parametrize("address, ok", [
