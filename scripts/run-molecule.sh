@@ -93,7 +93,11 @@ for run in "${runs[@]}"; do
   read -r release scenario <<<"$run"
   [[ -n ${image_of[$release]:-} ]] && continue
   start=$SECONDS
-  if ! built=$(bash scripts/build-image.sh "${suite_of[$release]}" | tee /dev/stderr); then
+  # (not `tee /dev/stderr`: that reopens stderr and truncates it when it is a log file)
+  built=$(bash scripts/build-image.sh "${suite_of[$release]}")
+  rc=$?
+  printf '%s\n' "$built" >&2
+  if [[ $rc -ne 0 ]]; then
     echo "run-molecule: image build for Slurm $release (${suite_of[$release]}) failed" >&2
     exit 1
   fi
