@@ -3,8 +3,9 @@
 Every case either round-trips exactly or is refused with refusals that name a file (and line where there is one);
 a silent change fails. ``dev`` is the part the importer was developed against, ``heldout`` the part held back and
 measured once at the end of the first round of work, ``heldout2`` a second part collected and measured once at the
-end of the second, ``heldout3`` a third collected and measured once before the fourth round changed anything
-(docs/import.md has the numbers); all stay here as regression tests.
+end of the second, ``heldout3`` a third collected and measured once before the fourth round changed anything,
+``heldout4`` a fourth collected and measured once before anything changed after that round (docs/import.md has
+the numbers); all stay here as regression tests.
 """
 import os
 import re
@@ -53,6 +54,11 @@ def test_second_heldout_case(case):
 @pytest.mark.parametrize("case", import_corpus.cases("heldout3"))
 def test_third_heldout_case(case):
     check(import_corpus.evaluate("heldout3", case))
+
+
+@pytest.mark.parametrize("case", import_corpus.cases("heldout4"))
+def test_fourth_heldout_case(case):
+    check(import_corpus.evaluate("heldout4", case))
 
 
 def test_a_node_that_no_autodetect_line_applies_to_is_judged_on_its_count():
