@@ -2,7 +2,6 @@
 deploy run the way an admin runs it after the import (the scenario's inventory plus the imported one)."""
 
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tests"))
@@ -33,7 +32,7 @@ def assert_deployed_then_unchanged(runs):
     """Both runs of deploy_twice succeeded and the second changed nothing."""
     assert runs["first"][0] == 0, runs["first"][1][-4000:]
     assert runs["second"][0] == 0, runs["second"][1][-4000:]
-    assert changed_nothing(runs["second"][1]), runs["second"][1][-3000:]
+    deploy_checks.assert_changed_nothing(runs["second"][1])
 
 
 def assert_node_idle_with_its_gpus():
@@ -43,12 +42,6 @@ def assert_node_idle_with_its_gpus():
     assert "DRAIN" not in info["State"]
     out = CTL.check_output("srun -w gres-gpu01 --gres=gpu:2 printenv CUDA_VISIBLE_DEVICES")
     assert out.strip() == "0,1"
-
-
-def changed_nothing(output):
-    """Every host of the PLAY RECAP has changed=0 and failed=0."""
-    recap = re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", output, re.M)
-    return bool(recap) and all(changed == "0" and failed == "0" for _host, changed, failed in recap)
 
 
 def write(host, path, text):

@@ -74,6 +74,14 @@ def flat(text):
     return " ".join(text.split())
 
 
+def assert_changed_nothing(out):
+    """Every host of the PLAY RECAP of ``out`` has changed=0 and failed=0 (a run with no recap fails too)."""
+    recap = re.findall(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)\s+unreachable=\d+\s+failed=(\d+)", out, re.M)
+    assert recap, "no PLAY RECAP in the output:\n%s" % out[-3000:]
+    moved = ["%s changed=%s failed=%s" % host for host in recap if host[1:] != ("0", "0")]
+    assert not moved, "expected changed=0 failed=0 on every host, found %s:\n%s" % (", ".join(moved), out[-3000:])
+
+
 def run_id(out):
     """The run id a deploy printed when it took the lock."""
     match = re.search(r"run (\S+): lock taken on", flat(out))
