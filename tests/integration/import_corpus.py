@@ -48,6 +48,11 @@ def judge_release():
     return release
 
 
+def parts():
+    """The corpus parts (dev, heldout, heldout2, ...): every directory of CORPUS."""
+    return sorted(d for d in os.listdir(CORPUS) if os.path.isdir(os.path.join(CORPUS, d)))
+
+
 def cases(part):
     base = os.path.join(CORPUS, part)
     return sorted(d for d in os.listdir(base) if os.path.isdir(os.path.join(base, d)))
