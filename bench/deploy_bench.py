@@ -104,22 +104,22 @@ def build(out, count):
     hosts = {}
     for node in nodes:
         hosts[node.name] = {
-            "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-            "slurm_node_real_memory": 1000, "slurm_gres_gpus": GPUS,
-            "slurm_gres_verify_nvidia_smi": node_nvidia_smi(node), "slurm_gres_verify_sysfs_root": node.root,
-            "slurm_gres_verify_dev_root": node.dev_root, "slurm_gres_verify_slurmd_version": "22.05.8",
-            "slurm_gres_verify_show_table": False,
-            "slurm_gres_node_config_dir": os.path.join(node.base, "etc"),
-            "slurm_gres_node_state_dir": os.path.join(node.base, "state"),
+            "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+            "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": GPUS,
+            "hpc_gres_verify_nvidia_smi": node_nvidia_smi(node), "hpc_gres_verify_sysfs_root": node.root,
+            "hpc_gres_verify_dev_root": node.dev_root, "hpc_gres_verify_slurmd_version": "22.05.8",
+            "hpc_gres_verify_show_table": False,
+            "hpc_gres_slurmd_config_dir": os.path.join(node.base, "etc"),
+            "hpc_gres_slurmd_state_dir": os.path.join(node.base, "state"),
         }
     all_vars = {"ansible_connection": "counting_local", "ansible_python_interpreter": PYTHON,
-                "slurm_cluster_name": "bench",
+                "hpc_gres_cluster_name": "bench",
                 # the deploy reads this machine's slurmd -V / slurmctld -V (local connection): name that release
-                "slurm_version": local_slurm_release(),
-                "slurm_gres_node_scontrol": os.path.join(ctl, "scontrol"),
-                "slurm_gres_controller_scontrol": os.path.join(ctl, "scontrol"),
-                "slurm_gres_controller_config_dir": os.path.join(ctl, "etc"),
-                "slurm_gres_controller_state_dir": os.path.join(ctl, "state")}
+                "hpc_gres_slurm_version": local_slurm_release(),
+                "hpc_gres_slurmd_scontrol": os.path.join(ctl, "scontrol"),
+                "hpc_gres_slurmctld_scontrol": os.path.join(ctl, "scontrol"),
+                "hpc_gres_slurmctld_config_dir": os.path.join(ctl, "etc"),
+                "hpc_gres_slurmctld_state_dir": os.path.join(ctl, "state")}
     inventory = {"all": {"vars": all_vars, "children": {"slurmctld": {"hosts": {"ctl01": None}},
                                                         "slurmd": {"hosts": hosts}}}}
     path = os.path.join(out, "hosts.yml")
@@ -132,7 +132,7 @@ def seed(out, inventory, nodes, ctl):
     """Install the rendered files everywhere and record them as running, the way a previous deploy leaves them."""
     rendered = os.path.join(out, "rendered")
     shutil.rmtree(rendered, ignore_errors=True)
-    run([PLAYBOOK_BIN, "-i", inventory, "playbooks/deploy-gres.yml", "-e", "slurm_gres_render_dir=%s" % rendered])
+    run([PLAYBOOK_BIN, "-i", inventory, "playbooks/deploy-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered])
     with open(os.path.join(rendered, "slurm.conf")) as handle:
         slurm_text = handle.read()
     for node in nodes:
@@ -221,7 +221,7 @@ def main():
         "floor": [PLAYBOOK_BIN, "-i", inventory, floor_pb],
         "verify": [PLAYBOOK_BIN, "-i", inventory, "playbooks/verify-gres.yml"],
         "deploy_no_change": [PLAYBOOK_BIN, "-i", inventory, "playbooks/deploy-gres.yml",
-                             "-e", "slurm_gres_deploy_smoke_test=false", "-e", "slurm_gres_deploy_serial=100%"],
+                             "-e", "hpc_gres_deploy_smoke_test=false", "-e", "hpc_gres_deploy_serial=100%"],
     }
     for _run in range(opts.runs):
         for name, args in commands.items():

@@ -24,23 +24,23 @@ CASES = {
     "cores 0-65535 repeated 1000 times": "inv(gpus=[gpu(cores=','.join(['0-65535'] * 1000))])",
     "100,000 GPU entries": "inv(gpus=[gpu(index=i % 248) for i in range(100000)])",
     "100,000 MIG profiles on one GPU": "inv(gpus=[gpu(model='A100-80GB', mig=['1g.10gb'] * 100000)])",
-    "100,000 features": "inv(node={'slurm_node_features': ['f%d' % i for i in range(100000)]})",
-    "a 10 MB feature name": "inv(node={'slurm_node_features': ['x' * 10 ** 7]})",
-    "a 10 MB option value": "inv(cluster={'slurm_conf_options': {'SchedulerParameters': 'x' * 10 ** 7}})",
-    "100,000 option keys": "inv(cluster={'slurm_conf_options': {'Opt%d' % i: i for i in range(100000)}})",
-    "a partition hostlist of 100,000 names": "inv(cluster={'slurm_partitions': [{'name': 'p', "
+    "100,000 features": "inv(node={'hpc_gres_node_features': ['f%d' % i for i in range(100000)]})",
+    "a 10 MB feature name": "inv(node={'hpc_gres_node_features': ['x' * 10 ** 7]})",
+    "a 10 MB option value": "inv(cluster={'hpc_gres_slurm_conf_options': {'SchedulerParameters': 'x' * 10 ** 7}})",
+    "100,000 option keys": "inv(cluster={'hpc_gres_slurm_conf_options': {'Opt%d' % i: i for i in range(100000)}})",
+    "a partition hostlist of 100,000 names": "inv(cluster={'hpc_gres_partitions': [{'name': 'p', "
                                              "'nodes': 'n[0-99999]'}]})",
-    "a partition hostlist of 10^18 names": "inv(cluster={'slurm_partitions': [{'name': 'p', 'nodes': "
+    "a partition hostlist of 10^18 names": "inv(cluster={'hpc_gres_partitions': [{'name': 'p', 'nodes': "
                                            "'n[0-999999][0-999999][0-999999]'}]})",
-    "10,000 partitions": "inv(cluster={'slurm_partitions': [{'name': 'p%d' % i, 'nodes': 'ALL'} "
+    "10,000 partitions": "inv(cluster={'hpc_gres_partitions': [{'name': 'p%d' % i, 'nodes': 'ALL'} "
                          "for i in range(10000)]})",
     "256 partitions listing 4,096 nodes each": "big(partitions=256)",
-    "a 10^5000 integer": "inv(node={'slurm_node_sockets': 10 ** 5000})",
-    "a list nested 5,000 deep": "inv(node={'slurm_node_features': nested(5000)})",
+    "a 10^5000 integer": "inv(node={'hpc_gres_node_sockets': 10 ** 5000})",
+    "a list nested 5,000 deep": "inv(node={'hpc_gres_node_features': nested(5000)})",
     "4,096 hosts each with 3 bad values": "big(bad=True)",
     "1,000,000 hosts in group slurmd": "({'ctl': {}}, {'slurmctld': ['ctl'], 'slurmd': ['n%d' % i for i in "
                                        "range(10 ** 6)]}, {})",
-    "an option in 200 spellings": "inv(cluster={'slurm_conf_options': {''.join(c.upper() if (i >> k) & 1 else c "
+    "an option in 200 spellings": "inv(cluster={'hpc_gres_slurm_conf_options': {''.join(c.upper() if (i >> k) & 1 else c "
                                   "for k, c in enumerate('maxjobcount')): 5 for i in range(200)}})",
 }
 
@@ -50,7 +50,7 @@ sys.path.insert(0, %(collections)r)
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-SHAPE = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1}
+SHAPE = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}
 
 def gpu(**kw):
     return dict({"index": 0, "type": "a100"}, **kw)
@@ -58,7 +58,7 @@ def gpu(**kw):
 def inv(node=None, gpus=None, cluster=None):
     hv = dict(SHAPE, **(node or {}))
     if gpus is not None:
-        hv["slurm_gres_gpus"] = gpus
+        hv["hpc_gres_gpus"] = gpus
     return {"ctl": {}, "gpu01": hv}, {"slurmctld": ["ctl"], "slurmd": ["gpu01"]}, cluster or {}
 
 def nested(depth):
@@ -71,13 +71,13 @@ def nested(depth):
 def big(partitions=0, bad=False):
     hv = {"ctl": {}}
     for i in range(4096):
-        node = dict(SHAPE, slurm_gres_gpus=[gpu(index=j) for j in range(8)])
+        node = dict(SHAPE, hpc_gres_gpus=[gpu(index=j) for j in range(8)])
         if bad:
-            node.update(slurm_node_sockets="\u00b2", slurm_node_weight=2 ** 40, slurm_node_features=["ib\n"])
+            node.update(hpc_gres_node_sockets="\u00b2", hpc_gres_node_weight=2 ** 40, hpc_gres_node_features=["ib\n"])
         hv["n%%04d" %% i] = node
     groups = {"slurmctld": ["ctl"], "slurmd": [h for h in hv if h != "ctl"]}
     parts = [{"name": "p%%d" %% i, "nodes": groups["slurmd"]} for i in range(partitions)]
-    return hv, groups, {"slurm_partitions": parts} if parts else {}
+    return hv, groups, {"hpc_gres_partitions": parts} if parts else {}
 
 case = %(case)s
 start = time.process_time()

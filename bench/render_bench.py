@@ -1,9 +1,9 @@
 """Benchmark the renderer at scale: 16,384 nodes / 131,072 GPUs in 8 node shapes (--nodes-per-shape 2048).
 
 Generates an inventory (one group per shape, shape variables in group_vars, so every node carries its own
-slurm_gres_gpus through the normal variable machinery) and reports wall and CPU time for:
+hpc_gres_gpus through the normal variable machinery) and reports wall and CPU time for:
   * the pure functions (build_cluster_model, render_all with its consistency proof) on plain dicts;
-  * the floor: a one-task playbook that merely reads every node's slurm_gres_gpus from the same inventory;
+  * the floor: a one-task playbook that merely reads every node's hpc_gres_gpus from the same inventory;
   * the whole render-only playbook (validation, rendering, proof and writing all 16,386 files), first into an
     empty directory, then again over the written tree (nothing changes).
 Playbook wall time is that of the whole ansible-playbook process, CPU time its user+sys; floor and render runs
@@ -53,8 +53,8 @@ def shape_vars(shape):
         if shards:
             gpu["shards"] = shards
         gpus.append(gpu)
-    return {"slurm_node_sockets": sockets, "slurm_node_cores_per_socket": cps, "slurm_node_threads_per_core": tpc,
-            "slurm_node_real_memory": mem, "slurm_gres_gpus": gpus}
+    return {"hpc_gres_node_sockets": sockets, "hpc_gres_node_cores_per_socket": cps, "hpc_gres_node_threads_per_core": tpc,
+            "hpc_gres_node_real_memory": mem, "hpc_gres_gpus": gpus}
 
 
 def host_names(prefix):
@@ -80,14 +80,14 @@ def write_inventory(path):
 
 
 FLOOR_PLAYBOOK = """---
-- name: Floor - read every node's slurm_gres_gpus
+- name: Floor - read every node's hpc_gres_gpus
   hosts: localhost
   connection: local
   gather_facts: false
   tasks:
     - name: Count the GPUs of every node
       ansible.builtin.debug:
-        msg: "{{ groups['slurmd'] | map('extract', hostvars, 'slurm_gres_gpus') | map('length') | sum }}"
+        msg: "{{ groups['slurmd'] | map('extract', hostvars, 'hpc_gres_gpus') | map('length') | sum }}"
 """
 
 
@@ -100,7 +100,7 @@ def time_pure():
             hostvars[host] = hv
             groups["slurmd"].append(host)
             groups["all"].append(host)
-    cluster = {"slurm_cluster_name": "bench"}
+    cluster = {"hpc_gres_cluster_name": "bench"}
     t0 = time.perf_counter()
     model = build_cluster_model(hostvars, groups, cluster)
     t1 = time.perf_counter()
@@ -159,7 +159,7 @@ def main():
         print(json.dumps(result["pure"], indent=1))
         return 0
     runs = {"floor": [], "fresh": [], "rerun": []}
-    render = [playbook, "-i", inv, "playbooks/deploy-gres.yml", "-e", "slurm_gres_render_dir=%s" % render_dir]
+    render = [playbook, "-i", inv, "playbooks/deploy-gres.yml", "-e", "hpc_gres_render_dir=%s" % render_dir]
     for _run in range(opts.runs):
         runs["floor"].append(run_playbook([playbook, "-i", inv, floor_pb], env))
         if os.path.isdir(render_dir):
@@ -184,7 +184,7 @@ def main():
           % (pure["users_guide_s"], pure["users_guide_request_lines"]))
     print("slurm.conf: %d NodeName lines; files rendered: %d, written: %d"
           % (pure["nodename_lines"], pure["files"], written))
-    print("floor playbook (read every slurm_gres_gpus): %.2f s wall, %.2f s CPU (median of %d)"
+    print("floor playbook (read every hpc_gres_gpus): %.2f s wall, %.2f s CPU (median of %d)"
           % (pb["floor_s"], pb["floor_cpu_s"], opts.runs))
     print("render-only playbook, empty dir: %.2f s wall = %.2fx floor; %.2f s CPU = %.2fx floor"
           % (pb["fresh_s"], pb["fresh_over_floor"], pb["fresh_cpu_s"], pb["fresh_over_floor_cpu"]))

@@ -6,7 +6,7 @@
 #   scripts/run-molecule.sh default gpu-lost     only these, on the default release
 #   scripts/run-molecule.sh 22.05:default 26.05:deploy-mig   RELEASE:SCENARIO pairs (RELEASE:all for every scenario)
 # Each release's node image comes from scripts/build-image.sh SUITE (cached); the scenarios see it as
-# $SLURM_GRES_IMAGE and the release as $SLURM_GRES_SLURM_VERSION (the inventories' slurm_version).
+# $SLURM_GRES_IMAGE and the release as $SLURM_GRES_SLURM_VERSION (the inventories' hpc_gres_slurm_version).
 # Two lanes run side by side (the test machines have 2 cores; measured in molecule/README.md): lane 1 the default
 # release's scenarios, streamed to the terminal; lane 2 the other releases and infra-smoke, to their logs only
 # (a line as each ends; the end of a failed one's log at the end). Lane 2 has a podman world of its own (container

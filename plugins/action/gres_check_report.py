@@ -14,31 +14,31 @@ ARGUMENT_SPEC = dict(
     files=dict(type="dict"),
     serial=dict(type="raw"),
 )
-NODE_FACTS = ("slurm_gres_node_check_installed", "slurm_gres_node_verified", "slurm_gres_verify_rendered",
-              "slurm_gres_node_new_files", "slurm_gres_node_plan")
-CONTROLLER_FACTS = ("slurm_gres_controller_check_installed", "slurm_gres_controller_plan")
+NODE_FACTS = ("hpc_gres_slurmd_check_installed", "hpc_gres_slurmd_verified", "hpc_gres_verify_rendered",
+              "hpc_gres_slurmd_new_files", "hpc_gres_slurmd_plan")
+CONTROLLER_FACTS = ("hpc_gres_slurmctld_check_installed", "hpc_gres_slurmctld_plan")
 
 
 def _entries(plan, files, state):
     entries = []
     for host in plan.get("targets", []):
         facts = state.get(host, {})
-        read = facts.get("slurm_gres_node_check_installed")
+        read = facts.get("hpc_gres_slurmd_check_installed")
         name = plan.get("names", {}).get(host, host)
-        verify = facts.get("slurm_gres_verify_rendered") or {}
-        new = facts.get("slurm_gres_node_new_files") or check_report.node_new_files(
+        verify = facts.get("hpc_gres_verify_rendered") or {}
+        new = facts.get("hpc_gres_slurmd_new_files") or check_report.node_new_files(
             files, name, verify.get("gres_conf_text"))
         entries.append({
-            "host": host, "name": name, "role": "slurmd", "verified": bool(facts.get("slurm_gres_node_verified")),
-            "findings": verify.get("findings"), "plan": facts.get("slurm_gres_node_plan"),
+            "host": host, "name": name, "role": "slurmd", "verified": bool(facts.get("hpc_gres_slurmd_verified")),
+            "findings": verify.get("findings"), "plan": facts.get("hpc_gres_slurmd_plan"),
             # a node whose installed files were not read (unreachable) shows no diff
             "config_dir": (read or {}).get("dir"), "installed": (read or {}).get("files"), "new": new if read else {},
             "restart_enabled": (read or {}).get("restart", True)})
     for host in plan.get("controllers", []):
         facts = state.get(host, {})
-        read = facts.get("slurm_gres_controller_check_installed")
+        read = facts.get("hpc_gres_slurmctld_check_installed")
         entries.append({
-            "host": host, "name": host, "role": "slurmctld", "plan": facts.get("slurm_gres_controller_plan"),
+            "host": host, "name": host, "role": "slurmctld", "plan": facts.get("hpc_gres_slurmctld_plan"),
             "config_dir": (read or {}).get("dir"), "installed": (read or {}).get("files"),
             "new": {name: files.get(name) for name in check_report.CONTROLLER_FILES} if read else {},
             "restart_enabled": (read or {}).get("restart", True)})
@@ -56,8 +56,8 @@ class ActionModule(ActionBase):
         plan = args["plan"]
         files = args["files"]
         if files is None:
-            render = host_values(task_vars["hostvars"], ["localhost"], ["slurm_gres_render_result"])
-            files = (render["localhost"].get("slurm_gres_render_result") or {}).get("files")
+            render = host_values(task_vars["hostvars"], ["localhost"], ["hpc_gres_render_result"])
+            files = (render["localhost"].get("hpc_gres_render_result") or {}).get("files")
         if not isinstance(files, dict):
             raise AnsibleActionFail("gres_check_report: files: expected the rendered files (the render's result on "
                                     "localhost, or this option), found none")

@@ -33,7 +33,7 @@ EXAMPLES = r"""
     that: problems | length == 0
     fail_msg: "{{ problems }}"
   vars:
-    problems: "{{ slurm_gres_files | hpc.slurm_gres.gres_consistency }}"
+    problems: "{{ hpc_gres_files | hpc.slurm_gres.gres_consistency }}"
 """
 
 RETURN = r"""

@@ -19,7 +19,7 @@ description:
 positional: _input, role, node_name, mode, include_file
 options:
   _input:
-    description: The rendered files (C(slurm_gres_files)).
+    description: The rendered files (C(hpc_gres_files)).
     type: dict
     required: true
   role:
@@ -42,7 +42,7 @@ options:
 EXAMPLES = r"""
 - name: What this node installs
   ansible.builtin.set_fact:
-    deploy_files: "{{ slurm_gres_files | hpc.slurm_gres.gres_deploy_files('node', 'gpu-a01', 'configless') }}"
+    deploy_files: "{{ hpc_gres_files | hpc.slurm_gres.gres_deploy_files('node', 'gpu-a01', 'configless') }}"
 # deploy_files: {install: [], record: [gres.conf, cgroup.conf, slurm.conf], files: {gres.conf: ..., ...}}
 """
 

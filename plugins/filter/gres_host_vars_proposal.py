@@ -9,9 +9,9 @@ author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Propose host_vars for a GPU node from the hardware it reports
 description:
-  - Turns C(slurm_gres_hw) (from M(hpc.slurm_gres.gpu_facts)) into the inventory variables the collection reads
-    (C(slurm_node_sockets), C(slurm_node_cores_per_socket), C(slurm_node_threads_per_core),
-    C(slurm_node_real_memory), C(slurm_gres_gpus)).
+  - Turns C(hpc_gres_hw) (from M(hpc.slurm_gres.gpu_facts)) into the inventory variables the collection reads
+    (C(hpc_gres_node_sockets), C(hpc_gres_node_cores_per_socket), C(hpc_gres_node_threads_per_core),
+    C(hpc_gres_node_real_memory), C(hpc_gres_gpus)).
   - Each GPU gets its nvidia-smi C(index), a C(type) from the name map (O(type_patterns) over the built-in
     patterns; without a match Slurm's AutoDetect form of the name), C(cores) from its CPU affinity converted to
     Slurm logical core indexes, and C(minor) where the device minor differs from the index.
@@ -19,7 +19,7 @@ description:
 positional: _input, host
 options:
   _input:
-    description: C(ansible_facts.slurm_gres_hw) of one node.
+    description: C(ansible_facts.hpc_gres_hw) of one node.
     type: dict
     required: true
   host:
@@ -28,7 +28,7 @@ options:
     required: true
   memtotal_mb:
     description:
-      - C(ansible_memtotal_mb) when facts were gathered; omit to leave C(slurm_node_real_memory) out.
+      - C(ansible_memtotal_mb) when facts were gathered; omit to leave C(hpc_gres_node_real_memory) out.
       - Above 4096 MiB the value is rounded down to whole GiB, so that a slightly smaller MemTotal after a
         kernel or firmware update does not drain the node (C(Low RealMemory)).
     type: int
@@ -41,7 +41,7 @@ options:
 EXAMPLES = r"""
 - name: Propose host_vars
   ansible.builtin.copy:
-    content: "{{ (ansible_facts.slurm_gres_hw | hpc.slurm_gres.gres_host_vars_proposal(inventory_hostname,
+    content: "{{ (ansible_facts.hpc_gres_hw | hpc.slurm_gres.gres_host_vars_proposal(inventory_hostname,
                   memtotal_mb=ansible_memtotal_mb | default(omit))).yaml }}"
     dest: "host_vars/{{ inventory_hostname }}.yml"
     force: false
@@ -61,7 +61,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.discover import pro
 
 def gres_host_vars_proposal(hw, host, memtotal_mb=None, type_patterns=None):
     if not isinstance(hw, dict) or "gpus" not in hw:
-        raise AnsibleFilterError("gres_host_vars_proposal: input must be ansible_facts.slurm_gres_hw from "
+        raise AnsibleFilterError("gres_host_vars_proposal: input must be ansible_facts.hpc_gres_hw from "
                                  "hpc.slurm_gres.gpu_facts, found %s" % type(hw).__name__)
     try:
         proposal = propose_host_vars(hw, type_patterns=type_patterns, memtotal_mb=memtotal_mb)

@@ -29,9 +29,9 @@ options:
 EXAMPLES = r"""
 - name: Render every file of the cluster
   ansible.builtin.set_fact:
-    slurm_gres_files: "{{ slurm_gres_model | hpc.slurm_gres.gres_render }}"
+    hpc_gres_files: "{{ hpc_gres_model | hpc.slurm_gres.gres_render }}"
 
-# slurm_gres_files:
+# hpc_gres_files:
 #   slurm.conf: "# slurm.conf for cluster demo\n...NodeName=gpu-a[01-04] Sockets=2 ... Gres=gpu:a100:8\n..."
 #   cgroup.conf: "...ConstrainDevices=yes\n..."
 #   gpu-a01/gres.conf: "...NodeName=gpu-a01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-63\n..."

@@ -11,7 +11,7 @@ short_description: Summarise a deploy run per host, with the command that undoes
 description:
   - One line for the run (id, who, when, state), one line per host of its record (old files, new files, installed
     but not restarted, unreachable and what it last received, slurmctld's state and drain reason of the node), and
-    the command that undoes the run (C(rollback-gres.yml -e slurm_gres_rollback=RUN_ID)) or finishes it.
+    the command that undoes the run (C(rollback-gres.yml -e hpc_gres_rollback=RUN_ID)) or finishes it.
 positional: _input, facts, reached, late, nodes, inventory_hint
 options:
   _input:
@@ -58,9 +58,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_run import run_outcome
 
 
-FACTS = ("slurm_gres_node_done", "slurm_gres_node_restarted", "slurm_gres_node_install_result",
-         "slurm_gres_controller_install_result", "slurm_gres_run_rolled_back", "slurm_gres_run_failure",
-         "slurm_gres_run_undo_skipped")
+FACTS = ("hpc_gres_slurmd_done", "hpc_gres_slurmd_restarted", "hpc_gres_slurmd_install_result",
+         "hpc_gres_slurmctld_install_result", "hpc_gres_run_rolled_back", "hpc_gres_run_failure",
+         "hpc_gres_run_undo_skipped")
 
 
 def gres_run_summary(record, facts, reached, late=False, nodes=None, inventory_hint="-i INVENTORY"):

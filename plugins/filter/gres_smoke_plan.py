@@ -39,7 +39,7 @@ options:
 EXAMPLES = r"""
 - name: Plan the smoke test
   ansible.builtin.set_fact:
-    smoke: "{{ slurm_gres_files | hpc.slurm_gres.gres_smoke_plan(['gpu-a01', 'gpu-h01']) }}"
+    smoke: "{{ hpc_gres_files | hpc.slurm_gres.gres_smoke_plan(['gpu-a01', 'gpu-h01']) }}"
 # smoke:
 #   - {type: a100, node: gpu-a01, count: 8, gres: "gpu:a100:8", expected: "0,1,2,3,4,5,6,7"}
 #   - {type: h100, node: gpu-h01, count: 4, gres: "gpu:h100:4", expected: "0,1,2,3"}

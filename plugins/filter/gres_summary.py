@@ -25,7 +25,7 @@ options:
 EXAMPLES = r"""
 - name: Print what was rendered
   ansible.builtin.debug:
-    msg: "{{ (slurm_gres_model | hpc.slurm_gres.gres_summary(slurm_gres_files)).lines }}"
+    msg: "{{ (hpc_gres_model | hpc.slurm_gres.gres_summary(hpc_gres_files)).lines }}"
 # msg:
 #   - "cluster demo: 23 nodes (7 with GPUs, 16 CPU-only), controller slurm-ctl01"
 #   - "GPUs: 44 (a100 34, h100_pcie 8, l40s 2)"

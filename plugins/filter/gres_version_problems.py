@@ -9,7 +9,7 @@ author: hpc.slurm_gres contributors
 version_added: "0.1.0"
 short_description: Judge the Slurm versions a cluster's daemons report against the inventory and Slurm's rules
 description:
-  - Every daemon must run the Slurm release the inventory names in C(slurm_version), the release the files are
+  - Every daemon must run the Slurm release the inventory names in C(hpc_gres_slurm_version), the release the files are
     rendered and proven for.
   - "The mix must be one Slurm supports (U(https://slurm.schedmd.com/upgrades.html#compatibility_window)): all
     slurmctld hosts on one release; slurmdbd, slurmctld and slurmd each the same release as the next in that order
@@ -27,7 +27,7 @@ options:
     elements: dict
     required: true
   expected:
-    description: The inventory's C(slurm_version) (V("24.11")); the collection's default release when null.
+    description: The inventory's C(hpc_gres_slurm_version) (V("24.11")); the collection's default release when null.
     type: raw
 """
 
@@ -46,7 +46,7 @@ RETURN = r"""
 _value:
   description: >-
     One message per daemon that disagrees, naming host, command, expected and found
-    (C(host ctl01: slurmctld -V: expected Slurm 24.11 (slurm_version), found 22.05.8 (...))).
+    (C(host ctl01: slurmctld -V: expected Slurm 24.11 (hpc_gres_slurm_version), found 22.05.8 (...))).
   type: list
   elements: str
 """

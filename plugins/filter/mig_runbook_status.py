@@ -9,7 +9,7 @@ author: hpc.slurm_gres contributors
 version_added: "0.1.0"
 short_description: Decide whether the MIG runbook can leave a node alone
 description:
-  - The idempotence check of the role C(hpc.slurm_gres.slurm_gres_mig), in Python. A node is done when its GPUs have
+  - The idempotence check of the role C(hpc.slurm_gres.hpc_gres_mig), in Python. A node is done when its GPUs have
     the declared MIG layout (the M(hpc.slurm_gres.mig_layout) check reports no change), the gres.conf rendered from
     its live MIG devices is the installed one and the one slurmd last started with, slurm.conf is the step's, and
     the node is not drained by the runbook. Anything else is a reason to run the runbook on it; a run that stopped

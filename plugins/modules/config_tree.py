@@ -63,13 +63,13 @@ EXAMPLES = r"""
   hpc.slurm_gres.config_tree:
     dest: /srv/slurm-config
     files:
-      slurm.conf: "{{ slurm_gres_render_result.files['slurm.conf'] }}"
-      gpu-a01/gres.conf: "{{ slurm_gres_render_result.files['gpu-a01/gres.conf'] }}"
+      slurm.conf: "{{ hpc_gres_render_result.files['slurm.conf'] }}"
+      gpu-a01/gres.conf: "{{ hpc_gres_render_result.files['gpu-a01/gres.conf'] }}"
 
 - name: Write every rendered file
   hpc.slurm_gres.config_tree:
     dest: "{{ playbook_dir }}/out"
-    files: "{{ slurm_gres_render_result.files }}"
+    files: "{{ hpc_gres_render_result.files }}"
 
 - name: Install a node's files, keeping a backup of each replaced one
   hpc.slurm_gres.config_tree:

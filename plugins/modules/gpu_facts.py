@@ -1,7 +1,7 @@
 #!/usr/bin/python
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Module: gather a node's NVIDIA GPUs, CPU layout and GPU-to-core locality as ansible_facts.slurm_gres_hw."""
+"""Module: gather a node's NVIDIA GPUs, CPU layout and GPU-to-core locality as ansible_facts.hpc_gres_hw."""
 
 DOCUMENTATION = r"""
 module: gpu_facts
@@ -10,14 +10,14 @@ version_added: "0.1.0"
 short_description: Gather NVIDIA GPUs, CPU layout and GPU core locality as Slurm sees them
 description:
   - Reads the node's GPUs from C(nvidia-smi) and its CPU topology from hwloc (or sysfs), and returns them as
-    C(ansible_facts.slurm_gres_hw).
+    C(ansible_facts.hpc_gres_hw).
   - For every GPU it gives the OS cpus local to it (from C(nvidia-smi topo -m)) and the same set as Slurm core
     indices (hwloc's logical core numbers in the topology slurmd loads), ready for C(Cores=) in C(gres.conf).
   - "The CPU topology comes from the first of these that works (O(topology_source=auto)): the hwloc library
     slurmd links (C(libhwloc.so.15), called through ctypes in a child Python process with slurmd's settings:
     whole system, L1/L2/L4/L5 caches and Misc filtered out), C(lstopo-no-graphics --of xml) with the same
     settings, or sysfs read the way hwloc's Linux backend reads it (sibling masks, NUMA nodes, distances,
-    cgroup cpuset). C(slurm_gres_hw.cpu.source) says which one was used."
+    cgroup cpuset). C(hpc_gres_hw.cpu.source) says which one was used."
   - "Runs only these commands, each with an argument list and never through a shell:
     C(nvidia-smi --query-gpu=index,uuid,name,pci.bus_id,mig.mode.current,memory.total,memory.used
     --format=csv,noheader,nounits), C(nvidia-smi topo -m),
@@ -26,14 +26,14 @@ description:
     for the CPU topology the module's own Python with a short ctypes script and, when that fails,
     C(lstopo-no-graphics --disallowed --filter ... --of xml -)."
   - A GPU that nvidia-smi cannot reach ("Unable to determine the device handle", exit code 15) does not fail the
-    task; it is listed in RV(ansible_facts.slurm_gres_hw.lost_gpus) and the GPUs that answered are returned.
+    task; it is listed in RV(ansible_facts.hpc_gres_hw.lost_gpus) and the GPUs that answered are returned.
     C(No devices were found) returns an empty GPU list.
   - Changes nothing on the node.
 options:
   topology_source:
     description:
       - Where the CPU topology comes from. V(auto) tries V(libhwloc), then V(lstopo), then V(sysfs) and records
-        why a source was skipped in C(slurm_gres_hw.cpu.source_notes); any other value uses only
+        why a source was skipped in C(hpc_gres_hw.cpu.source_notes); any other value uses only
         that source.
     type: str
     choices: [auto, libhwloc, lstopo, sysfs]
@@ -61,8 +61,8 @@ notes:
     core. See docs/cpu-topology.md."
   - When Sockets x CoresPerSocket x ThreadsPerCore cannot describe the node (packages with different core
     counts, hybrid or partly-SMT cores, offline or cgroup-disallowed cpus, no packages, cpu ids slurmd cannot
-    map, Intel E-cores that Slurm 23.02+ drops), C(slurm_gres_hw.cpu.shape_fits) is false,
-    C(slurm_gres_hw.cpu.shape_problems) says why, and the task warns with the line C(slurmd -C) would print.
+    map, Intel E-cores that Slurm 23.02+ drops), C(hpc_gres_hw.cpu.shape_fits) is false,
+    C(hpc_gres_hw.cpu.shape_problems) says why, and the task warns with the line C(slurmd -C) would print.
   - MIG devices are matched to their GPU and compute instance ids by NVML's enumeration order (GPU instance id,
     then compute instance id), checked against the profile names of C(mig -lci).
 seealso:
@@ -78,7 +78,7 @@ EXAMPLES = r"""
 - name: Show which Slurm cores each GPU is local to
   ansible.builtin.debug:
     msg: "GPU {{ item.index }} ({{ item.name }}): Cores={{ item.slurm_cores }}"
-  loop: "{{ ansible_facts.slurm_gres_hw.gpus }}"
+  loop: "{{ ansible_facts.hpc_gres_hw.gpus }}"
 
 - name: Use an nvidia-smi outside PATH
   hpc.slurm_gres.gpu_facts:
@@ -86,8 +86,8 @@ EXAMPLES = r"""
 
 - name: Stop when Sockets/CoresPerSocket/ThreadsPerCore cannot describe the node
   ansible.builtin.assert:
-    that: ansible_facts.slurm_gres_hw.cpu.shape_fits
-    fail_msg: "{{ ansible_facts.slurm_gres_hw.cpu.shape_problems | join('; ') }}"
+    that: ansible_facts.hpc_gres_hw.cpu.shape_fits
+    fail_msg: "{{ ansible_facts.hpc_gres_hw.cpu.shape_problems | join('; ') }}"
 """
 
 RETURN = r"""
@@ -96,7 +96,7 @@ ansible_facts:
   returned: always
   type: dict
   contains:
-    slurm_gres_hw:
+    hpc_gres_hw:
       description: The node's GPUs and CPU layout.
       returned: always
       type: dict
@@ -133,7 +133,7 @@ ansible_facts:
             pci_bus_id: {description: PCI bus id (8-digit domain)., type: str, sample: "00000000:07:00.0"}
             minor:
               description: Device minor (C(/dev/nvidia<minor>)) from C(/proc/driver/nvidia/gpus/<bus>/information),
-                else the index (see RV(ansible_facts.slurm_gres_hw.gpus.minor_source)).
+                else the index (see RV(ansible_facts.hpc_gres_hw.gpus.minor_source)).
               type: int
             minor_source: {description: "C(proc) when read from the driver, C(index) when assumed.", type: str}
             mig_mode: {description: "C(Enabled), C(Disabled), or null where the GPU has no MIG.", type: str}
@@ -204,7 +204,7 @@ def main():
         module.fail_json(msg=str(exc), **exc.details)
     for warning in warnings:
         module.warn(warning)
-    module.exit_json(changed=False, ansible_facts={"slurm_gres_hw": facts}, commands=commands)
+    module.exit_json(changed=False, ansible_facts={"hpc_gres_hw": facts}, commands=commands)
 
 
 if __name__ == "__main__":

@@ -14,9 +14,9 @@ description:
     verify) with the first finding, C(unchanged)), the restarts in the order the deploy would make them, and with
     C(--diff) the unified diff of every file that would change, shown once per group of hosts with identical
     changes, headed by a Slurm hostlist (C(gpu-a[001-500]))."
-  - "Reads the facts the roles publish (C(slurm_gres_node_check_installed), C(slurm_gres_node_verified), the
-    verification result, C(slurm_gres_node_new_files), C(slurm_gres_node_plan),
-    C(slurm_gres_controller_check_installed), C(slurm_gres_controller_plan)); writes nothing anywhere and never
+  - "Reads the facts the roles publish (C(hpc_gres_slurmd_check_installed), C(hpc_gres_slurmd_verified), the
+    verification result, C(hpc_gres_slurmd_new_files), C(hpc_gres_slurmd_plan),
+    C(hpc_gres_slurmctld_check_installed), C(hpc_gres_slurmctld_plan)); writes nothing anywhere and never
     fails for a refused deploy (the refusal is in C(refusal) of RV(report); the playbook fails after the report).
     Print RV(msg) with M(ansible.builtin.debug) (see the examples); the result itself is not printed. The task is
     C(changed) when a file would change (as any task in check mode; Ansible shows a diff only then)."
@@ -26,7 +26,7 @@ options:
     type: dict
     required: true
   files:
-    description: The rendered files. Default, the C(files) of C(slurm_gres_render_result) on localhost.
+    description: The rendered files. Default, the C(files) of C(hpc_gres_render_result) on localhost.
     type: dict
   serial:
     description: The slurmd restart batch size, to show in the restart order.
@@ -45,15 +45,15 @@ attributes:
 EXAMPLES = r"""
 - name: The diffs, once per group of identical changes (with --diff)
   hpc.slurm_gres.gres_check_report:
-    plan: "{{ slurm_gres_deploy.plan }}"
-    serial: "{{ slurm_gres_deploy_serial | default('25%') }}"
+    plan: "{{ hpc_gres_deploy.plan }}"
+    serial: "{{ hpc_gres_deploy_serial | default('25%') }}"
   run_once: true
-  register: slurm_gres_check_report
+  register: hpc_gres_check_report
   when: ansible_check_mode
 
 - name: The verdicts and the restart order
   ansible.builtin.debug:
-    msg: "{{ slurm_gres_check_report.msg }}"
+    msg: "{{ hpc_gres_check_report.msg }}"
   run_once: true
   when: ansible_check_mode
 """

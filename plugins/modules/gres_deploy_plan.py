@@ -10,18 +10,18 @@ version_added: "0.1.0"
 short_description: Make the deploy's cross-host decisions once, from what every host reported
 description:
   - The decisions of C(playbooks/deploy-gres.yml) that depend on other hosts, each made once in Python from the
-    facts the roles C(hpc.slurm_gres.slurm_gres_node) and C(hpc.slurm_gres.slurm_gres_controller) publish; the
+    facts the roles C(hpc.slurm_gres.hpc_gres_slurmd) and C(hpc.slurm_gres.hpc_gres_slurmctld) publish; the
     plays only read RV(plan). Use it with C(run_once) and C(register).
   - "O(stage=gate), after verification: the targeted nodes (play hosts in group C(slurmd)), their Slurm node names
     and the targeted controllers (play hosts in C(slurmctld)). Fails, naming them, unless every targeted node has
-    C(slurm_gres_node_verified): nothing is installed anywhere then."
+    C(hpc_gres_slurmd_verified): nothing is installed anywhere then."
   - "O(stage=order), after the read-only restart plans: fails when a node's Gres changes
-    (C(slurm_gres_node_plan.gres_changed)) and no slurmctld host is targeted; C(plan.check_gres_on_restart) is
+    (C(hpc_gres_slurmd_plan.gres_changed)) and no slurmctld host is targeted; C(plan.check_gres_on_restart) is
     false when slurmctld restarts after the slurmd restarts (a count goes up), so those restarts do not yet
     compare the registered Gres; C(plan.expected_gres) is the Gres each node must register with, by node name
     (the confirmation reads every node in one call)."
   - "O(stage=restarted), after the slurmd restarts: C(plan.failed_nodes), the targeted nodes without
-    C(slurm_gres_node_done); slurmctld then holds back new, higher counts."
+    C(hpc_gres_slurmd_done); slurmctld then holds back new, higher counts."
   - "O(stage=confirmed), after the confirmation: C(plan.smoke_nodes), nodes registered (C(ok) or C(resumed)),
     not drained and not DOWN, and C(plan.smoke_preferred_nodes), those this run restarted."
 options:
@@ -58,13 +58,13 @@ EXAMPLES = r"""
 - name: Install nothing unless every targeted node passed
   hpc.slurm_gres.gres_deploy_plan:
     stage: gate
-    names: "{{ hostvars['localhost'].slurm_gres_render_result.nodes }}"
+    names: "{{ hostvars['localhost'].hpc_gres_render_result.nodes }}"
   run_once: true
-  register: slurm_gres_deploy
+  register: hpc_gres_deploy
 
 - name: slurmd restarts check the Gres at once unless slurmctld restarts after them
   ansible.builtin.debug:
-    msg: "{{ slurm_gres_deploy.plan.check_gres_on_restart }}"
+    msg: "{{ hpc_gres_deploy.plan.check_gres_on_restart }}"
 """
 
 RETURN = r"""

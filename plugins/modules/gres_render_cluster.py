@@ -9,13 +9,13 @@ author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Render and prove the whole cluster's Slurm GPU configuration once, on the controller
 description:
-  - Reads the inventory schema of every host from C(hostvars) (C(slurm_node_*), C(slurm_gres_gpus),
-    C(slurm_ctld_addr)) and the cluster-wide variables of the host the task runs for (C(slurm_cluster_name),
-    C(slurm_version), C(slurm_gres_autodetect), C(slurm_partitions), C(slurm_conf_options),
-    C(slurm_cgroup_conf_options)), validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per
+  - Reads the inventory schema of every host from C(hostvars) (C(hpc_gres_node_*), C(hpc_gres_gpus),
+    C(hpc_gres_controller_addr)) and the cluster-wide variables of the host the task runs for (C(hpc_gres_cluster_name),
+    C(hpc_gres_slurm_version), C(hpc_gres_autodetect), C(hpc_gres_partitions), C(hpc_gres_slurm_conf_options),
+    C(hpc_gres_cgroup_conf_options)), validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per
     GPU node, parses them back and proves per node and GPU type that the counts agree. Any problem fails the task
     before anything is written; every message names the host, the field, what was expected and what was found.
-  - The files follow the rules of the Slurm release in C(slurm_version) (V(22.05) to V(26.05); unset, the default
+  - The files follow the rules of the Slurm release in C(hpc_gres_slurm_version) (V(22.05) to V(26.05); unset, the default
     release, and the summary says so); hostlist forms its parser reads, its AutoDetect modes, GPU C(Cores=) on
     socket boundaries from 24.11 (refused; a warning for older releases). The rules are one table,
     C(plugins/module_utils/slurm/versions.py).
@@ -44,14 +44,14 @@ options:
     type: bool
   mig_step:
     description:
-      - Render one step of the MIG runbook (role C(hpc.slurm_gres.slurm_gres_mig)) instead of the inventory's target
+      - Render one step of the MIG runbook (role C(hpc.slurm_gres.hpc_gres_mig)) instead of the inventory's target
         state. This inventory host gets the layout the inventory declares; every other C(slurmd) host that carries
-        the fact C(slurm_gres_mig_live) (set by the role's C(read) entry point) keeps the layout its GPUs have now,
+        the fact C(hpc_gres_mig_live) (set by the role's C(read) entry point) keeps the layout its GPUs have now,
         so slurm.conf changes the C(Gres=) of this host only.
     type: str
   cluster_host:
     description:
-      - Host whose cluster-wide variables (C(slurm_cluster_name), C(slurm_conf_options), ...) are read, and named in
+      - Host whose cluster-wide variables (C(hpc_gres_cluster_name), C(hpc_gres_slurm_conf_options), ...) are read, and named in
         problems with them. Default, the host the task runs for.
     type: str
 extends_documentation_fragment:
@@ -65,8 +65,8 @@ attributes:
     description: With O(dest), the before and after text of every file that changes.
 notes:
   - Use it once, on the controller (a play on C(localhost), or C(run_once)), and read its registered result from
-    there; the roles C(hpc.slurm_gres.slurm_gres_node), C(hpc.slurm_gres.slurm_gres_verify) and
-    C(hpc.slurm_gres.slurm_gres_controller) take the files and node names from C(slurm_gres_render_result) of
+    there; the roles C(hpc.slurm_gres.hpc_gres_slurmd), C(hpc.slurm_gres.hpc_gres_verify) and
+    C(hpc.slurm_gres.hpc_gres_slurmctld) take the files and node names from C(hpc_gres_render_result) of
     C(localhost) by default.
   - A new cluster-wide variable is one entry of C(CLUSTER_VARS) in C(plugins/plugin_utils/model.py).
 seealso:
@@ -96,7 +96,7 @@ RETURN = r"""
 summary:
   description:
     - Counts for a human (nodes, GPUs per type, MIG instances, shards, NodeName lines) and C(lines) of text.
-    - C(slurm_version) (the release the files are rendered for), C(slurm_version_default) (true when the inventory
+    - C(hpc_gres_slurm_version) (the release the files are rendered for), C(slurm_version_default) (true when the inventory
       does not set it) and C(warnings) (rules of later releases this inventory breaks, one line each).
   returned: success
   type: dict
@@ -117,12 +117,12 @@ mig_nodes:
   returned: when O(return_files)
   type: dict
 config_mode:
-  description: The inventory's C(slurm_gres_config_mode) (V(files), V(configless) or V(include)); the roles
-    C(hpc.slurm_gres.slurm_gres_node) and C(hpc.slurm_gres.slurm_gres_controller) install per it.
+  description: The inventory's C(hpc_gres_config_mode) (V(files), V(configless) or V(include)); the roles
+    C(hpc.slurm_gres.hpc_gres_slurmd) and C(hpc.slurm_gres.hpc_gres_slurmctld) install per it.
   returned: success
   type: str
 include_file:
-  description: The inventory's C(slurm_gres_include_file) (include mode).
+  description: The inventory's C(hpc_gres_include_file) (include mode).
   returned: success
   type: str
 dest:

@@ -54,7 +54,7 @@ options:
   break_reason:
     description: With O(break_lock), why the lock is broken (stored in the broken run's record).
     type: str
-    default: broken explicitly (slurm_gres_break_lock)
+    default: broken explicitly (hpc_gres_break_lock)
   changes:
     description:
       - With O(step=record), host to C({node, roles, dir, files}), files being name to C({previous, new, changed})
@@ -162,7 +162,7 @@ def main():
             owner=dict(type="dict", options=dict(user=dict(type="str"), control_host=dict(type="str"),
                                                  pid=dict(type="int"), command=dict(type="str"))),
             break_lock=dict(type="str"),
-            break_reason=dict(type="str", default="broken explicitly (slurm_gres_break_lock)"),
+            break_reason=dict(type="str", default="broken explicitly (hpc_gres_break_lock)"),
             changes=dict(type="dict"),
             blobs=dict(type="dict"),
             state=dict(type="str"),

@@ -25,7 +25,7 @@ description:
     AutoDetect mode is one it knows, with its plugin (C(gpu_nvml.so), C(gpu_nvidia.so)) installed; and, with
     O(slurmd), what the real C(slurmd -N NODE -G) makes of the staged files."
   - "The release rules come from the collection's one table (C(module_utils/slurm/versions.py)), the same the
-    renderer applies for the inventory's C(slurm_version)."
+    renderer applies for the inventory's C(hpc_gres_slurm_version)."
   - "A node with MIG GPUs: with O(gres_spec), the module first writes the node's C(MultipleFiles) lines from its
     live GPU and compute instance ids and C(/proc/driver/nvidia-caps/mig-minors), with the same renderer the
     controller used for the rest of the file, and verifies the completed file (returned as RV(gres_conf_text), the
@@ -113,7 +113,7 @@ attributes:
     description: Linux nodes with the NVIDIA driver.
 notes:
   - Runs the same nvidia-smi calls as M(hpc.slurm_gres.gpu_facts), each with an argument list, never through a shell.
-  - The role C(hpc.slurm_gres.slurm_gres_verify) stages rendered files in a temporary directory, runs this module
+  - The role C(hpc.slurm_gres.hpc_gres_verify) stages rendered files in a temporary directory, runs this module
     and removes the directory again.
 seealso:
   - module: hpc.slurm_gres.gpu_facts
@@ -127,7 +127,7 @@ EXAMPLES = r"""
     gres_spec: "{{ (rendered.mig_nodes[inventory_hostname] | default({})).spec | default(omit) }}"
     node_name: "{{ node }}"
   vars:
-    rendered: "{{ hostvars['localhost'].slurm_gres_render_result }}"
+    rendered: "{{ hostvars['localhost'].hpc_gres_render_result }}"
     node: "{{ rendered.nodes[inventory_hostname] }}"
   register: verified
 
@@ -212,7 +212,7 @@ gres_conf_completed:
   returned: always
   type: bool
 hw:
-  description: The gathered hardware facts (the same shape as C(ansible_facts.slurm_gres_hw) of gpu_facts).
+  description: The gathered hardware facts (the same shape as C(ansible_facts.hpc_gres_hw) of gpu_facts).
   returned: success
   type: dict
 commands:

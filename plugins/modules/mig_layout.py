@@ -180,7 +180,7 @@ problems:
   elements: str
   returned: always
 hw:
-  description: The node's facts after the run, as M(hpc.slurm_gres.gpu_facts) returns C(slurm_gres_hw).
+  description: The node's facts after the run, as M(hpc.slurm_gres.gpu_facts) returns C(hpc_gres_hw).
   type: dict
   returned: success
 """

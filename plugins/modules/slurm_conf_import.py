@@ -47,9 +47,9 @@ options:
     type: list
     elements: str
     default: []
-  slurm_version:
+  hpc_gres_slurm_version:
     description:
-      - The Slurm release the cluster runs (V("22.05") to V("26.05")), written as C(slurm_version) in
+      - The Slurm release the cluster runs (V("22.05") to V("26.05")), written as C(hpc_gres_slurm_version) in
         C(group_vars/all.yml); the proof renders for that release.
       - Unset, the inventory sets none and the proof renders for the collection's default release, whose rules
         apply (from 24.11 GPU C(Cores) must cover whole sockets, so a site on an older release should name it).

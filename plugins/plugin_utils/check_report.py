@@ -10,8 +10,8 @@ the same file share one diff, each headed by a Slurm hostlist, so 500 identical 
 Input per host (the action gathers it from the facts the roles publish):
 ``{"host", "name" (Slurm node name or inventory host), "role": "slurmd"|"slurmctld", "config_dir",
 "installed": {file: text or None}, "new": {file: text or None}, "verified": bool (slurmd only),
-"findings": [gres_verify findings] (slurmd only), "plan": slurm_gres_node_plan / slurm_gres_controller_plan
-or None, "restart_enabled": bool (False with slurm_gres_node_restart / slurm_gres_controller_restart false)}``.
+"findings": [gres_verify findings] (slurmd only), "plan": hpc_gres_slurmd_plan / hpc_gres_slurmctld_plan
+or None, "restart_enabled": bool (False with hpc_gres_slurmd_restart / hpc_gres_slurmctld_restart false)}``.
 """
 import difflib
 
@@ -82,7 +82,7 @@ def node_verdict(entry, refused):
     if plan.get("restart") and entry.get("restart_enabled", True):
         parts.append("slurmd would restart (%s)" % "; ".join(plan.get("reasons") or []))
     elif plan.get("restart"):
-        parts.append("slurmd restart needed (%s), left for a later run: slurm_gres_node_restart is false"
+        parts.append("slurmd restart needed (%s), left for a later run: hpc_gres_slurmd_restart is false"
                      % "; ".join(plan.get("reasons") or []))
     elif changed:
         parts.append("slurmd would not restart")
@@ -95,7 +95,7 @@ def controller_verdict(entry, refused):
         return "slurmctld host: " + UNCHANGED
     if refused:
         return "slurmctld host: would install nothing: the deploy is refused"
-    held = "" if entry.get("restart_enabled", True) else "; slurm_gres_controller_restart is false: no restart or reconfigure"
+    held = "" if entry.get("restart_enabled", True) else "; hpc_gres_slurmctld_restart is false: no restart or reconfigure"
     return "slurmctld host: would install " + ", ".join(changed) + held
 
 

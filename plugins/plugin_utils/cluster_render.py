@@ -14,8 +14,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import CLUSTE
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import gres_spec, render_all, summarize
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
 
-# The fact a host carries once the MIG runbook has read its GPUs (role slurm_gres_mig, entry point read).
-MIG_LIVE_FACT = "slurm_gres_mig_live"
+# The fact a host carries once the MIG runbook has read its GPUs (role hpc_gres_mig, entry point read).
+MIG_LIVE_FACT = "hpc_gres_mig_live"
 
 
 def cluster_vars(variables, template=None, host="localhost"):

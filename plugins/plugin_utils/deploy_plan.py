@@ -14,17 +14,17 @@ by the ``gres_deploy_plan`` action, and the plays only read the result:
 ``confirmed``  after the confirmation: the nodes the smoke test may use and the ones it should prefer.
 
 Each function takes ``state``: ``{host: {fact name: value}}`` of the facts the roles publish
-(``slurm_gres_node_verified``, ``slurm_gres_node_plan``, ``slurm_gres_node_done``, ``slurm_gres_node_restarted``,
-``slurm_gres_node_confirmed``, ``slurm_gres_controller_plan``), and returns the plan so far with ``refusal`` set
+(``hpc_gres_slurmd_verified``, ``hpc_gres_slurmd_plan``, ``hpc_gres_slurmd_done``, ``hpc_gres_slurmd_restarted``,
+``hpc_gres_slurmd_confirmed``, ``hpc_gres_slurmctld_plan``), and returns the plan so far with ``refusal`` set
 (a message) when the deploy must stop.
 """
 
 # The facts each stage reads from every host.
 STAGE_FACTS = {
-    "gate": ("slurm_gres_node_verified",),
-    "order": ("slurm_gres_node_plan", "slurm_gres_controller_plan"),
-    "restarted": ("slurm_gres_node_done",),
-    "confirmed": ("slurm_gres_node_confirmed", "slurm_gres_node_restarted"),
+    "gate": ("hpc_gres_slurmd_verified",),
+    "order": ("hpc_gres_slurmd_plan", "hpc_gres_slurmctld_plan"),
+    "restarted": ("hpc_gres_slurmd_done",),
+    "confirmed": ("hpc_gres_slurmd_confirmed", "hpc_gres_slurmd_restarted"),
 }
 
 
@@ -41,7 +41,7 @@ def gate(play_hosts, groups, names, state, check_mode=False):
         "targets": targets,
         "names": {h: names.get(h, h) for h in targets},
         "controllers": [h for h in play_hosts if h in slurmctld],
-        "unverified": [h for h in targets if not state.get(h, {}).get("slurm_gres_node_verified")],
+        "unverified": [h for h in targets if not state.get(h, {}).get("hpc_gres_slurmd_verified")],
         "refusal": None,
     }
     if plan["unverified"]:
@@ -56,12 +56,12 @@ def gate(play_hosts, groups, names, state, check_mode=False):
 def order(plan, state):
     """Refuse a GRES change without slurmctld; decide whether slurmd restarts may check the Gres at once."""
     plan = dict(plan, refusal=None)
-    node_plans = {h: state.get(h, {}).get("slurm_gres_node_plan") or {} for h in plan["targets"]}
+    node_plans = {h: state.get(h, {}).get("hpc_gres_slurmd_plan") or {} for h in plan["targets"]}
     plan["gres_changing"] = [h for h in plan["targets"] if node_plans[h].get("gres_changed")]
     # what each node must register with, by node name: the confirmation reads every node in one scontrol call
     plan["expected_gres"] = {plan["names"][h]: node_plans[h]["expected_gres"] for h in plan["targets"]
                              if node_plans[h].get("expected_gres") is not None}
-    controller_plans = [state.get(h, {}).get("slurm_gres_controller_plan") or {} for h in plan["controllers"]]
+    controller_plans = [state.get(h, {}).get("hpc_gres_slurmctld_plan") or {} for h in plan["controllers"]]
     plan["slurmctld_restart_after"] = any(p.get("restart_after") for p in controller_plans)
     plan["check_gres_on_restart"] = not plan["slurmctld_restart_after"]
     if plan["gres_changing"] and not plan["controllers"]:
@@ -75,7 +75,7 @@ def restarted(plan, state):
     """The targeted nodes whose slurmd restart step did not finish in this run (by Slurm node name)."""
     plan = dict(plan, refusal=None)
     plan["failed_nodes"] = [plan["names"][h] for h in plan["targets"]
-                            if not state.get(h, {}).get("slurm_gres_node_done")]
+                            if not state.get(h, {}).get("hpc_gres_slurmd_done")]
     return plan
 
 
@@ -85,14 +85,14 @@ def confirmed(plan, state):
     usable, preferred = [], []
     for host in plan["targets"]:
         facts = state.get(host, {})
-        confirm = facts.get("slurm_gres_node_confirmed") or {}
+        confirm = facts.get("hpc_gres_slurmd_confirmed") or {}
         if confirm.get("status") not in ("ok", "resumed"):
             continue
         node = confirm.get("node") or {}
         if "DRAIN" in (node.get("state_flags") or []) or node.get("state_base") == "DOWN":
             continue
         usable.append(plan["names"][host])
-        if facts.get("slurm_gres_node_restarted"):
+        if facts.get("hpc_gres_slurmd_restarted"):
             preferred.append(plan["names"][host])
     plan["smoke_nodes"] = usable
     plan["smoke_preferred_nodes"] = preferred

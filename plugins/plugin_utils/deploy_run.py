@@ -86,19 +86,19 @@ def host_line(host, entry, status, node):
 def host_status(host, entry, facts, reached, late):
     """``{phase, unreachable, error}`` of a host of the record, from the facts the roles published on it."""
     facts = facts or {}
-    failure = facts.get("slurm_gres_run_failure") or {}
+    failure = facts.get("hpc_gres_run_failure") or {}
     if late:
-        phase = "rolled_back" if reached and facts.get("slurm_gres_run_rolled_back") else "rollback_failed"
-        error = (facts.get("slurm_gres_run_undo_skipped") or failure.get("msg")
+        phase = "rolled_back" if reached and facts.get("hpc_gres_run_rolled_back") else "rollback_failed"
+        error = (facts.get("hpc_gres_run_undo_skipped") or failure.get("msg")
                  or ("" if phase == "rolled_back" else "not reached by the rollback"))
         return {"phase": phase, "unreachable": not reached, "error": error}
     node_role = "slurmd" in (entry.get("roles") or [])
-    installed = (facts.get("slurm_gres_node_install_result") is not None
-                 or facts.get("slurm_gres_controller_install_result") is not None)
-    restarted = facts.get("slurm_gres_node_done") if node_role else (installed and reached)
+    installed = (facts.get("hpc_gres_slurmd_install_result") is not None
+                 or facts.get("hpc_gres_slurmctld_install_result") is not None)
+    restarted = facts.get("hpc_gres_slurmd_done") if node_role else (installed and reached)
     phase = "restarted" if restarted else ("installed" if installed else "recorded")
     return {"phase": phase, "unreachable": not reached, "error": "",
-            "restarted": bool(facts.get("slurm_gres_node_restarted")) if node_role else None}
+            "restarted": bool(facts.get("hpc_gres_slurmd_restarted")) if node_role else None}
 
 
 def run_outcome(record, facts, reached, late, nodes=None, inventory_hint="-i INVENTORY"):
@@ -136,7 +136,7 @@ def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
         entry = hosts[host]
         node = (nodes or {}).get(entry.get("node")) if entry.get("node") else None
         lines.append(host_line(host, entry, statuses.get(host, {}), node))
-    undo = "ansible-playbook playbooks/rollback-gres.yml %s -e slurm_gres_rollback=%s" % (inventory_hint, run_id)
+    undo = "ansible-playbook playbooks/rollback-gres.yml %s -e hpc_gres_rollback=%s" % (inventory_hint, run_id)
     redo = "ansible-playbook playbooks/deploy-gres.yml %s" % inventory_hint
     if state in ("rolled_back",):
         lines.append("the cluster runs the files it ran before this run; to try again: %s" % redo)

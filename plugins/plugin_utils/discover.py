@@ -1,4 +1,4 @@
-"""Proposed ``host_vars/<host>.yml`` from a node's gathered hardware (``slurm_gres_hw`` from gpu_facts).
+"""Proposed ``host_vars/<host>.yml`` from a node's gathered hardware (``hpc_gres_hw`` from gpu_facts).
 
 The admin reviews and commits the proposal: explicit configuration, seeded from reality. Nothing here guesses
 silently: every value that could not be derived is left out and named in ``notes``.
@@ -46,24 +46,24 @@ def propose_real_memory(memtotal_mb):
 
 
 def propose_host_vars(hw, type_patterns=None, memtotal_mb=None):
-    """Return ``{"vars": {...host_vars...}, "notes": [str]}`` for one node's ``slurm_gres_hw``."""
+    """Return ``{"vars": {...host_vars...}, "notes": [str]}`` for one node's ``hpc_gres_hw``."""
     notes = []
     proposal = {}
     cpu = (hw or {}).get("cpu") or {}
-    for var, key in (("slurm_node_sockets", "sockets"), ("slurm_node_cores_per_socket", "cores_per_socket"),
-                     ("slurm_node_threads_per_core", "threads_per_core")):
+    for var, key in (("hpc_gres_node_sockets", "sockets"), ("hpc_gres_node_cores_per_socket", "cores_per_socket"),
+                     ("hpc_gres_node_threads_per_core", "threads_per_core")):
         if cpu.get(key):
             proposal[var] = int(cpu[key])
         else:
             notes.append("%s: not derived (CPU topology not readable); take it from `slurmd -C`" % var)
     memory = propose_real_memory(memtotal_mb)
     if memory is not None:
-        proposal["slurm_node_real_memory"] = memory
+        proposal["hpc_gres_node_real_memory"] = memory
         if memory != int(memtotal_mb):
-            notes.append("slurm_node_real_memory: %d MiB, MemTotal %d MiB rounded down to whole GiB so that a "
+            notes.append("hpc_gres_node_real_memory: %d MiB, MemTotal %d MiB rounded down to whole GiB so that a "
                          "slightly smaller MemTotal after an update does not drain the node" % (memory, memtotal_mb))
     else:
-        notes.append("slurm_node_real_memory: not derived (facts not gathered); take it from `slurmd -C`")
+        notes.append("hpc_gres_node_real_memory: not derived (facts not gathered); take it from `slurmd -C`")
     notes.extend(_cpu_notes(cpu))
     gpus = []
     for gpu in sorted((hw or {}).get("gpus") or [], key=lambda g: g["index"]):
@@ -89,7 +89,7 @@ def propose_host_vars(hw, type_patterns=None, memtotal_mb=None):
             notes.append("GPU %d: MIG mode is enabled; add its layout as mig: [<profiles>] (see the MIG docs)"
                          % gpu["index"])
         gpus.append(entry)
-    proposal["slurm_gres_gpus"] = gpus
+    proposal["hpc_gres_gpus"] = gpus
     if not gpus:
         notes.append("no GPUs seen by nvidia-smi")
     if any("links" in g for g in gpus):
@@ -142,15 +142,15 @@ def render_host_vars(host, proposal, source=None):
     for note in proposal.get("notes") or []:
         lines.append("# NOTE: %s" % note)
     values = proposal["vars"]
-    for key in ("slurm_node_sockets", "slurm_node_cores_per_socket", "slurm_node_threads_per_core",
-                "slurm_node_real_memory"):
+    for key in ("hpc_gres_node_sockets", "hpc_gres_node_cores_per_socket", "hpc_gres_node_threads_per_core",
+                "hpc_gres_node_real_memory"):
         if key in values:
             lines.append("%s: %s" % (key, _scalar(values[key])))
-    gpus = values.get("slurm_gres_gpus") or []
+    gpus = values.get("hpc_gres_gpus") or []
     if not gpus:
-        lines.append("slurm_gres_gpus: []")
+        lines.append("hpc_gres_gpus: []")
     else:
-        lines.append("slurm_gres_gpus:")
+        lines.append("hpc_gres_gpus:")
         for gpu in gpus:
             first = True
             for key in ("index", "type", "cores", "minor", "links"):

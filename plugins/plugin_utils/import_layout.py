@@ -11,13 +11,13 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostl
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import PER_NODE_OPTIONS
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import natural_key
 
-CLUSTER_ORDER = ("slurm_cluster_name", "slurm_version", "slurm_gres_autodetect", "slurm_gres_types",
-                 "slurm_conf_options", "slurm_cgroup_conf_options", "slurm_partitions")
-NODE_ORDER = ("slurm_node_name", "slurm_node_sockets", "slurm_node_cores_per_socket", "slurm_node_threads_per_core",
-              "slurm_node_real_memory", "slurm_node_features", "slurm_node_weight", "slurm_node_autodetect",
-              "slurm_node_options", "slurm_gres_gpus", "slurm_node_shards", "slurm_node_mps", "slurm_node_gres",
-              "slurm_ctld_addr")
-FLOW_LISTS = ("slurm_gres_gpus", "slurm_node_gres")
+CLUSTER_ORDER = ("hpc_gres_cluster_name", "hpc_gres_slurm_version", "hpc_gres_autodetect", "hpc_gres_types",
+                 "hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options", "hpc_gres_partitions")
+NODE_ORDER = ("hpc_gres_node_name", "hpc_gres_node_sockets", "hpc_gres_node_cores_per_socket", "hpc_gres_node_threads_per_core",
+              "hpc_gres_node_real_memory", "hpc_gres_node_features", "hpc_gres_node_weight", "hpc_gres_node_autodetect",
+              "hpc_gres_node_options", "hpc_gres_gpus", "hpc_gres_node_shards", "hpc_gres_node_mps", "hpc_gres_node_gres",
+              "hpc_gres_controller_addr")
+FLOW_LISTS = ("hpc_gres_gpus", "hpc_gres_node_gres")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -101,19 +101,19 @@ def _own(values):
     """(shape vars, the node's own vars) of one node."""
     shape = dict(values)
     own = {}
-    if "slurm_node_name" in shape:
-        own["slurm_node_name"] = shape.pop("slurm_node_name")
-    options = shape.get("slurm_node_options") or {}
+    if "hpc_gres_node_name" in shape:
+        own["hpc_gres_node_name"] = shape.pop("hpc_gres_node_name")
+    options = shape.get("hpc_gres_node_options") or {}
     if any(k in PER_NODE_OPTIONS for k in options):
-        shape["slurm_node_options"] = {k: v for k, v in options.items() if k not in PER_NODE_OPTIONS}
-        if not shape["slurm_node_options"]:
-            del shape["slurm_node_options"]
-        own["slurm_node_options"] = dict(options)
+        shape["hpc_gres_node_options"] = {k: v for k, v in options.items() if k not in PER_NODE_OPTIONS}
+        if not shape["hpc_gres_node_options"]:
+            del shape["hpc_gres_node_options"]
+        own["hpc_gres_node_options"] = dict(options)
     return shape, own
 
 
 def _group_name(shape, taken):
-    gpus = shape.get("slurm_gres_gpus") or []
+    gpus = shape.get("hpc_gres_gpus") or []
     if gpus:
         types = []
         total = 0
@@ -123,8 +123,8 @@ def _group_name(shape, taken):
             if gtype not in types:
                 types.append(gtype)
         base = "gpu_%s_x%d" % ("_".join(types) if types != ["gpu"] else "untyped", total)
-    elif shape.get("slurm_node_gres"):
-        base = "gres_" + "_".join(sorted({r["name"] for r in shape["slurm_node_gres"]}))
+    elif shape.get("hpc_gres_node_gres"):
+        base = "gres_" + "_".join(sorted({r["name"] for r in shape["hpc_gres_node_gres"]}))
     else:
         base = "cpu"
     base = re.sub(r"[^A-Za-z0-9_]", "_", base).lower()
@@ -150,7 +150,7 @@ def layout_inventory(imported, header):
     own_vars = {}
     for node in sorted(node_hosts, key=natural_key):
         host = node_hosts[node]
-        values = {k: v for k, v in hostvars[host].items() if k != "slurm_ctld_addr"}
+        values = {k: v for k, v in hostvars[host].items() if k != "hpc_gres_controller_addr"}
         shape, own = _own(values)
         key = yaml.safe_dump(shape, sort_keys=True)
         if key not in by_shape:
@@ -160,7 +160,7 @@ def layout_inventory(imported, header):
         if own:
             own_vars[host] = own
     for host in imported["controllers"]:
-        extra = {k: v for k, v in hostvars.get(host, {}).items() if k in ("slurm_ctld_addr", "slurm_node_name")}
+        extra = {k: v for k, v in hostvars.get(host, {}).items() if k in ("hpc_gres_controller_addr", "hpc_gres_node_name")}
         if extra:
             own_vars.setdefault(host, {}).update(extra)
     taken = set()

@@ -121,7 +121,7 @@ def import_cluster(source, hosts=None, slurm_version=None):
     ``source``: ``{"slurm.conf": text, "includes": {name: text}, "cgroup.conf": text or None, "gres.conf": text or
     None (one file for every node), "node_gres": {node: text} (per node)}`` as read_source_dir returns.
     ``hosts``: {Slurm node or controller name: inventory host name} (live imports keep the inventory's names).
-    ``slurm_version``: the release the cluster runs ("24.11"), written as the inventory's slurm_version; the proof
+    ``slurm_version``: the release the cluster runs ("24.11"), written as the inventory's hpc_gres_slurm_version; the proof
     renders for it (unset: the model's default release, whose rules, e.g. whole-socket GPU Cores, then apply).
     Returns ``{"hostvars", "groups", "cluster", "node_hosts": {node: host}, "controllers": [hosts],
     "report": [str], "views": {node: node_view}, "conf": parsed slurm.conf}``; raises ImportRefused with every
@@ -144,13 +144,13 @@ def import_cluster(source, hosts=None, slurm_version=None):
         imp.refuse(where, None, what, "slurmctld refuses this")
     cluster = _cluster_options(imp, conf)
     if slurm_version is not None:
-        cluster["slurm_version"] = str(slurm_version)
+        cluster["hpc_gres_slurm_version"] = str(slurm_version)
     controllers = _controllers(imp, conf)
     node_vars = {}
     for name in sorted(conf["nodes"], key=model_mod.natural_key):
         node_vars[name] = _node(imp, conf, name)
     _autodetect_modes(imp, node_vars, cluster)
-    cluster["slurm_partitions"] = _partitions(imp, conf)
+    cluster["hpc_gres_partitions"] = _partitions(imp, conf)
     _gres_types(imp, conf, node_vars, cluster)
     _cgroup(imp, source, cluster)
     if imp.refusals:
@@ -160,16 +160,16 @@ def import_cluster(source, hosts=None, slurm_version=None):
     for name, values in node_vars.items():
         host = node_hosts[name]
         if model_mod.short_name(host) != name:
-            values["slurm_node_name"] = name
+            values["hpc_gres_node_name"] = name
         hostvars[host] = values
     ctl_hosts = []
     for ctl in controllers:
         host = imp.hosts.get(ctl["name"], ctl["name"])
         values = hostvars.setdefault(host, {})
         if ctl["addr"]:
-            values["slurm_ctld_addr"] = ctl["addr"]
+            values["hpc_gres_controller_addr"] = ctl["addr"]
         if model_mod.short_name(host) != ctl["name"]:
-            values.setdefault("slurm_node_name", ctl["name"])
+            values.setdefault("hpc_gres_node_name", ctl["name"])
         ctl_hosts.append(host)
     groups = {"slurmctld": ctl_hosts, "slurmd": [node_hosts[n] for n in node_vars]}
     return {"hostvars": hostvars, "groups": groups, "cluster": cluster, "node_hosts": node_hosts,
@@ -181,8 +181,8 @@ def import_cluster(source, hosts=None, slurm_version=None):
 
 
 def _cluster_options(imp, conf):
-    cluster = {"slurm_conf_options": {}}
-    options = cluster["slurm_conf_options"]
+    cluster = {"hpc_gres_slurm_conf_options": {}}
+    options = cluster["hpc_gres_slurm_conf_options"]
     seen = {}
     for entry in conf["entries"]:
         key = entry["key"]
@@ -198,7 +198,7 @@ def _cluster_options(imp, conf):
             imp.note("%s: %s is set again (first on %s); slurmctld uses this last value" % (where, key, seen[low]))
         seen[low] = where
         if low == "clustername":
-            cluster["slurm_cluster_name"] = entry["value"]
+            cluster["hpc_gres_cluster_name"] = entry["value"]
             problem = model_mod.cluster_name_problem(entry["value"])
             if problem:
                 imp.refuse(where, None, "ClusterName=%s" % entry["value"], "expected %s" % problem)
@@ -218,7 +218,7 @@ def _cluster_options(imp, conf):
             for other in [k for k in options if k.lower() == low]:
                 del options[other]
             options[key] = entry["value"]
-    if "slurm_cluster_name" not in cluster:
+    if "hpc_gres_cluster_name" not in cluster:
         imp.refuse("slurm.conf", None, "no ClusterName", "slurmctld and slurmd stop: ClusterName needs to be specified")
     present = {k.lower() for k in options}
     dropped = []
@@ -227,7 +227,7 @@ def _cluster_options(imp, conf):
             options[key] = None
             dropped.append(key)
     if dropped:
-        imp.note("slurm_conf_options: %s set to null: the site's slurm.conf does not set them, so the rendered "
+        imp.note("hpc_gres_slurm_conf_options: %s set to null: the site's slurm.conf does not set them, so the rendered "
                  "slurm.conf leaves them to Slurm's defaults as today" % ", ".join(dropped))
     return cluster
 
@@ -276,9 +276,9 @@ def _node(imp, conf, name):
         if key in ("gres", "gres_spec", "line"):
             continue
         if key in ("sockets", "corespersocket", "threadspercore", "realmemory", "weight"):
-            var = {"sockets": "slurm_node_sockets", "corespersocket": "slurm_node_cores_per_socket",
-                   "threadspercore": "slurm_node_threads_per_core", "realmemory": "slurm_node_real_memory",
-                   "weight": "slurm_node_weight"}[key]
+            var = {"sockets": "hpc_gres_node_sockets", "corespersocket": "hpc_gres_node_cores_per_socket",
+                   "threadspercore": "hpc_gres_node_threads_per_core", "realmemory": "hpc_gres_node_real_memory",
+                   "weight": "hpc_gres_node_weight"}[key]
             number = _int(value)
             if number is None:
                 imp.refuse(where, name, "%s=%s" % (key, value), "expected an integer")
@@ -289,19 +289,19 @@ def _node(imp, conf, name):
             if not all(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", f) for f in features):
                 imp.refuse(where, name, "Features=%s" % value,
                            "the inventory takes feature names of letters, digits, '-', '_' and '.'")
-            values["slurm_node_features"] = features
+            values["hpc_gres_node_features"] = features
         elif key in _NODE_CANON:
             options[_NODE_CANON[key]] = value
         else:
             imp.refuse(where, name, "NodeName option %s=%s" % (key, value), "not a slurm.conf NodeName option")
-    if "slurm_node_sockets" not in values and "SocketsPerBoard" in options and options.get("Boards", "1") == "1":
+    if "hpc_gres_node_sockets" not in values and "SocketsPerBoard" in options and options.get("Boards", "1") == "1":
         number = _int(options.pop("SocketsPerBoard"))
         options.pop("Boards", None)
         if number is not None:
-            values["slurm_node_sockets"] = number
+            values["hpc_gres_node_sockets"] = number
             imp.note("%s: SocketsPerBoard written as Sockets (one board: the same for Slurm)" % where)
     if options:
-        values["slurm_node_options"] = options
+        values["hpc_gres_node_options"] = options
     _node_gres(imp, conf, name, values)
     return values
 
@@ -319,7 +319,7 @@ def _node_gres(imp, conf, name, values):
     if read is not None and name not in read and conf["nodes"][name].get("gres_spec"):
         imp.refuse(imp.where(conf["nodes"][name]["line"]), name, "node %s is in slurm.conf but no host of the "
                    "inventory's slurmd group is it" % name, "its gres.conf was not read; add the host (with "
-                   "slurm_node_name when its name differs)")
+                   "hpc_gres_node_name when its name differs)")
         return
     view = node_view(conf, text, name)
     imp.views[name] = view
@@ -389,7 +389,7 @@ def _node_gres(imp, conf, name, values):
                 imp.refuse(node_where, name, "%s without GPUs" % low, "slurmd stops: SHARED without SHARING")
     _place_gpus(imp, name, node_where, gpus, values)
     if counts:
-        values.setdefault("slurm_gres_gpus", []).extend(counts)
+        values.setdefault("hpc_gres_gpus", []).extend(counts)
     for low, key in (("shard", "shards"), ("mps", "mps")):
         total = declared.get(low, {}).get("count", 0)
         if not total:
@@ -409,14 +409,14 @@ def _node_gres(imp, conf, name, values):
                            "count or Cores to write; list the GPUs with File= in gres.conf, or give %s one Count= "
                            "without File (slurmd spreads it over the GPUs)" % (low, low))
                 continue
-            for gpu in values.get("slurm_gres_gpus", []):
+            for gpu in values.get("hpc_gres_gpus", []):
                 count = by_file.get(gpu.get("file") or "/dev/nvidia%d" % gpu.get("minor", gpu.get("index")), 0)
                 if count:
                     gpu[key] = count
         else:
-            values["slurm_node_%s" % key] = total
+            values["hpc_gres_node_%s" % key] = total
     if generic:
-        values["slurm_node_gres"] = generic
+        values["hpc_gres_node_gres"] = generic
 
 
 def _part_text(rec):
@@ -520,7 +520,7 @@ def _place_gpus(imp, name, where, gpus, values):
             if gpu[key]:
                 entry[key] = gpu[key]
         out.append(entry)
-    values["slurm_gres_gpus"] = out
+    values["hpc_gres_gpus"] = out
 
 
 def _files_text(files):
@@ -560,18 +560,18 @@ def _compact(entry):
 
 
 def _autodetect_modes(imp, node_vars, cluster):
-    """The cluster's AutoDetect is the commonest node mode; nodes that differ get slurm_node_autodetect."""
+    """The cluster's AutoDetect is the commonest node mode; nodes that differ get hpc_gres_node_autodetect."""
     modes = {}
     for values in node_vars.values():
         mode = values.get("__autodetect")
         if mode is not None:
             modes[mode] = modes.get(mode, 0) + 1
     common = max(sorted(modes), key=lambda m: (modes[m], m == "off")) if modes else "off"
-    cluster["slurm_gres_autodetect"] = common
+    cluster["hpc_gres_autodetect"] = common
     for values in node_vars.values():
         mode = values.pop("__autodetect", None)
         if mode is not None and mode != common:
-            values["slurm_node_autodetect"] = mode
+            values["hpc_gres_node_autodetect"] = mode
 
 
 # --------------------------------------------------------------------------------------------- partitions
@@ -641,22 +641,22 @@ def _partition_options(conf, pname):
 
 
 def _gres_types(imp, conf, node_vars, cluster):
-    """GresTypes names no node uses are kept in slurm_gres_types (they change what slurmd does, e.g. shard)."""
+    """GresTypes names no node uses are kept in hpc_gres_types (they change what slurmd does, e.g. shard)."""
     names, problems = gres_types_order(conf["options"].get("grestypes"))
     for problem in problems:
         imp.refuse("slurm.conf", None, problem)
     used = set()
     for values in node_vars.values():
-        if values.get("slurm_gres_gpus"):
+        if values.get("hpc_gres_gpus"):
             used.add("gpu")
-        if values.get("slurm_node_shards") or any(g.get("shards") for g in values.get("slurm_gres_gpus", [])):
+        if values.get("hpc_gres_node_shards") or any(g.get("shards") for g in values.get("hpc_gres_gpus", [])):
             used.add("shard")
-        if values.get("slurm_node_mps") or any(g.get("mps") for g in values.get("slurm_gres_gpus", [])):
+        if values.get("hpc_gres_node_mps") or any(g.get("mps") for g in values.get("hpc_gres_gpus", [])):
             used.add("mps")
-        used.update(rec["name"] for rec in values.get("slurm_node_gres", []))
+        used.update(rec["name"] for rec in values.get("hpc_gres_node_gres", []))
     extra = [n for n in names if n not in used]
     if extra:
-        cluster["slurm_gres_types"] = extra
+        cluster["hpc_gres_types"] = extra
 
 
 def _cgroup(imp, source, cluster):
@@ -675,4 +675,4 @@ def _cgroup(imp, source, cluster):
     for key, _unused in model_mod.DEFAULT_CGROUP_CONF:
         if key.lower() not in present:
             options[key] = None
-    cluster["slurm_cgroup_conf_options"] = options
+    cluster["hpc_gres_cgroup_conf_options"] = options

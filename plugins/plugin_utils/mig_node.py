@@ -1,6 +1,6 @@
 """The MIG runbook's controller-side decisions (pure logic): what the GPUs have now, the model of one step.
 
-The runbook (role ``slurm_gres_mig``) changes one node at a time. While it works on one node, slurm.conf must
+The runbook (role ``hpc_gres_mig``) changes one node at a time. While it works on one node, slurm.conf must
 carry that node's new ``Gres=`` and every other node's ``Gres=`` as its GPUs are *now*, or slurmctld would drain
 the nodes whose turn has not come. :func:`live_layouts` reads what a node's GPUs have from a ``mig_layout``
 result, :func:`step_model` builds the model of one step from it, and :func:`runbook_status` decides whether a

@@ -26,38 +26,38 @@ SLURMD_GROUP = "slurmd"
 
 # Per-host inventory variables (host_vars or group_vars) this model reads.
 NODE_VARS = (
-    "slurm_node_name",
-    "slurm_node_sockets",
-    "slurm_node_cores_per_socket",
-    "slurm_node_threads_per_core",
-    "slurm_node_real_memory",
-    "slurm_node_features",
-    "slurm_node_weight",
-    "slurm_node_autodetect",
-    "slurm_node_shards",
-    "slurm_node_mps",
-    "slurm_node_gres",
-    "slurm_node_options",
-    "slurm_gres_gpus",
+    "hpc_gres_node_name",
+    "hpc_gres_node_sockets",
+    "hpc_gres_node_cores_per_socket",
+    "hpc_gres_node_threads_per_core",
+    "hpc_gres_node_real_memory",
+    "hpc_gres_node_features",
+    "hpc_gres_node_weight",
+    "hpc_gres_node_autodetect",
+    "hpc_gres_node_shards",
+    "hpc_gres_node_mps",
+    "hpc_gres_node_gres",
+    "hpc_gres_node_options",
+    "hpc_gres_gpus",
 )
-CONTROLLER_VARS = ("slurm_ctld_addr",)
+CONTROLLER_VARS = ("hpc_gres_controller_addr",)
 HOST_VARS = NODE_VARS + CONTROLLER_VARS
 # Host variables in these namespaces are ours: an unknown name there is a typo and is reported.
-HOST_VAR_PREFIXES = ("slurm_node_", "slurm_gres_gpu", "slurm_ctld_")
+HOST_VAR_PREFIXES = ("hpc_gres_node_", "hpc_gres_gpu", "hpc_gres_controller_")
 
 GPU_KEYS = ("index", "type", "cores", "minor", "file", "mig", "shards", "mps", "model", "links", "flags", "count")
 
 # Cluster-wide variables (group_vars/all) and their defaults.
 CLUSTER_VARS = {
-    "slurm_cluster_name": "cluster",
-    "slurm_version": versions.DEFAULT_SLURM_VERSION,
-    "slurm_gres_autodetect": "off",
-    "slurm_partitions": None,
-    "slurm_conf_options": {},
-    "slurm_cgroup_conf_options": {},
-    "slurm_gres_types": [],
-    "slurm_gres_config_mode": "files",
-    "slurm_gres_include_file": "slurm_gres.conf",
+    "hpc_gres_cluster_name": "cluster",
+    "hpc_gres_slurm_version": versions.DEFAULT_SLURM_VERSION,
+    "hpc_gres_autodetect": "off",
+    "hpc_gres_partitions": None,
+    "hpc_gres_slurm_conf_options": {},
+    "hpc_gres_cgroup_conf_options": {},
+    "hpc_gres_types": [],
+    "hpc_gres_config_mode": "files",
+    "hpc_gres_include_file": "slurm_gres.conf",
 }
 # files: slurm.conf, cgroup.conf and each node's gres.conf on every node; configless: slurm.conf, cgroup.conf and
 # one cluster-wide gres.conf on the controllers, nothing on the nodes (SlurmctldParameters=enable_configless);
@@ -66,7 +66,7 @@ CONFIG_MODES = ("files", "configless", "include")
 AUTODETECT_CHOICES = ("off", "nvml", "nvidia", "full")
 PARTITION_KEYS = ("name", "group", "nodes", "default", "options")
 
-# slurm.conf settings the renderer owns: derived from the inventory, never taken from slurm_conf_options.
+# slurm.conf settings the renderer owns: derived from the inventory, never taken from hpc_gres_slurm_conf_options.
 OWNED_SLURM_KEYS = ("ClusterName", "SlurmctldHost", "ControlMachine", "ControlAddr", "BackupController",
                     "BackupAddr", "GresTypes", "NodeName", "PartitionName", "Include")
 
@@ -181,12 +181,12 @@ def node_gres(node):
 
 
 def node_autodetect(model, node):
-    """The AutoDetect mode in force on a node: its own slurm_node_autodetect, else the cluster's."""
+    """The AutoDetect mode in force on a node: its own hpc_gres_node_autodetect, else the cluster's."""
     return node.get("autodetect") or model["autodetect"]
 
 
 def gres_types(model, elements=None):
-    """GresTypes: gpu, the shared GRES in use, the other GRES in use, then slurm_gres_types, each once.
+    """GresTypes: gpu, the shared GRES in use, the other GRES in use, then hpc_gres_types, each once.
 
     ``elements``: {node name: node_gres_elements(node)} when the caller has them already."""
     names = []
@@ -305,7 +305,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     slurmd_hosts = list(groups.get(SLURMD_GROUP) or [])
     ctld_hosts = list(groups.get(CTLD_GROUP) or [])
     slurmd_set = set(slurmd_hosts)
-    release = _slurm_version(col, cluster_host, cluster.get("slurm_version"))
+    release = _slurm_version(col, cluster_host, cluster.get("hpc_gres_slurm_version"))
     version = release or versions.DEFAULT_SLURM_VERSION
 
     if not ctld_hosts:
@@ -326,12 +326,12 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
                 close = difflib.get_close_matches(key, HOST_VARS, n=1)
                 col.add(host, key, "a variable of the inventory schema (%s)" % ", ".join(HOST_VARS),
                         "unknown variable %s" % key, "did you mean %s?" % close[0] if close else None)
-        if host not in slurmd_set and hv.get("slurm_gres_gpus"):
-            col.add(host, "slurm_gres_gpus", "GPU entries only on hosts in inventory group %s" % SLURMD_GROUP,
-                    "%d GPU entries on a host outside %s" % (_len(hv["slurm_gres_gpus"]), SLURMD_GROUP),
-                    "add the host to group %s or remove slurm_gres_gpus" % SLURMD_GROUP)
+        if host not in slurmd_set and hv.get("hpc_gres_gpus"):
+            col.add(host, "hpc_gres_gpus", "GPU entries only on hosts in inventory group %s" % SLURMD_GROUP,
+                    "%d GPU entries on a host outside %s" % (_len(hv["hpc_gres_gpus"]), SLURMD_GROUP),
+                    "add the host to group %s or remove hpc_gres_gpus" % SLURMD_GROUP)
 
-    boundary = _socket_boundary_setting(col, cluster_host, cluster.get("slurm_conf_options"), release)
+    boundary = _socket_boundary_setting(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"), release)
     nodes = []
     by_name = {}
     for host in slurmd_hosts:
@@ -339,49 +339,49 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         if node is None:
             continue
         if node["name"] in by_name:
-            col.add(host, "slurm_node_name", "a Slurm node name used by one inventory host only",
+            col.add(host, "hpc_gres_node_name", "a Slurm node name used by one inventory host only",
                     "%r (also used by host %s)" % (node["name"], by_name[node["name"]]))
             continue
         by_name[node["name"]] = host
         nodes.append(node)
     nodes.sort(key=lambda n: natural_key(n["name"]))
 
-    extra_types = model_gres.gres_types(col, cluster_host, cluster.get("slurm_gres_types"))
+    extra_types = model_gres.gres_types(col, cluster_host, cluster.get("hpc_gres_types"))
     _check_type_spelling(col, nodes)
     _check_mig_with_shards(col, nodes, extra_types)
     _check_count_only_autodetect(col, nodes, _autodetect(_Collector(), cluster_host, cluster.get(
-        "slurm_gres_autodetect", CLUSTER_VARS["slurm_gres_autodetect"]), version))
+        "hpc_gres_autodetect", CLUSTER_VARS["hpc_gres_autodetect"]), version))
 
     controllers = []
     for host in ctld_hosts:
         hv = hostvars.get(host) or {}
         name = _node_name(col, host, hv)
-        addr = hv.get("slurm_ctld_addr")
-        if addr is not None and not col.check(host, "slurm_ctld_addr", values.check_host_address(addr)):
+        addr = hv.get("hpc_gres_controller_addr")
+        if addr is not None and not col.check(host, "hpc_gres_controller_addr", values.check_host_address(addr)):
             addr = None
         controllers.append({"host": host, "name": name, "addr": _plain(addr) if addr else None})
 
-    _check_accounting(col, cluster_host, cluster.get("slurm_conf_options"))
-    autodetect = _autodetect(col, cluster_host, cluster.get("slurm_gres_autodetect",
-                                                            CLUSTER_VARS["slurm_gres_autodetect"]), release)
+    _check_accounting(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"))
+    autodetect = _autodetect(col, cluster_host, cluster.get("hpc_gres_autodetect",
+                                                            CLUSTER_VARS["hpc_gres_autodetect"]), release)
     _check_autodetect_with_mig(col, cluster_host, autodetect, nodes)
 
-    cgroup_conf = _options(col, cluster_host, "slurm_cgroup_conf_options", DEFAULT_CGROUP_CONF,
-                           cluster.get("slurm_cgroup_conf_options"), (), "cgroup.conf", version)
+    cgroup_conf = _options(col, cluster_host, "hpc_gres_cgroup_conf_options", DEFAULT_CGROUP_CONF,
+                           cluster.get("hpc_gres_cgroup_conf_options"), (), "cgroup.conf", version)
     _check_cgroup_plugin(col, cluster_host, cgroup_conf, release)
 
     model = {
-        "cluster_name": _cluster_name(col, cluster_host, cluster.get("slurm_cluster_name",
-                                                                     CLUSTER_VARS["slurm_cluster_name"])),
-        "slurm_version_default": "slurm_version" not in cluster,
+        "cluster_name": _cluster_name(col, cluster_host, cluster.get("hpc_gres_cluster_name",
+                                                                     CLUSTER_VARS["hpc_gres_cluster_name"])),
+        "slurm_version_default": "hpc_gres_slurm_version" not in cluster,
         "autodetect": autodetect,
         "controllers": controllers,
         "settings": {
-            "slurm_conf": _options(col, cluster_host, "slurm_conf_options", default_slurm_conf(version),
-                                   cluster.get("slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
+            "slurm_conf": _options(col, cluster_host, "hpc_gres_slurm_conf_options", default_slurm_conf(version),
+                                   cluster.get("hpc_gres_slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
             "cgroup_conf": cgroup_conf,
         },
-        "partitions": _partitions(col, cluster_host, cluster.get("slurm_partitions"), groups, hostvars,
+        "partitions": _partitions(col, cluster_host, cluster.get("hpc_gres_partitions"), groups, hostvars,
                                   slurmd_set, by_name, version),
         "nodes": nodes,
         "gres_types": extra_types,
@@ -390,7 +390,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "warnings": [str(w) for w in col.warnings],
     }
     model["config_mode"], model["include_file"] = _config_mode(col, cluster_host, cluster, nodes)
-    _check_max_node_count(col, cluster_host, cluster.get("slurm_conf_options"), model["settings"]["slurm_conf"],
+    _check_max_node_count(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"), model["settings"]["slurm_conf"],
                           len(slurmd_hosts))
     if col.count:
         raise GresError(col.result())
@@ -404,7 +404,7 @@ def _check_max_node_count(col, host, overrides, settings, count):
     if value is None or not value.isdigit() or int(value) >= count:
         return
     key = [k for k in overrides if isinstance(k, str) and k.lower() == "maxnodecount"][0]
-    col.add(host, "slurm_conf_options.%s" % key, "MaxNodeCount at least the number of nodes (%d)" % count, value,
+    col.add(host, "hpc_gres_slurm_conf_options.%s" % key, "MaxNodeCount at least the number of nodes (%d)" % count, value,
             "slurmd logs \"Attempting to create node record past MaxNodeCount\" for every node beyond it")
 
 
@@ -416,15 +416,15 @@ def _len(value):
 
 
 def _node_name(col, host, hv):
-    name = hv.get("slurm_node_name")
+    name = hv.get("hpc_gres_node_name")
     if name is None:
         name = short_name(str(host))
         problem = values.check_node_name(name)
         if problem:
-            col.add(host, "slurm_node_name", problem[0], "%s derived from the inventory name" % problem[1],
-                    "set slurm_node_name" + ("; " + problem[2] if problem[2] else ""))
+            col.add(host, "hpc_gres_node_name", problem[0], "%s derived from the inventory name" % problem[1],
+                    "set hpc_gres_node_name" + ("; " + problem[2] if problem[2] else ""))
         return name
-    if not col.check(host, "slurm_node_name", values.check_node_name(name)):
+    if not col.check(host, "hpc_gres_node_name", values.check_node_name(name)):
         return short_name(str(host))
     return str(name)
 
@@ -442,33 +442,33 @@ def _node_int(col, host, var, value, key, minimum, version):
 def _build_node(col, host, hv, version, boundary=None):
     before = col.count
     name = _node_name(col, host, hv)
-    gpus_raw = hv.get("slurm_gres_gpus")
+    gpus_raw = hv.get("hpc_gres_gpus")
     if gpus_raw is None:
         gpus_raw = []
     if not isinstance(gpus_raw, (list, tuple)):
-        col.add(host, "slurm_gres_gpus", "a list of GPU entries ({index, type, ...})", _describe(gpus_raw))
+        col.add(host, "hpc_gres_gpus", "a list of GPU entries ({index, type, ...})", _describe(gpus_raw))
         gpus_raw = []
     elif len(gpus_raw) > MAX_GPUS:
-        col.add(host, "slurm_gres_gpus", "at most %d GPU entries (one per /dev/nvidiaN minor)" % MAX_GPUS,
+        col.add(host, "hpc_gres_gpus", "at most %d GPU entries (one per /dev/nvidiaN minor)" % MAX_GPUS,
                 "%d entries" % len(gpus_raw))
         gpus_raw = []
     has_gpus = len(gpus_raw) > 0
-    generic_raw = hv.get("slurm_node_gres")
+    generic_raw = hv.get("hpc_gres_node_gres")
     generic_list = generic_raw if isinstance(generic_raw, list) else ()
     needs_layout = any(isinstance(g, dict) and g.get("cores") is not None for g in list(gpus_raw) + list(generic_list))
 
     layout = {}
-    for key, var, slurm_key in (("sockets", "slurm_node_sockets", "Sockets"),
-                                ("cores_per_socket", "slurm_node_cores_per_socket", "CoresPerSocket"),
-                                ("threads_per_core", "slurm_node_threads_per_core", "ThreadsPerCore")):
+    for key, var, slurm_key in (("sockets", "hpc_gres_node_sockets", "Sockets"),
+                                ("cores_per_socket", "hpc_gres_node_cores_per_socket", "CoresPerSocket"),
+                                ("threads_per_core", "hpc_gres_node_threads_per_core", "ThreadsPerCore")):
         value = hv.get(var)
         if value is None:
             # Cores= is checked against sockets x cores_per_socket (threads_per_core defaults to 1 in Slurm). Without
             # them Cores= are written as given: slurmd judges them against the hardware it runs on (as it does the
             # same line today on an imported cluster), and so does the node verification, with the node's facts.
-            bare = hv.get("slurm_node_sockets") is None and hv.get("slurm_node_cores_per_socket") is None
+            bare = hv.get("hpc_gres_node_sockets") is None and hv.get("hpc_gres_node_cores_per_socket") is None
             if needs_layout and bare and key == "sockets":
-                col.warn(host, "slurm_node_sockets", "the node's CPU layout (sockets, cores_per_socket) on a node "
+                col.warn(host, "hpc_gres_node_sockets", "the node's CPU layout (sockets, cores_per_socket) on a node "
                          "whose GRES have cores", "not set", "Cores= are not checked here, only by the node "
                          "verification against the node's hardware; see `slurmd -C` on the node")
             elif needs_layout and not bare and key != "threads_per_core":  # half a layout: a slip, not a site's CPUs=
@@ -482,21 +482,21 @@ def _build_node(col, host, hv, version, boundary=None):
         cpus_max = values.COUNT_MAX[_width(version, "CPUs")]
         cpus = layout["sockets"] * layout["cores_per_socket"] * layout["threads_per_core"]
         if cpus > cpus_max:
-            col.add(host, "slurm_node_threads_per_core", "sockets x cores_per_socket x threads_per_core at most "
+            col.add(host, "hpc_gres_node_threads_per_core", "sockets x cores_per_socket x threads_per_core at most "
                     "%d (CPUs=, %s in Slurm)" % (cpus_max, _width(version, "CPUs")),
                     "%d x %d x %d = %d" % (layout["sockets"], layout["cores_per_socket"], layout["threads_per_core"],
                                            cpus))
             layout = {k: None for k in layout}
-    real_memory = hv.get("slurm_node_real_memory")
+    real_memory = hv.get("hpc_gres_node_real_memory")
     if real_memory is not None:
-        real_memory = _node_int(col, host, "slurm_node_real_memory", real_memory, "RealMemory", 1, version)
-    weight = hv.get("slurm_node_weight")
+        real_memory = _node_int(col, host, "hpc_gres_node_real_memory", real_memory, "RealMemory", 1, version)
+    weight = hv.get("hpc_gres_node_weight")
     if weight is not None:
-        weight = _node_int(col, host, "slurm_node_weight", weight, "Weight", 0, version)
-    features = _features(col, host, hv.get("slurm_node_features"))
-    autodetect = hv.get("slurm_node_autodetect")
+        weight = _node_int(col, host, "hpc_gres_node_weight", weight, "Weight", 0, version)
+    features = _features(col, host, hv.get("hpc_gres_node_features"))
+    autodetect = hv.get("hpc_gres_node_autodetect")
     if autodetect is not None:
-        autodetect = _autodetect(col, host, autodetect, version, "slurm_node_autodetect")
+        autodetect = _autodetect(col, host, autodetect, version, "hpc_gres_node_autodetect")
 
     core_count = None
     if layout["sockets"] and layout["cores_per_socket"]:
@@ -514,31 +514,31 @@ def _build_node(col, host, hv, version, boundary=None):
         _check_unique(col, host, gpus, [e for _unused1, e in whole], [i for i, _unused2 in whole])
         gpu_counts = [_build_gpu_count(col, host, i, entry, layout, core_count) for i, entry in counted]
         order = sorted(range(len(gpus)), key=lambda k: gpus[k]["index"] if gpus[k]["index"] is not None else -1)
-        model_gres.check_env_flags(col, host, lambda pos: "slurm_gres_gpus[%d]" % pos,
+        model_gres.check_env_flags(col, host, lambda pos: "hpc_gres_gpus[%d]" % pos,
                                    [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
                                    + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
         gpus = [gpus[k] for k in order]
         _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _unused in counted])
         if col.count == mark and (gpus or gpu_counts):
             col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts])
-    shards = model_gres.shared_count(col, host, "slurm_node_shards", hv.get("slurm_node_shards"))
-    mps = model_gres.shared_count(col, host, "slurm_node_mps", hv.get("slurm_node_mps"))
-    for var, count, key in (("slurm_node_shards", shards, "shards"), ("slurm_node_mps", mps, "mps")):
+    shards = model_gres.shared_count(col, host, "hpc_gres_node_shards", hv.get("hpc_gres_node_shards"))
+    mps = model_gres.shared_count(col, host, "hpc_gres_node_mps", hv.get("hpc_gres_node_mps"))
+    for var, count, key in (("hpc_gres_node_shards", shards, "shards"), ("hpc_gres_node_mps", mps, "mps")):
         if count is None:
             continue
         if not gpus and not gpu_counts:
-            col.add(host, var, "GPUs on the node to spread %s over" % key, "no slurm_gres_gpus",
+            col.add(host, var, "GPUs on the node to spread %s over" % key, "no hpc_gres_gpus",
                     "slurmd stops: SHARED specified without any SHARING found")
         elif any(g[key] for g in gpus):
             col.add(host, var, "a node-wide %s count or %s per GPU, not both" % (key, key),
                     "both", "slurmd stops on %s lines with and without File" % ("shard" if key == "shards" else key))
     gpu_shards = sum(g["shards"] or 0 for g in gpus) + (shards or 0)
     if gpu_shards > values.GRES_COUNT_MAX:
-        col.add(host, "slurm_gres_gpus", "at most %d shards on one node (Slurm reads GRES counts as a signed 64-bit "
+        col.add(host, "hpc_gres_gpus", "at most %d shards on one node (Slurm reads GRES counts as a signed 64-bit "
                 "number)" % values.GRES_COUNT_MAX, "%d in all" % gpu_shards)
     generic = model_gres.generic_gres(col, host, generic_raw,
                                       lambda field, value: _cores(col, host, field, value, layout, core_count))
-    node_options = model_gres.node_options(col, host, hv.get("slurm_node_options"))
+    node_options = model_gres.node_options(col, host, hv.get("hpc_gres_node_options"))
     if col.count == before and boundary:
         _check_socket_boundaries(col, host, name, gpus, gpus_raw, layout, boundary)
     if col.count != before:
@@ -561,24 +561,24 @@ def _check_gpu_kinds(col, host, gpus, gpu_counts, counted_pos):
     if any(g["mig"] for g in gpus):
         typed.append(True)
     if any(typed) and not all(typed):
-        col.add(host, "slurm_gres_gpus", "every GPU of a node typed, or none (MIG instances are typed)",
+        col.add(host, "hpc_gres_gpus", "every GPU of a node typed, or none (MIG instances are typed)",
                 "typed and untyped GPUs", "slurmctld: Some gpu GRES in slurm.conf have a type while others do not")
     if gpu_counts and gpus:
-        col.add(host, "slurm_gres_gpus[%d].count" % counted_pos[0], "count-only entries only on a node without "
+        col.add(host, "hpc_gres_gpus[%d].count" % counted_pos[0], "count-only entries only on a node without "
                 "indexed GPU entries", "both", "slurmd stops: some records have \"File\" specification while "
                 "others do not")
     seen = {}
     for pos, group in zip(counted_pos, gpu_counts):
         key = (group["type"] or "").lower()
         if key in seen:
-            col.add(host, "slurm_gres_gpus[%d].type" % pos, "one count-only entry per GPU type",
-                    "%s again (first slurm_gres_gpus[%d])" % (group["type"] or "untyped", seen[key]))
+            col.add(host, "hpc_gres_gpus[%d].type" % pos, "one count-only entry per GPU type",
+                    "%s again (first hpc_gres_gpus[%d])" % (group["type"] or "untyped", seen[key]))
         seen.setdefault(key, pos)
 
 
 def _build_gpu_count(col, host, i, entry, layout, core_count):
     """{type, count, cores, flags}: GPUs declared by count, found by AutoDetect (gres.conf Count= without File)."""
-    field = "slurm_gres_gpus[%d]" % i
+    field = "hpc_gres_gpus[%d]" % i
     group = {"type": None, "count": None, "cores": None, "flags": None}
     allowed = ("type", "count", "cores", "flags")
     for key in sorted(set(entry) - set(allowed), key=str):
@@ -611,20 +611,20 @@ def _features(col, host, features):
     if features is None:
         return []
     if not isinstance(features, (list, tuple)):
-        col.add(host, "slurm_node_features", "a list of feature names", _describe(features),
+        col.add(host, "hpc_gres_node_features", "a list of feature names", _describe(features),
                 "write [ib, nvme], not a comma-separated string" if isinstance(features, str) else None)
         return []
     if len(features) > MAX_FEATURES:
-        col.add(host, "slurm_node_features", "at most %d features (this collection's bound)" % MAX_FEATURES,
+        col.add(host, "hpc_gres_node_features", "at most %d features (this collection's bound)" % MAX_FEATURES,
                 "%d features" % len(features))
         return []
     good = [f for pos, f in enumerate(features)
-            if col.check(host, "slurm_node_features[%d]" % pos, values.check_name(f, "feature name"))]
+            if col.check(host, "hpc_gres_node_features[%d]" % pos, values.check_name(f, "feature name"))]
     return good if len(good) == len(features) else []
 
 
 def _build_gpu(col, host, i, entry, layout, core_count):
-    field = "slurm_gres_gpus[%d]" % i
+    field = "hpc_gres_gpus[%d]" % i
     gpu = {"index": None, "type": None, "minor": None, "file": None, "cores": None, "model": None, "mig": None,
            "shards": None, "mps": None, "links": None, "flags": None}
     if not isinstance(entry, dict):
@@ -703,13 +703,13 @@ def _check_mig_with_shards(col, nodes, extra_types=()):
     collection's own integration test). The node would then report three GPUs per instance."""
     sharded = [(n["host"], g["index"]) for n in nodes for g in n["gpus"] if g["shards"] or g["mps"]]
     sharded += [(n["host"], "(node-wide count)") for n in nodes if n["shards"] or n["mps"]]
-    sharded += [("(slurm_gres_types)", name) for name in extra_types if name in ("shard", "mps")]
+    sharded += [("(hpc_gres_types)", name) for name in extra_types if name in ("shard", "mps")]
     if not sharded:
         return
     for node in nodes:
         for pos, gpu in enumerate(node["gpus"]):
             if gpu["mig"]:
-                col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos,
+                col.add(node["host"], "hpc_gres_gpus[%d].mig" % pos,
                         "MIG instances only in a cluster without shards (GresTypes would include shard)",
                         "shards on host %s GPU %s" % sharded[0],
                         "Slurm 22.05's slurmd splits a MIG MultipleFiles record into one GPU per file when shard "
@@ -742,8 +742,8 @@ def _cores(col, host, field, value, layout, core_count):
             if threads > 1 and max(cores) < core_count * threads:
                 hint = ("these look like OS CPU ids with hyperthreads; Cores= takes Slurm logical core indices "
                         "(one per physical core)")
-            col.add(host, field, "Slurm logical core indices within 0-%d (slurm_node_sockets %d x "
-                    "slurm_node_cores_per_socket %d)" % (core_count - 1, layout["sockets"], layout["cores_per_socket"]),
+            col.add(host, field, "Slurm logical core indices within 0-%d (hpc_gres_node_sockets %d x "
+                    "hpc_gres_node_cores_per_socket %d)" % (core_count - 1, layout["sockets"], layout["cores_per_socket"]),
                     "%s (%s outside)" % (values.describe(value).rsplit(" (", 1)[0], format_int_ranges(outside)), hint)
             return None
     text = format_int_ranges(cores)
@@ -770,8 +770,8 @@ def _check_unique(col, host, gpus, entries, positions):
                 hint = None
                 if key == "minor":
                     hint = "minor defaults to index; set minor where /dev/nvidiaN differs from the index"
-                col.add(host, "slurm_gres_gpus[%d].%s" % (i, key), "unique GPU %s" % key,
-                        "%s (also used by slurm_gres_gpus[%d])" % (value, seen[value]), hint)
+                col.add(host, "hpc_gres_gpus[%d].%s" % (i, key), "unique GPU %s" % key,
+                        "%s (also used by hpc_gres_gpus[%d])" % (value, seen[value]), hint)
             else:
                 seen[value] = i
 
@@ -784,7 +784,7 @@ def _check_type_spelling(col, nodes):
                 continue
             first = spellings.setdefault(gpu["type"].lower(), (gpu["type"], node["host"]))
             if first[0] != gpu["type"]:
-                col.add(node["host"], "slurm_gres_gpus[%d].type" % i,
+                col.add(node["host"], "hpc_gres_gpus[%d].type" % i,
                         "one spelling per GRES type (Slurm compares types case-insensitively)",
                         "%r (host %s spells it %r)" % (gpu["type"], first[1], first[0]))
 
@@ -805,12 +805,12 @@ def cluster_name_problem(value):
 def _cluster_name(col, host, value):
     problem = cluster_name_problem(value)
     if problem:
-        col.add(host, "slurm_cluster_name", problem, _describe(value))
+        col.add(host, "hpc_gres_cluster_name", problem, _describe(value))
         return "cluster"
     return str(value)
 
 
-def _autodetect(col, host, value, release, var="slurm_gres_autodetect"):
+def _autodetect(col, host, value, release, var="hpc_gres_autodetect"):
     """off, nvml, nvidia or full, and one the release's slurmd knows (versions.autodetect_modes)."""
     if value is False:  # YAML 1.1 reads an unquoted `off` as false
         return "off"
@@ -821,7 +821,7 @@ def _autodetect(col, host, value, release, var="slurm_gres_autodetect"):
     if release is not None and mode not in versions.autodetect_modes(release):
         since = versions.autodetect_since(mode)
         col.add(host, var,
-                "one of %s (the AutoDetect modes of Slurm %s, slurm_version; %s needs Slurm %s or later)"
+                "one of %s (the AutoDetect modes of Slurm %s, hpc_gres_slurm_version; %s needs Slurm %s or later)"
                 % (", ".join(m for m in versions.autodetect_modes(release) if m in AUTODETECT_CHOICES), release,
                    mode, since), _describe(value),
                 "slurmd %s logs 'error: unknown autodetect flag '%s'' and detects nothing" % (release, mode))
@@ -832,11 +832,11 @@ def _autodetect(col, host, value, release, var="slurm_gres_autodetect"):
 def _check_autodetect_with_mig(col, host, mode, nodes):
     """AutoDetect=full loads gpu_nvml.so where slurmd has it (MIG instances detected) and gpu_nvidia.so otherwise
     (MIG not detected): which MIG lines gres.conf needs would depend on each node's Slurm build."""
-    for node in nodes:  # a node's own slurm_node_autodetect overrides the cluster's for that node
+    for node in nodes:  # a node's own hpc_gres_node_autodetect overrides the cluster's for that node
         if node.get("autodetect") == "full":
             mig = next((g["index"] for g in node["gpus"] if g["mig"]), None)
             if mig is not None:
-                col.add(node["host"], "slurm_node_autodetect", "nvml or nvidia on a node with MIG GPUs (or off)",
+                col.add(node["host"], "hpc_gres_node_autodetect", "nvml or nvidia on a node with MIG GPUs (or off)",
                         "'full' (GPU %s has mig)" % mig,
                         "AutoDetect=full picks gpu_nvml.so where slurmd has it (which detects MIG) and gpu_nvidia.so "
                         "otherwise (which does not), so the gres.conf MIG lines cannot be known; name the plugin")
@@ -845,7 +845,7 @@ def _check_autodetect_with_mig(col, host, mode, nodes):
     mig = next(((n["host"], g["index"]) for n in nodes if not n.get("autodetect")
                 for g in n["gpus"] if g["mig"]), None)
     if mig:
-        col.add(host, "slurm_gres_autodetect", "nvml or nvidia on a cluster with MIG GPUs (or off)",
+        col.add(host, "hpc_gres_autodetect", "nvml or nvidia on a cluster with MIG GPUs (or off)",
                 "'full' (host %s GPU %s has mig)" % mig,
                 "AutoDetect=full picks gpu_nvml.so where slurmd has it (which detects MIG) and gpu_nvidia.so "
                 "otherwise (which does not), so the gres.conf MIG lines cannot be known; name the plugin")
@@ -857,8 +857,8 @@ def _check_cgroup_plugin(col, host, cgroup_conf, release):
         return
     for key, value in cgroup_conf.items():
         if key.lower() == "cgroupplugin" and value.strip().lower() == "cgroup/v1":
-            col.warn(host, "slurm_cgroup_conf_options.%s" % key,
-                     "cgroup/v2 or autodetect (cgroup/v1 is deprecated in Slurm %s, slurm_version)" % release, value,
+            col.warn(host, "hpc_gres_cgroup_conf_options.%s" % key,
+                     "cgroup/v2 or autodetect (cgroup/v1 is deprecated in Slurm %s, hpc_gres_slurm_version)" % release, value,
                      "slurmd logs 'cgroup/v1 plugin is deprecated, please upgrade to cgroup/v2'; boot the nodes with "
                      "the unified hierarchy (systemd.unified_cgroup_hierarchy=1) and use cgroup/v2")
 
@@ -872,14 +872,14 @@ def _slurm_version(col, host, value):
     try:
         release = versions.release_of(value)
     except ValueError:
-        col.add(host, "slurm_version", expected, _describe(value))
+        col.add(host, "hpc_gres_slurm_version", expected, _describe(value))
         return None
     if release not in versions.SUPPORTED:
         hint = None
         if versions.parse_version(release) > versions.parse_version(versions.RELEASES[-1]):
             hint = ("a release newer than this collection knows: its rules go into "
                     "plugins/module_utils/slurm/versions.py")
-        col.add(host, "slurm_version", expected, _describe(value), hint)
+        col.add(host, "hpc_gres_slurm_version", expected, _describe(value), hint)
         return None
     return release
 
@@ -895,7 +895,7 @@ def _socket_boundary_setting(col, host, options, release):
     if isinstance(options, dict):
         for key, value in options.items():
             if str(key).lower() == "slurmdparameters" and any(t in str(value).lower() for t in SOCKET_REDEFINING):
-                col.warn(host, "slurm_conf_options.%s" % key, "GPU Cores= checked against socket boundaries",
+                col.warn(host, "hpc_gres_slurm_conf_options.%s" % key, "GPU Cores= checked against socket boundaries",
                          "%s: Slurm's sockets are then NUMA nodes or L3 caches, which the inventory does not "
                          "describe; not checked" % value)
                 return None
@@ -922,7 +922,7 @@ def _check_socket_boundaries(col, host, name, gpus, entries, layout, release):
         for severity, since, expected, sock in found:
             cores = parse_int_ranges(gpu["cores"])
             if severity == "error":
-                expected = "%s (Slurm %s, slurm_version, drains the node otherwise)" % (expected, release)
+                expected = "%s (Slurm %s, hpc_gres_slurm_version, drains the node otherwise)" % (expected, release)
                 record = col.add
             else:
                 expected = "%s (Slurm %s and later drain the node; this cluster runs %s)" % (expected, since, release)
@@ -931,7 +931,7 @@ def _check_socket_boundaries(col, host, name, gpus, entries, layout, release):
                 remedy = "the one socket it is local to, or all cores (0-%d)" % (sockets * per_socket - 1)
             else:
                 remedy = "the whole socket(s) it is local to (%s)" % _covering_sockets(cores, per_socket)
-            record(host, "slurm_gres_gpus[%d].cores" % position.get(gpu["index"], 0), expected,
+            record(host, "hpc_gres_gpus[%d].cores" % position.get(gpu["index"], 0), expected,
                    "%s for GPU %d: %s" % (gpu["cores"], gpu["index"],
                                           versions.socket_boundary_message(cores, name, sock, per_socket)),
                    "Slurm schedules GPUs per socket: give the GPU %s, or set SlurmdParameters=l3cache_as_socket or "
@@ -944,16 +944,16 @@ def _covering_sockets(cores, per_socket):
 
 
 def _config_mode(col, host, cluster, nodes):
-    mode = cluster.get("slurm_gres_config_mode", CLUSTER_VARS["slurm_gres_config_mode"])
+    mode = cluster.get("hpc_gres_config_mode", CLUSTER_VARS["hpc_gres_config_mode"])
     if mode not in CONFIG_MODES:
-        col.add(host, "slurm_gres_config_mode", "one of %s" % ", ".join(CONFIG_MODES), _describe(mode))
+        col.add(host, "hpc_gres_config_mode", "one of %s" % ", ".join(CONFIG_MODES), _describe(mode))
         mode = "files"
-    include = cluster.get("slurm_gres_include_file", CLUSTER_VARS["slurm_gres_include_file"])
+    include = cluster.get("hpc_gres_include_file", CLUSTER_VARS["hpc_gres_include_file"])
     if not isinstance(include, str) or not re.match(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", include) or (
             ".." in include.split("/")) or include in ("slurm.conf", "gres.conf", "cgroup.conf"):
-        col.add(host, "slurm_gres_include_file", "a file name relative to the Slurm config directory, not "
+        col.add(host, "hpc_gres_include_file", "a file name relative to the Slurm config directory, not "
                 "slurm.conf, gres.conf or cgroup.conf", _describe(include))
-        include = CLUSTER_VARS["slurm_gres_include_file"]
+        include = CLUSTER_VARS["hpc_gres_include_file"]
     if mode != "files":
         why = {"configless": "each MIG node completes its own gres.conf lines, and configless nodes get gres.conf "
                              "from slurmctld",
@@ -961,10 +961,10 @@ def _config_mode(col, host, cluster, nodes):
         for node in nodes:
             for pos, gpu in enumerate(node["gpus"]):
                 if gpu["mig"]:
-                    col.add(node["host"], "slurm_gres_gpus[%d].mig" % pos, "no MIG GPUs with %s mode" % mode,
-                            "mig with slurm_gres_config_mode %s" % mode, why)
+                    col.add(node["host"], "hpc_gres_gpus[%d].mig" % pos, "no MIG GPUs with %s mode" % mode,
+                            "mig with hpc_gres_config_mode %s" % mode, why)
     if mode == "include":
-        for var in ("slurm_conf_options", "slurm_cgroup_conf_options"):
+        for var in ("hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options"):
             if cluster.get(var):
                 col.add(host, var, "nothing in include mode (the site's slurm.conf and cgroup.conf hold these)",
                         "%d option(s)" % len(cluster[var]) if isinstance(cluster[var], dict) else _describe(
@@ -976,8 +976,8 @@ def _check_count_only_autodetect(col, nodes, cluster_mode):
     """GPUs given by count have no File: slurmd keeps them only when AutoDetect fills them in."""
     for node in nodes:
         if node["gpu_counts"] and (node["autodetect"] or cluster_mode) == "off":
-            col.add(node["host"], "slurm_gres_gpus", "count-only GPU entries only where AutoDetect is on "
-                    "(slurm_node_autodetect or slurm_gres_autodetect)", "AutoDetect off",
+            col.add(node["host"], "hpc_gres_gpus", "count-only GPU entries only where AutoDetect is on "
+                    "(hpc_gres_node_autodetect or hpc_gres_autodetect)", "AutoDetect off",
                     "slurmd drops GPUs without File= from the final list when nothing detects them")
 
 
@@ -990,7 +990,7 @@ def _check_accounting(col, host, options):
     storage = lower.get("accountingstoragetype")
     if tres and tres[1] and "gres/" in str(tres[1]).lower() and not (
             storage and str(storage[1]).strip().lower() == "accounting_storage/slurmdbd"):
-        col.add(host, "slurm_conf_options.%s" % tres[0],
+        col.add(host, "hpc_gres_slurm_conf_options.%s" % tres[0],
                 "GRES TRES only with AccountingStorageType=accounting_storage/slurmdbd",
                 "%s without slurmdbd" % tres[1],
                 "slurmctld exits with 'slurmdbd is required to run with TRES gres/gpu'; with slurmdbd configured "
@@ -1105,11 +1105,11 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version
     if value is None:
         return [dict(DEFAULT_PARTITION, options=dict(DEFAULT_PARTITION["options"]))]
     if not isinstance(value, (list, tuple)) or not value:
-        col.add(host, "slurm_partitions", "a non-empty list of partitions ({name, group|nodes, ...})",
+        col.add(host, "hpc_gres_partitions", "a non-empty list of partitions ({name, group|nodes, ...})",
                 _describe(value))
         return []
     if len(value) > MAX_PARTITIONS:
-        col.add(host, "slurm_partitions", "at most %d partitions (this collection's bound)" % MAX_PARTITIONS,
+        col.add(host, "hpc_gres_partitions", "at most %d partitions (this collection's bound)" % MAX_PARTITIONS,
                 "%d partitions" % len(value))
         return []
     host_to_name = {h: n for n, h in by_name.items()}
@@ -1118,7 +1118,7 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version
     result = []
     names = set()
     defaults = []
-    for i, field, part in model_gres.keyed_entries(col, host, "slurm_partitions", value, PARTITION_KEYS,
+    for i, field, part in model_gres.keyed_entries(col, host, "hpc_gres_partitions", value, PARTITION_KEYS,
                                                    "partition mappings", "{name: gpu, group: gpu_nodes}"):
         name = part.get("name")
         if not col.check(host, field + ".name", values.check_name(name, "partition name",
@@ -1138,7 +1138,7 @@ def _partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version
                             part.get("options"), ("PartitionName", "Nodes", "Default"), "partition", version)
         result.append({"name": str(name), "nodes": nodes, "default": default, "options": settings})
     if len(defaults) > 1:
-        col.add(host, "slurm_partitions", "at most one partition with default: true",
+        col.add(host, "hpc_gres_partitions", "at most one partition with default: true",
                 "%d (%s)" % (len(defaults), ", ".join(defaults)))
     return result
 

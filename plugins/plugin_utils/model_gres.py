@@ -25,15 +25,15 @@ _PATH_RE = re.compile(r"^/[A-Za-z0-9_./\[\],-]+$")
 _DEVICE_FILE_RE = re.compile(r"^/[A-Za-z0-9_.+:-]+(/[A-Za-z0-9_.+:-]+)*$")
 
 # slurm.conf NodeName keys (read_config.c _nodename_options, 22.05, plus later releases) that
-# slurm_node_options may set; the schema's own variables and Gres are derived.
+# hpc_gres_node_options may set; the schema's own variables and Gres are derived.
 NODE_OPTION_KEYS = ("BcastAddr", "Boards", "CoreSpecCount", "CPUs", "CPUSpecList", "CpuBind", "MemSpecLimit",
                     "NodeAddr", "NodeHostname", "Port", "Reason", "SocketsPerBoard", "State", "TmpDisk",
                     "TRESWeights", "Comment", "Extra", "Features", "Parameters", "RestrictedCoresPerGPU",
                     "Topology")
-OWNED_NODE_KEYS = {"nodename": "NodeName", "gres": "Gres", "sockets": "slurm_node_sockets",
-                   "corespersocket": "slurm_node_cores_per_socket", "threadspercore": "slurm_node_threads_per_core",
-                   "realmemory": "slurm_node_real_memory", "feature": "slurm_node_features",
-                   "features": "slurm_node_features", "weight": "slurm_node_weight", "procs": "CPUs"}
+OWNED_NODE_KEYS = {"nodename": "NodeName", "gres": "Gres", "sockets": "hpc_gres_node_sockets",
+                   "corespersocket": "hpc_gres_node_cores_per_socket", "threadspercore": "hpc_gres_node_threads_per_core",
+                   "realmemory": "hpc_gres_node_real_memory", "feature": "hpc_gres_node_features",
+                   "features": "hpc_gres_node_features", "weight": "hpc_gres_node_weight", "procs": "CPUs"}
 _NODE_OPTION_CANON = {k.lower(): k for k in NODE_OPTION_KEYS if k != "Features"}
 
 
@@ -167,11 +167,11 @@ def keyed_entries(col, host, var, value, keys, what, example):
 
 
 def generic_gres(col, host, value, cores_fn):
-    """slurm_node_gres: other GRES (bandwidth, tmpdisk, mic, ...) -> list of model records."""
+    """hpc_gres_node_gres: other GRES (bandwidth, tmpdisk, mic, ...) -> list of model records."""
     if value is None:
         return []
     out = []
-    for i, field, entry in keyed_entries(col, host, "slurm_node_gres", value, GENERIC_KEYS, "GRES records",
+    for i, field, entry in keyed_entries(col, host, "hpc_gres_node_gres", value, GENERIC_KEYS, "GRES records",
                                          "{name: bandwidth, type: lustre, count: 4G}"):
         rec = {"name": None, "type": None, "count": None, "count_text": None, "no_consume": False, "files": None,
                "file": None, "cores": None, "flags": None}
@@ -181,7 +181,7 @@ def generic_gres(col, host, value, cores_fn):
             continue
         if name.lower() in ("gpu",) + SHARED_NAMES:
             col.add(host, field + ".name", "a GRES other than gpu, shard and mps",
-                    name, "GPUs go in slurm_gres_gpus, shards and MPS per GPU or in slurm_node_shards/slurm_node_mps")
+                    name, "GPUs go in hpc_gres_gpus, shards and MPS per GPU or in hpc_gres_node_shards/hpc_gres_node_mps")
             continue
         rec["name"] = str(name)
         gtype = entry.get("type")
@@ -228,8 +228,8 @@ def _check_generic_rules(col, host, records):
             continue
         key = (rec["name"], (rec["type"] or "").lower())
         if key in seen:
-            col.add(host, "slurm_node_gres[%d]" % i, "one record per GRES name and type",
-                    "%s%s again (first slurm_node_gres[%d])"
+            col.add(host, "hpc_gres_node_gres[%d]" % i, "one record per GRES name and type",
+                    "%s%s again (first hpc_gres_node_gres[%d])"
                     % (rec["name"], ":" + rec["type"] if rec["type"] else "", seen[key]))
         seen.setdefault(key, i)
         by_name.setdefault(rec["name"], []).append((i, rec))
@@ -238,21 +238,21 @@ def _check_generic_rules(col, host, records):
             has = [bool(rec[attr]) for _unused, rec in items]
             if any(has) and not all(has):
                 pos = items[has.index(False)][0]
-                col.add(host, "slurm_node_gres[%d].%s" % (pos, "file" if attr == "files" else "type"),
+                col.add(host, "hpc_gres_node_gres[%d].%s" % (pos, "file" if attr == "files" else "type"),
                         "%s on every %s record when any has one" % (what, name), "none",
                         "slurmd stops: some records have \"%s\" specification while others do not" % what)
 
 
 def node_options(col, host, value):
-    """slurm_node_options: extra NodeName= settings (TmpDisk, State, CPUs, NodeAddr, ...) in the given order."""
+    """hpc_gres_node_options: extra NodeName= settings (TmpDisk, State, CPUs, NodeAddr, ...) in the given order."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        col.add(host, "slurm_node_options", "a mapping of NodeName option to value", describe(value))
+        col.add(host, "hpc_gres_node_options", "a mapping of NodeName option to value", describe(value))
         return {}
     out = {}
     for key in value:
-        field = "slurm_node_options.%s" % key
+        field = "hpc_gres_node_options.%s" % key
         low = str(key).lower()
         if low in OWNED_NODE_KEYS:
             col.add(host, field, "an option the schema does not hold", "%s (use %s)" % (key, OWNED_NODE_KEYS[low]))
@@ -278,13 +278,13 @@ def shared_count(col, host, var, value):
 
 
 def gres_types(col, host, value):
-    """slurm_gres_types: GRES names always in GresTypes, used or not."""
+    """hpc_gres_types: GRES names always in GresTypes, used or not."""
     if value is None:
         return []
     if isinstance(value, str):
         value = [v for v in value.split(",") if v]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and _GRES_NAME_RE.match(v) for v in value):
-        col.add(host, "slurm_gres_types", "a list of GRES names (gpu, mps, shard, bandwidth, ...)", describe(value))
+        col.add(host, "hpc_gres_types", "a list of GRES names (gpu, mps, shard, bandwidth, ...)", describe(value))
         return []
     out = []
     for name in value:

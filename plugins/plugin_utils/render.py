@@ -43,19 +43,19 @@ def _node_pairs(node, elements):
     """A NodeName= line's options after the name: [(key, value, (host, field))]."""
     host = node["host"]
     pairs = []
-    for key, field, var in (("Sockets", "sockets", "slurm_node_sockets"),
-                            ("CoresPerSocket", "cores_per_socket", "slurm_node_cores_per_socket"),
-                            ("ThreadsPerCore", "threads_per_core", "slurm_node_threads_per_core"),
-                            ("RealMemory", "real_memory", "slurm_node_real_memory")):
+    for key, field, var in (("Sockets", "sockets", "hpc_gres_node_sockets"),
+                            ("CoresPerSocket", "cores_per_socket", "hpc_gres_node_cores_per_socket"),
+                            ("ThreadsPerCore", "threads_per_core", "hpc_gres_node_threads_per_core"),
+                            ("RealMemory", "real_memory", "hpc_gres_node_real_memory")):
         if node[field] is not None:
             pairs.append((key, "%d" % node[field], (host, var)))
     if node["features"]:
-        pairs.append(("Features", ",".join(node["features"]), (host, "slurm_node_features")))
+        pairs.append(("Features", ",".join(node["features"]), (host, "hpc_gres_node_features")))
     if node["weight"] is not None:
-        pairs.append(("Weight", "%d" % node["weight"], (host, "slurm_node_weight")))
-    pairs.extend((k, str(v), (host, "slurm_node_options.%s" % k)) for k, v in (node.get("options") or {}).items())
+        pairs.append(("Weight", "%d" % node["weight"], (host, "hpc_gres_node_weight")))
+    pairs.extend((k, str(v), (host, "hpc_gres_node_options.%s" % k)) for k, v in (node.get("options") or {}).items())
     if elements:
-        pairs.append(("Gres", ",".join(element for _unused1, _unused2, element in elements), (host, "slurm_gres_gpus")))
+        pairs.append(("Gres", ",".join(element for _unused1, _unused2, element in elements), (host, "hpc_gres_gpus")))
     return pairs
 
 
@@ -142,21 +142,21 @@ def _slurm_conf(model):
     if model.get("config_mode") == "include":
         out.comment("Include mode: checked, never installed. The site's slurm.conf holds the options and includes "
                     "%s with the GRES, node and partition lines below." % model["include_file"])
-    out.line([("ClusterName", model["cluster_name"], (cluster_host, "slurm_cluster_name"))])
+    out.line([("ClusterName", model["cluster_name"], (cluster_host, "hpc_gres_cluster_name"))])
     for ctl in model["controllers"]:
         value = "%s(%s)" % (ctl["name"], ctl["addr"]) if ctl["addr"] else ctl["name"]
-        out.line([("SlurmctldHost", value, (ctl["host"], "slurm_ctld_addr" if ctl["addr"] else "slurm_node_name"))])
+        out.line([("SlurmctldHost", value, (ctl["host"], "hpc_gres_controller_addr" if ctl["addr"] else "hpc_gres_node_name"))])
     for key, value in settings.items():
-        out.line([(key, value, (cluster_host, "slurm_conf_options.%s" % key))])
+        out.line([(key, value, (cluster_host, "hpc_gres_slurm_conf_options.%s" % key))])
 
     elements = {node["name"]: node_gres_elements(node) for node in model["nodes"]}
     tres, has_gpus = _tres(model, user_tres, elements)
-    tres_origin = (cluster_host, "slurm_conf_options.AccountingStorageTRES")
+    tres_origin = (cluster_host, "hpc_gres_slurm_conf_options.AccountingStorageTRES")
     names = gres_types(model, elements)
     if names:
         out.blank()
         out.comment("Generic resources: every node's Gres= below is proven equal to its gres.conf")
-        out.line([("GresTypes", ",".join(names), (cluster_host, "slurm_gres_types"))])
+        out.line([("GresTypes", ",".join(names), (cluster_host, "hpc_gres_types"))])
     if uses_slurmdbd(model):
         if tres:
             out.line([("AccountingStorageTRES", tres, tres_origin)])
@@ -166,7 +166,7 @@ def _slurm_conf(model):
         if has_gpus:
             # slurmctld exits on GRES TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu").
             out.comment("GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
-                        "AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options.")
+                        "AccountingStorageType=accounting_storage/slurmdbd is set in hpc_gres_slurm_conf_options.")
     _nodes_and_partitions(out, model, elements)
     return out
 
@@ -177,12 +177,12 @@ def _nodes_and_partitions(out, model, elements=None):
     out.blank()
     out.comment("Compute nodes (%d): identical nodes share one line" % len(model["nodes"]))
     for expr, node, elements_, _unused in _grouped(model, elements):
-        out.line([("NodeName", expr, (node["host"], "slurm_node_name"))] + _node_pairs(node, elements_))
+        out.line([("NodeName", expr, (node["host"], "hpc_gres_node_name"))] + _node_pairs(node, elements_))
     out.blank()
     out.comment("Partitions")
     compressed = {}  # partitions often list the same nodes
     for pos, part in enumerate(model["partitions"]):
-        field = "slurm_partitions[%d]" % pos
+        field = "hpc_gres_partitions[%d]" % pos
         nodes = part["nodes"]
         if nodes != "ALL":
             key = tuple(nodes)
@@ -209,13 +209,13 @@ def _include(model):
     out.comment(GENERATED)
     names = gres_types(model)
     if names:
-        out.line([("GresTypes", ",".join(names), (model.get("cluster_host", CLUSTER), "slurm_gres_types"))])
+        out.line([("GresTypes", ",".join(names), (model.get("cluster_host", CLUSTER), "hpc_gres_types"))])
     return _nodes_and_partitions(out, model)
 
 
 def render_include(model):
     """Include mode: the node/partition part of slurm.conf (GresTypes, NodeName, PartitionName lines) that the
-    site's own slurm.conf pulls in with ``Include <slurm_gres_include_file>``."""
+    site's own slurm.conf pulls in with ``Include <hpc_gres_include_file>``."""
     return _include(model).text()
 
 
@@ -239,7 +239,7 @@ def _cgroup_conf(model):
     out.comment("cgroup.conf for cluster %s" % model["cluster_name"])
     out.comment(GENERATED)
     for key, value in model["settings"]["cgroup_conf"].items():
-        out.line([(key, value, (cluster_host, "slurm_cgroup_conf_options.%s" % key))])
+        out.line([(key, value, (cluster_host, "hpc_gres_cgroup_conf_options.%s" % key))])
     return out
 
 
@@ -391,10 +391,10 @@ def summarize(model, files=None):
             % (summary["cluster"], summary["nodes"], gpu_nodes, summary["cpu_only_nodes"],
                ", ".join(summary["controllers"]))]
     if summary["slurm_version_default"]:
-        text.append("Slurm %s: the default, the inventory does not set slurm_version (set it to the release the "
+        text.append("Slurm %s: the default, the inventory does not set hpc_gres_slurm_version (set it to the release the "
                     "cluster runs; the deploy refuses a cluster that runs another)" % summary["slurm_version"])
     else:
-        text.append("Slurm %s (slurm_version)" % summary["slurm_version"])
+        text.append("Slurm %s (hpc_gres_slurm_version)" % summary["slurm_version"])
     text.append("GPUs: %d (%s)" % (summary["gpus"], ", ".join("%s %d" % kv for kv in summary["gpus_by_type"].items())
                                    or "none"))
     if mig:

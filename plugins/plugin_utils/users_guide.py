@@ -26,11 +26,11 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import device
 
 GUIDE = "USERS.md"
 MOTD = "USERS.motd"
-# Hosts of this inventory group get the guide and the job templates (role hpc.slurm_gres.slurm_gres_users_guide).
-INSTALL_GROUP = "slurm_gres_users_guide"
-DIR_VAR = "slurm_gres_users_guide_dir"
+# Hosts of this inventory group get the guide and the job templates (role hpc.slurm_gres.hpc_gres_users_guide).
+INSTALL_GROUP = "hpc_gres_users_guide"
+DIR_VAR = "hpc_gres_users_guide_dir"
 DEFAULT_DIR = "/usr/local/share/doc/slurm-gpus"
-TEMPLATES_SOURCE = "roles/slurm_gres_users_guide/files/job-templates"
+TEMPLATES_SOURCE = "roles/hpc_gres_users_guide/files/job-templates"
 TEMPLATES = (
     ("gpu-single.sbatch", "one GPU", "--gres=gpu:1"),
     ("gpu-multi.sbatch", "several GPUs on one node, one task that uses them all", "--nodes=1 --gres=gpu:2"),
@@ -599,7 +599,7 @@ def users_guide_files(model, files, installed_dir=None):
 
 def inventory_guide_files(model, files, hostvars, groups):
     """What the render step adds to ``render_all(model)``'s files, reading the install directory from the
-    inventory: ``slurm_gres_users_guide_dir`` of the hosts in group ``slurm_gres_users_guide`` (GresError when
+    inventory: ``hpc_gres_users_guide_dir`` of the hosts in group ``hpc_gres_users_guide`` (GresError when
     they differ). ``hostvars`` may be Ansible's hostvars or a plain dict."""
     hosts = list((groups or {}).get(INSTALL_GROUP) or [])
     directory = install_dir(schema_hostvars(hostvars, hosts, lambda name: name == DIR_VAR))

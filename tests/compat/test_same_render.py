@@ -2,7 +2,7 @@
 
 Run by scripts/compat.sh (``make compat``, ``make compat-min``), which passes the ansible-core installations to
 compare in ``SLURM_GRES_COMPAT_BINS`` ("2.16=/path/to/venv/bin 2.21=... venv=.venv/bin"). Each renders each
-inventory below with ``ansible-playbook hpc.slurm_gres.deploy_gres -e slurm_gres_render_dir=DIR``: the example,
+inventory below with ``ansible-playbook hpc.slurm_gres.deploy_gres -e hpc_gres_render_dir=DIR``: the example,
 one that sets no cluster-wide variable at all (what ``default(none)`` broke before ansible-core 2.19), one with
 every cluster-wide option, Jinja in group_vars and shards, and one that must be refused with the same message.
 """
@@ -14,7 +14,7 @@ import pytest
 from render_helpers import ROOT, write_inventory
 
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-NODE = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 16, "slurm_node_threads_per_core": 2}
+NODE = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 16, "hpc_gres_node_threads_per_core": 2}
 HOSTS = {"all": {"children": {
     "slurmctld": {"hosts": {"ctl1.lab": None}},
     "slurmd": {"children": {"gpu": {"hosts": {"g[01:04].lab": None}}, "cpu": {"hosts": {"c1.lab": None}}}},
@@ -41,30 +41,30 @@ def installations():
 
 def defaults_only(path):
     return write_inventory(path, HOSTS, group_vars={
-        "gpu": dict(NODE, slurm_gres_gpus=[{"index": i, "type": "l40s", "cores": "0-15" if i < 2 else "16-31"}
+        "gpu": dict(NODE, hpc_gres_gpus=[{"index": i, "type": "l40s", "cores": "0-15" if i < 2 else "16-31"}
                                            for i in range(4)])})
 
 
 def every_option(path):
-    gpu = dict(NODE, slurm_node_real_memory="{{ 250 * 1024 }}", slurm_node_features=["l40s", "ib"],
-               slurm_node_weight=10,
-               slurm_gres_gpus=[{"index": i, "type": "l40s", "cores": "{{ '0-15' if %d < 2 else '16-31' }}" % i,
+    gpu = dict(NODE, hpc_gres_node_real_memory="{{ 250 * 1024 }}", hpc_gres_node_features=["l40s", "ib"],
+               hpc_gres_node_weight=10,
+               hpc_gres_gpus=[{"index": i, "type": "l40s", "cores": "{{ '0-15' if %d < 2 else '16-31' }}" % i,
                                  "shards": 4} for i in range(4)])
     return write_inventory(path, HOSTS, group_vars={
-        "all": {"slurm_cluster_name": "same", "slurm_gres_autodetect": "nvml",
-                "slurm_conf_options": {"SchedulerType": "sched/backfill", "MaxJobCount": 20000, "ReturnToService": None,
+        "all": {"hpc_gres_cluster_name": "same", "hpc_gres_autodetect": "nvml",
+                "hpc_gres_slurm_conf_options": {"SchedulerType": "sched/backfill", "MaxJobCount": 20000, "ReturnToService": None,
                                        "PrologFlags": ["Alloc", "Contain"]},
-                "slurm_cgroup_conf_options": {"ConstrainRAMSpace": True, "AllowedRAMSpace": "98.5"},
-                "slurm_partitions": [{"name": "gpu", "group": "gpu", "default": True,
+                "hpc_gres_cgroup_conf_options": {"ConstrainRAMSpace": True, "AllowedRAMSpace": "98.5"},
+                "hpc_gres_partitions": [{"name": "gpu", "group": "gpu", "default": True,
                                       "options": {"MaxTime": "1-00:00:00"}},
                                      {"name": "debug", "nodes": ["g01", "c1"], "options": {"MaxTime": 30}}]},
-        "gpu": gpu}, host_vars={"g04.lab": dict(gpu, slurm_gres_gpus=gpu["slurm_gres_gpus"][:2])})
+        "gpu": gpu}, host_vars={"g04.lab": dict(gpu, hpc_gres_gpus=gpu["hpc_gres_gpus"][:2])})
 
 
 def refused(path):
     bad = [{"index": 0, "type": "l40s"}, {"index": 0, "type": "l40s"}]
     return write_inventory(path, HOSTS, group_vars={"gpu": NODE},
-                           host_vars={"g02.lab": dict(NODE, slurm_gres_gpus=bad)})
+                           host_vars={"g02.lab": dict(NODE, hpc_gres_gpus=bad)})
 
 
 INVENTORIES = {
@@ -77,7 +77,7 @@ INVENTORIES = {
 def render(bin_dir, inventory, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "hpc.slurm_gres.deploy_gres", "-i", inventory,
-                           "-e", "slurm_gres_render_dir=%s" % dest], cwd=ROOT, env=env, check=False,
+                           "-e", "hpc_gres_render_dir=%s" % dest], cwd=ROOT, env=env, check=False,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc.returncode, " ".join(proc.stdout.split())
 
@@ -116,5 +116,5 @@ def test_every_version_refuses_a_bad_inventory_with_the_same_message(tmp_path):
     for label, (_version, bin_dir, full) in sorted(found.items()):
         rc, out = render(bin_dir, inventory, tmp_path / label)
         assert rc != 0, "ansible-core %s accepted a duplicate GPU index" % full
-        assert "host g02.lab: slurm_gres_gpus[1].index: expected unique GPU index, found 0" in out, (full, out[-2000:])
+        assert "host g02.lab: hpc_gres_gpus[1].index: expected unique GPU index, found 0" in out, (full, out[-2000:])
         assert not (tmp_path / label).exists()

@@ -1,4 +1,4 @@
-"""A real A30's MIG session as ``slurm_gres_hw`` facts, for the tests of the live gres.conf (test helper).
+"""A real A30's MIG session as ``hpc_gres_hw`` facts, for the tests of the live gres.conf (test helper).
 
 Built by the project's own ``gpu_facts.build_facts`` from the real A30 recordings (``nvidia-smi -L`` and
 ``mig -lgi`` of one session; its ``-lci`` is not recorded, so the default CIs are written in the real ``-lci``

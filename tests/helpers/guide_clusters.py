@@ -13,8 +13,8 @@ def example_model():
 
 
 def _node(sockets, cores, gpus, threads=2, memory=256000):
-    return {"slurm_node_sockets": sockets, "slurm_node_cores_per_socket": cores, "slurm_node_threads_per_core": threads,
-            "slurm_node_real_memory": memory, "slurm_gres_gpus": gpus}
+    return {"hpc_gres_node_sockets": sockets, "hpc_gres_node_cores_per_socket": cores, "hpc_gres_node_threads_per_core": threads,
+            "hpc_gres_node_real_memory": memory, "hpc_gres_gpus": gpus}
 
 
 def shards_model(**cluster):
@@ -27,10 +27,10 @@ def shards_model(**cluster):
     h100 = [{"index": i, "type": "h100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
     hostvars = {"ctl": {}, "inf01": _node(2, 16, l40s), "inf02": _node(2, 16, l40s), "inf03": _node(2, 8, a40),
                 "trn01": _node(2, 32, h100, memory=1000000), "trn02": _node(2, 32, h100, memory=1000000),
-                "cpu01": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1}}
+                "cpu01": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1}}
     groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": [h for h in hostvars if h != "ctl"]}
-    settings = {"slurm_cluster_name": "inference",
-                "slurm_partitions": [
+    settings = {"hpc_gres_cluster_name": "inference",
+                "hpc_gres_partitions": [
                     {"name": "shared", "nodes": ["inf01", "inf02", "inf03"], "default": True},
                     {"name": "train", "nodes": ["trn01", "trn02", "inf01", "cpu01"],
                      "options": {"MaxTime": "3-00:00:00", "State": "UP"}}]}
@@ -46,16 +46,16 @@ def untyped_model(viz_type="t4", **cluster):
     untyped = [{"index": i, "cores": "0-15" if i < 2 else "16-31", "mps": 100} for i in range(4)]
     nodes = {
         "ug01": _node(2, 16, untyped), "ug02": _node(2, 16, untyped),
-        "ug03": dict(_node(2, 16, [{"count": 2}]), slurm_node_autodetect="nvml"),
+        "ug03": dict(_node(2, 16, [{"count": 2}]), hpc_gres_node_autodetect="nvml"),
         "viz01": dict(_node(1, 16, [{"index": i, "type": viz_type} if viz_type else {"index": i} for i in range(2)]),
-                      slurm_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]),
-        "cpu01": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
-                  "slurm_node_gres": [{"name": "tmpdisk", "count": 500}]},
+                      hpc_gres_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]),
+        "cpu01": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1,
+                  "hpc_gres_node_gres": [{"name": "tmpdisk", "count": 500}]},
     }
     hostvars = dict({"ctl": {}}, **nodes)
     groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": list(nodes)}
-    settings = {"slurm_cluster_name": "legacy",
-                "slurm_partitions": [
+    settings = {"hpc_gres_cluster_name": "legacy",
+                "hpc_gres_partitions": [
                     {"name": "gpu", "nodes": ["ug01", "ug02", "ug03"]},
                     {"name": "viz", "nodes": ["viz01", "ug02"], "options": {"MaxTime": "08:00:00"}},
                     {"name": "cpu", "nodes": ["cpu01"], "default": True}]}

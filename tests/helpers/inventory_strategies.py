@@ -39,7 +39,7 @@ GPU_TYPES = ("a100", "h100_pcie", "l40s", "v100-sxm2", "rtx6000.ada", "gh200", "
 MIG_LAYOUTS = (("A100-80GB", ("7g.80gb",)), ("A100-80GB", ("3g.40gb", "3g.40gb")),
                ("A100-80GB", ("4g.40gb", "2g.20gb", "1g.10gb")), ("A100-40GB", ("3g.20gb", "2g.10gb", "1g.5gb")))
 FEATURES = ("ib", "nvme", "avx512", "genoa", "a100", "hbm3", "gpu.big", "rack_7")
-# (option, valid values) that Slurm 22.05+ accepts on its own, for slurm_conf_options
+# (option, valid values) that Slurm 22.05+ accepts on its own, for hpc_gres_slurm_conf_options
 SLURM_OPTIONS = (
     ("SlurmctldDebug", ("info", "debug", "error")),
     ("SlurmdDebug", ("info", "verbose")),
@@ -142,42 +142,42 @@ def valid_inventories(draw, slurm_version=None):
     hostvars = {ctl: {}}
     if draw(st.booleans()):
         addresses = ("10.0.0.1", "ctl.example.org", "fd00::1", "192.168.100.254")
-        hostvars[ctl]["slurm_ctld_addr"] = draw(st.sampled_from(addresses))
+        hostvars[ctl]["hpc_gres_controller_addr"] = draw(st.sampled_from(addresses))
     # MIG and shards cannot share a cluster (GresTypes is cluster-wide; the model refuses the mix).
     sharing = draw(st.sampled_from(("none", "mig", "shard")))
     shapes = draw(st.lists(st.tuples(st.integers(1, 2), st.integers(1, 8), st.integers(1, 2)), min_size=1,
                            max_size=2))
     for host in nodes:
         sockets, cores, threads = draw(st.sampled_from(shapes))
-        hv = {"slurm_node_sockets": sockets, "slurm_node_cores_per_socket": cores,
-              "slurm_node_threads_per_core": threads}
+        hv = {"hpc_gres_node_sockets": sockets, "hpc_gres_node_cores_per_socket": cores,
+              "hpc_gres_node_threads_per_core": threads}
         if draw(st.booleans()):
-            hv["slurm_node_real_memory"] = draw(st.sampled_from((1000, 515000, 2 ** 40)))
+            hv["hpc_gres_node_real_memory"] = draw(st.sampled_from((1000, 515000, 2 ** 40)))
         if draw(st.integers(0, 3)) == 0:
-            hv["slurm_node_features"] = draw(st.lists(st.sampled_from(FEATURES), max_size=3, unique=True))
+            hv["hpc_gres_node_features"] = draw(st.lists(st.sampled_from(FEATURES), max_size=3, unique=True))
         if draw(st.integers(0, 4)) == 0:
-            hv["slurm_node_weight"] = draw(st.sampled_from((0, 1, 100, 2 ** 32 - 3)))
+            hv["hpc_gres_node_weight"] = draw(st.sampled_from((0, 1, 100, 2 ** 32 - 3)))
         gpus = draw(gpu_lists(sockets * cores, types, sharing))
         if gpus:
-            hv["slurm_gres_gpus"] = gpus
+            hv["hpc_gres_gpus"] = gpus
         hostvars[host] = hv
     groups = {"all": [ctl] + nodes, "slurmctld": [ctl], "slurmd": list(nodes),
-              "gpu": [h for h in nodes if hostvars[h].get("slurm_gres_gpus")]}
-    cluster = {"slurm_cluster_name": draw(st.sampled_from(("demo", "lab-1", "c", "HPC_2")))}
+              "gpu": [h for h in nodes if hostvars[h].get("hpc_gres_gpus")]}
+    cluster = {"hpc_gres_cluster_name": draw(st.sampled_from(("demo", "lab-1", "c", "HPC_2")))}
     version = slurm_version or draw(st.sampled_from((None,) + RELEASES))
     if version:
-        cluster["slurm_version"] = version
+        cluster["hpc_gres_slurm_version"] = version
     # AutoDetect=nvidia is new in 24.11 (the model refuses it for older releases)
     new_enough = version and parse_version(version) >= (24, 11)
     autodetect = ("off", "nvml", False) + (("nvidia",) if new_enough else ())
     if draw(st.booleans()):
-        cluster["slurm_gres_autodetect"] = draw(st.sampled_from(autodetect))
+        cluster["hpc_gres_autodetect"] = draw(st.sampled_from(autodetect))
     if draw(st.booleans()):
-        cluster["slurm_conf_options"] = draw(_options(SLURM_OPTIONS))
+        cluster["hpc_gres_slurm_conf_options"] = draw(_options(SLURM_OPTIONS))
     if draw(st.booleans()):
-        cluster["slurm_cgroup_conf_options"] = draw(_options(CGROUP_OPTIONS))
+        cluster["hpc_gres_cgroup_conf_options"] = draw(_options(CGROUP_OPTIONS))
     if draw(st.booleans()):
-        cluster["slurm_partitions"] = draw(_partitions(nodes, groups))
+        cluster["hpc_gres_partitions"] = draw(_partitions(nodes, groups))
     return hostvars, groups, cluster
 
 
@@ -217,17 +217,17 @@ def _targets(hostvars, cluster):
     targets = []
     for host, hv in hostvars.items():
         targets.extend(_setter(hv, var) for var in HOST_VARS)
-        for gpu in _items(hv.get("slurm_gres_gpus"), list):
+        for gpu in _items(hv.get("hpc_gres_gpus"), list):
             if isinstance(gpu, dict):
                 targets.extend(_setter(gpu, key) for key in ("index", "type", "cores", "minor", "shards", "mig",
                                                              "model"))
-        features = hv.get("slurm_node_features")
+        features = hv.get("hpc_gres_node_features")
         targets.extend(_setter(features, pos) for pos in range(len(_items(features, list))))
     targets.extend(_setter(cluster, var) for var in CLUSTER_VARS)
-    for var in ("slurm_conf_options", "slurm_cgroup_conf_options"):
+    for var in ("hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options"):
         table = cluster.get(var)
         targets.extend(_setter(table, key) for key in _items(table, dict))
-    for part in _items(cluster.get("slurm_partitions"), list):
+    for part in _items(cluster.get("hpc_gres_partitions"), list):
         if not isinstance(part, dict):
             continue
         targets.extend(_setter(part, key) for key in ("name", "nodes", "group", "default", "options"))
@@ -249,13 +249,13 @@ def _setter(container, key):
 
 def _new_key(draw, hostvars, cluster):
     """Add a key the schema or Slurm does not know (a typo, an owned key, an option of another release)."""
-    where = draw(st.sampled_from(("host", "slurm_conf_options", "slurm_cgroup_conf_options", "gpu")))
+    where = draw(st.sampled_from(("host", "hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options", "gpu")))
     if where == "host":
         host = draw(st.sampled_from(sorted(hostvars)))
-        hostvars[host][draw(st.sampled_from(("slurm_node_socket", "slurm_gres_gpu", "slurm_ctld_address",
-                                             "slurm_gres_gpus_extra")))] = 1
+        hostvars[host][draw(st.sampled_from(("hpc_gres_node_socket", "hpc_gres_gpu", "hpc_gres_controller_address",
+                                             "hpc_gres_gpus_extra")))] = 1
     elif where == "gpu":
-        gpus = [g for hv in hostvars.values() for g in _items(hv.get("slurm_gres_gpus"), list) if isinstance(g, dict)]
+        gpus = [g for hv in hostvars.values() for g in _items(hv.get("hpc_gres_gpus"), list) if isinstance(g, dict)]
         if gpus:
             draw(st.sampled_from(gpus))[draw(st.sampled_from(("coers", "Index", "links", 7)))] = "0-3"
     else:
@@ -284,8 +284,8 @@ def inventories(draw, slurm_version=None):
 
 
 # An inventory field as a refusal must name it: a schema variable, optionally indexed or dotted into.
-_FIELD_RE = re.compile(r"\A(groups\.[a-z]+|slurm_[a-z_]+)(\[[0-9]+\]|\[[^\]]*\]|\.[^\s]+)*\Z")
-KNOWN_ROOTS = set(HOST_VARS) | set(CLUSTER_VARS) | {"slurm_version"}
+_FIELD_RE = re.compile(r"\A(groups\.[a-z]+|hpc_gres_[a-z_]+)(\[[0-9]+\]|\[[^\]]*\]|\.[^\s]+)*\Z")
+KNOWN_ROOTS = set(HOST_VARS) | set(CLUSTER_VARS) | {"hpc_gres_slurm_version"}
 UNKNOWN_VAR_PREFIXES = HOST_VAR_PREFIXES  # a misspelt schema variable is named as written
 
 

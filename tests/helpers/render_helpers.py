@@ -41,7 +41,7 @@ def write_inventory(path, hosts_yaml, host_vars=None, group_vars=None):
 
 
 def gpus(gtype, count, cores_per_gpu=None, start=0, **extra):
-    """A slurm_gres_gpus list: ``count`` GPUs of ``gtype`` from index ``start``."""
+    """A hpc_gres_gpus list: ``count`` GPUs of ``gtype`` from index ``start``."""
     out = []
     for i in range(start, start + count):
         gpu = {"index": i, "type": gtype}

@@ -45,7 +45,7 @@ def fail_or_skip(reason):
 
 def local_slurm_release():
     """The release of this machine's slurmd and slurmctld (``"22.05"``): what a deploy over the local connection
-    reads with ``slurmd -V`` / ``slurmctld -V``, so the inventory's ``slurm_version`` must name it."""
+    reads with ``slurmd -V`` / ``slurmctld -V``, so the inventory's ``hpc_gres_slurm_version`` must name it."""
     from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import release_of
 
     found = set()

@@ -41,7 +41,7 @@ DEFAULT_SHAPE = (2, 32, 2)
 
 def judge_release():
     """"22.05": the Slurm release of the judging slurmd. The import is told it, as an admin tells it the release
-    the cluster runs (-e slurm_gres_import_slurm_version), so the files are rendered for the release that judges
+    the cluster runs (-e hpc_gres_import_slurm_version), so the files are rendered for the release that judges
     them."""
     release = slurmd_oracle.slurmd_release()
     assert release, "no slurmd to judge with"

@@ -38,14 +38,14 @@ def node_vars(node, tmp_path, mig=None):
     gpus = [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
     if mig:
         gpus[0].update(model="A100-80GB", mig=list(mig))
-    return {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-            "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus,
-            "slurm_gres_verify_nvidia_smi": node_nvidia_smi(node), "slurm_gres_verify_sysfs_root": node.root,
-            "slurm_gres_verify_dev_root": node.dev_root, "slurm_gres_verify_slurmd_version": "22.05.8",
-            "slurm_gres_verify_show_table": False,
-            "slurm_gres_node_config_dir": str(tmp_path / node.name / "etc"),
-            "slurm_gres_node_state_dir": str(tmp_path / node.name / "state"),
-            "slurm_gres_node_restart": False}
+    return {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+            "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": gpus,
+            "hpc_gres_verify_nvidia_smi": node_nvidia_smi(node), "hpc_gres_verify_sysfs_root": node.root,
+            "hpc_gres_verify_dev_root": node.dev_root, "hpc_gres_verify_slurmd_version": "22.05.8",
+            "hpc_gres_verify_show_table": False,
+            "hpc_gres_slurmd_config_dir": str(tmp_path / node.name / "etc"),
+            "hpc_gres_slurmd_state_dir": str(tmp_path / node.name / "state"),
+            "hpc_gres_slurmd_restart": False}
 
 
 @pytest.fixture
@@ -60,14 +60,14 @@ def deploy(tmp_path, cluster, layout, *extra):
     mig, plain = cluster
     host_vars = {mig.name: node_vars(mig, tmp_path, layout), plain.name: node_vars(plain, tmp_path)}
     # the deploy reads slurmd -V and slurmctld -V of this machine (local connection) and refuses another release
-    cluster_vars = {"slurm_cluster_name": "check", "slurm_version": local_slurm_release(),
-                    "slurm_gres_controller_restart": False,
-                    "slurm_gres_controller_config_dir": str(tmp_path / "ctl" / "etc"),
-                    "slurm_gres_controller_state_dir": str(tmp_path / "ctl" / "state")}
+    cluster_vars = {"hpc_gres_cluster_name": "check", "hpc_gres_slurm_version": local_slurm_release(),
+                    "hpc_gres_slurmctld_restart": False,
+                    "hpc_gres_slurmctld_config_dir": str(tmp_path / "ctl" / "etc"),
+                    "hpc_gres_slurmctld_state_dir": str(tmp_path / "ctl" / "state")}
     inventory = write_inventory(tmp_path, [mig, plain], host_vars, cluster_vars)
     env = {"NVSMI_EMU_ROOT": mig.root, "NVSMI_EMU_DEV_ROOT": mig.dev_root}
     return run_playbook_json(inventory, "deploy-gres.yml", "--check", "--diff",
-                             "-e", "slurm_gres_deploy_smoke_test=false", *extra, env=env)
+                             "-e", "hpc_gres_deploy_smoke_test=false", *extra, env=env)
 
 
 def written(tmp_path):
@@ -93,10 +93,10 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     report = result["report"]
     assert report["refusal"] is None and "diffs" not in report
     verdicts = report["verdicts"]["slurmd"]
-    # restarts are off in this inventory (slurm_gres_node_restart, slurm_gres_controller_restart false): said so
+    # restarts are off in this inventory (hpc_gres_slurmd_restart, hpc_gres_slurmctld_restart false): said so
     assert verdicts["gpu-m01"].startswith("would install slurm.conf, cgroup.conf, gres.conf; slurmd restart needed "
                                           "(gres.conf changed;")
-    assert verdicts["gpu-m01"].endswith("left for a later run: slurm_gres_node_restart is false")
+    assert verdicts["gpu-m01"].endswith("left for a later run: hpc_gres_slurmd_restart is false")
     assert report["restarts"] == []
     assert report["verdicts"]["slurmctld"]["ctl01"].startswith("slurmctld host: would install slurm.conf, cgroup.conf;")
     mig = added(result, "/gpu-m01/etc/gres.conf")

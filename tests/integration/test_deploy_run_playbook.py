@@ -43,20 +43,20 @@ class Cluster(object):
         if cores:
             for gpu in gpus:
                 gpu["cores"] = "0-31" if gpu["index"] < 4 else "32-63"
-        host = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-                "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus,
-                "slurm_gres_verify_nvidia_smi": node_nvidia_smi(self.node),
-                "slurm_gres_verify_sysfs_root": self.node.root, "slurm_gres_verify_dev_root": self.node.dev_root,
-                "slurm_gres_verify_slurmd_version": "22.05.8", "slurm_gres_verify_show_table": False,
-                "slurm_gres_node_config_dir": str(self.etc),
-                "slurm_gres_node_state_dir": str(self.tmp / "p01" / "state"),
-                "slurm_gres_node_restart": False}
-        cluster = {"slurm_cluster_name": "run", "slurm_version": local_slurm_release(),
-                   "slurm_gres_controller_restart": False,
-                   "slurm_gres_controller_config_dir": str(self.tmp / "ctl" / "etc"),
-                   "slurm_gres_controller_state_dir": str(self.tmp / "ctl" / "state"),
-                   "slurm_gres_node_scontrol": self.scontrol, "slurm_gres_controller_scontrol": self.scontrol,
-                   "slurm_gres_run_scontrol": self.scontrol, "slurm_gres_run_root": self.runs}
+        host = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+                "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": gpus,
+                "hpc_gres_verify_nvidia_smi": node_nvidia_smi(self.node),
+                "hpc_gres_verify_sysfs_root": self.node.root, "hpc_gres_verify_dev_root": self.node.dev_root,
+                "hpc_gres_verify_slurmd_version": "22.05.8", "hpc_gres_verify_show_table": False,
+                "hpc_gres_slurmd_config_dir": str(self.etc),
+                "hpc_gres_slurmd_state_dir": str(self.tmp / "p01" / "state"),
+                "hpc_gres_slurmd_restart": False}
+        cluster = {"hpc_gres_cluster_name": "run", "hpc_gres_slurm_version": local_slurm_release(),
+                   "hpc_gres_slurmctld_restart": False,
+                   "hpc_gres_slurmctld_config_dir": str(self.tmp / "ctl" / "etc"),
+                   "hpc_gres_slurmctld_state_dir": str(self.tmp / "ctl" / "state"),
+                   "hpc_gres_slurmd_scontrol": self.scontrol, "hpc_gres_slurmctld_scontrol": self.scontrol,
+                   "hpc_gres_run_scontrol": self.scontrol, "hpc_gres_run_root": self.runs}
         directory = self.tmp / ("inv-%s-%s" % ("cores" if cores else "nocores", int(ctl_unreachable)))
         directory.mkdir(exist_ok=True)
         path = write_inventory(directory, [self.node], {self.node.name: host}, cluster)
@@ -75,7 +75,7 @@ class Cluster(object):
         env = dict(self.node.env, NVSMI_EMU_ROOT=self.node.root, NVSMI_EMU_DEV_ROOT=self.node.dev_root,
                    ANSIBLE_NOCOLOR="1")
         argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores, ctl_unreachable),
-                os.path.join(ROOT, "playbooks", playbook), "-e", "slurm_gres_deploy_smoke_test=false"] + list(extra)
+                os.path.join(ROOT, "playbooks", playbook), "-e", "hpc_gres_deploy_smoke_test=false"] + list(extra)
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
         out = " ".join((proc.stdout + proc.stderr).split())
         return proc.returncode, out
@@ -136,8 +136,8 @@ def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     good = run_id(out)
     assert cluster.gres() != before
     assert "to undo this run: ansible-playbook playbooks/rollback-gres.yml -i" in out
-    assert "-e slurm_gres_rollback=%s" % good in out
-    rc, out = cluster.play("rollback-gres.yml", "-e", "slurm_gres_rollback=%s" % good)
+    assert "-e hpc_gres_rollback=%s" % good in out
+    rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good)
     assert rc == 0, out
     assert "(rollback of %s by" % good in out
     assert cluster.gres() == before
@@ -154,15 +154,15 @@ def test_a_held_lock_refuses_check_mode_takes_none_and_breaking_needs_the_holder
     assert rc != 0
     assert ("another deploy holds the lock on %s (%s/lock): run 20261130T235900Z-dead by user bob from host "
             "admin-laptop (pid 4242), started 2026-11-30T23:59:00Z" % (socket.gethostname(), cluster.runs)) in out
-    assert "rerun with -e slurm_gres_break_lock=20261130T235900Z-dead" in out
+    assert "rerun with -e hpc_gres_break_lock=20261130T235900Z-dead" in out
     assert cluster.gres() == before
     rc, out = cluster.play("deploy-gres.yml", "--check", cores=False)
     assert rc == 0, out
     assert "check mode: no lock taken, nothing recorded; the lock is held now by run 20261130T235900Z-dead" in out
     assert cluster.lock() == stale
-    rc, out = cluster.play("deploy-gres.yml", "-e", "slurm_gres_break_lock=20261130T000000Z-nope")
+    rc, out = cluster.play("deploy-gres.yml", "-e", "hpc_gres_break_lock=20261130T000000Z-nope")
     assert rc != 0 and "does not name the lock holder" in out
-    rc, out = cluster.play("deploy-gres.yml", "-e", "slurm_gres_break_lock=20261130T235900Z-dead")
+    rc, out = cluster.play("deploy-gres.yml", "-e", "hpc_gres_break_lock=20261130T235900Z-dead")
     assert rc == 0, out
     assert "the lock of run 20261130T235900Z-dead (user bob from admin-laptop" in out
     assert cluster.lock() is None

@@ -15,20 +15,20 @@ def playbook(inventory, name, *extra):
 def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
     # gpu-b01: GPUs 0 and 1 have swapped device minors (the driver's order differs from the PCI order)
     nodes = [Node(tmp_path / "a01", name="gpu-a01"), Node(tmp_path / "b01", name="gpu-b01", minors={0: 1, 1: 0})]
-    smi_vars = {n.name: {"slurm_gres_discover_nvidia_smi": wrapper(n), "slurm_gres_discover_sysfs_root": n.root}
+    smi_vars = {n.name: {"hpc_gres_discover_nvidia_smi": wrapper(n), "hpc_gres_discover_sysfs_root": n.root}
                 for n in nodes}
     inventory = write_inventory(tmp_path, nodes, smi_vars)
     out_dir = tmp_path / "proposed"
     (out_dir).mkdir()
     (out_dir / "gpu-b01.yml").write_text("# hand-written, keep\n")
 
-    rc, tasks, out = playbook(inventory, "discover-gpus.yml", "-e", "slurm_gres_discover_dir=%s" % out_dir,
-                              "-e", "slurm_gres_discover_memory=false")
+    rc, tasks, out = playbook(inventory, "discover-gpus.yml", "-e", "hpc_gres_discover_dir=%s" % out_dir,
+                              "-e", "hpc_gres_discover_memory=false")
     assert rc == 0, out
     report = tasks["Report"]
     assert report["gpu-b01"]["msg"][0] == "skipped %s/gpu-b01.yml: the file exists, left as it is" % out_dir
     assert report["gpu-a01"]["msg"][0] == "wrote %s/gpu-a01.yml" % out_dir
-    assert "slurm_node_real_memory: not derived" in report["gpu-a01"]["msg"][1]
+    assert "hpc_gres_node_real_memory: not derived" in report["gpu-a01"]["msg"][1]
     assert (out_dir / "gpu-b01.yml").read_text() == "# hand-written, keep\n"
     text = (out_dir / "gpu-a01.yml").read_text()
     assert text.startswith("---\n# Proposed by hpc.slurm_gres")
@@ -36,26 +36,26 @@ def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
     # the recorded p4d topology: every GPU pair NV12
     links = [",".join("-1" if j == i else "12" for j in range(8)) for i in range(8)]
     assert proposal == {
-        "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-        "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63", "links": links[i]}
+        "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+        "hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63", "links": links[i]}
                             for i in range(8)]}
 
     # the hand-written file goes; the second run proposes the minors it sees for gpu-b01
     (out_dir / "gpu-b01.yml").unlink()
-    rc, tasks, out = playbook(inventory, "discover-gpus.yml", "-e", "slurm_gres_discover_dir=%s" % out_dir,
-                              "-e", "slurm_gres_discover_memory=false")
+    rc, tasks, out = playbook(inventory, "discover-gpus.yml", "-e", "hpc_gres_discover_dir=%s" % out_dir,
+                              "-e", "hpc_gres_discover_memory=false")
     assert rc == 0, out
     assert tasks["Report"]["gpu-a01"]["msg"][0].startswith("skipped %s/gpu-a01.yml" % out_dir)
     b01 = yaml.safe_load((out_dir / "gpu-b01.yml").read_text())
-    assert b01["slurm_gres_gpus"][:2] == [{"index": 0, "type": "a100", "cores": "0-31", "minor": 1, "links": links[0]},
+    assert b01["hpc_gres_gpus"][:2] == [{"index": 0, "type": "a100", "cores": "0-31", "minor": 1, "links": links[0]},
                                           {"index": 1, "type": "a100", "cores": "0-31", "minor": 0, "links": links[1]}]
 
     # explicit configuration seeded from reality: the proposals, as host_vars, pass verify-gres on these nodes
     verify_vars = {}
     for node in nodes:
         entry = yaml.safe_load((out_dir / ("%s.yml" % node.name)).read_text())
-        entry.update({"slurm_gres_verify_nvidia_smi": wrapper(node), "slurm_gres_verify_sysfs_root": node.root,
-                      "slurm_gres_verify_dev_root": node.dev_root})
+        entry.update({"hpc_gres_verify_nvidia_smi": wrapper(node), "hpc_gres_verify_sysfs_root": node.root,
+                      "hpc_gres_verify_dev_root": node.dev_root})
         verify_vars[node.name] = entry
     inventory = write_inventory(tmp_path, nodes, verify_vars)
     rc, tasks, out = playbook(inventory, "verify-gres.yml")
@@ -66,10 +66,10 @@ def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
 
 def test_discover_needs_a_directory(tmp_path):
     node = Node(tmp_path / "a01", name="gpu-a01")
-    inventory = write_inventory(tmp_path, [node], {node.name: {"slurm_gres_discover_nvidia_smi": wrapper(node)}})
+    inventory = write_inventory(tmp_path, [node], {node.name: {"hpc_gres_discover_nvidia_smi": wrapper(node)}})
     rc, tasks, out = playbook(inventory, "discover-gpus.yml")
     assert rc != 0
-    assert "slurm_gres_discover_dir: expected a directory on the controller" in flat(out)
+    assert "hpc_gres_discover_dir: expected a directory on the controller" in flat(out)
 
 
 def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
@@ -83,9 +83,9 @@ def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
     node.gpus[0]["memory_used_mib"] = 30004
     node.gpus[1]["memory_used_mib"] = 60000
     node.save()
-    inventory = write_inventory(tmp_path, [node], {node.name: {"gpu_status_nvidia_smi": wrapper(node)}})
-    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "min_free_mib=30000", "-e",
-                              "gpu_status_hosts=slurmd")
+    inventory = write_inventory(tmp_path, [node], {node.name: {"hpc_gres_status_nvidia_smi": wrapper(node)}})
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_min_free_mib=30000", "-e",
+                              "hpc_gres_status_hosts=slurmd")
     assert rc == 0, out
     lines = tasks["Per GPU"]["gpu-a01"]["msg"]
     assert lines[-1] == "gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"
@@ -96,5 +96,5 @@ def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
     assert all(" free " in line for line in lines[2:8])
     fleet = next(iter(tasks["Fleet summary, one line per node"].values()))["msg"]
     assert fleet == ["gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"]
-    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "gpu_status_hosts=slurmd")
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_hosts=slurmd")
     assert tasks["Per GPU"]["gpu-a01"]["msg"][-1].endswith("CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7")

@@ -85,7 +85,7 @@ def test_generated_shapes(tmp_path, shape):
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path)
     assert not result.get("failed"), result.get("msg")
     assert result["changed"] is False
-    hw = result["ansible_facts"]["slurm_gres_hw"]
+    hw = result["ansible_facts"]["hpc_gres_hw"]
     assert {k: hw["cpu"][k] for k in ("sockets", "cores_per_socket", "threads_per_core")} == {
         "sockets": shape[0], "cores_per_socket": shape[1], "threads_per_core": shape[2]}
     assert hw["cpu"]["shape_fits"] is True
@@ -104,7 +104,7 @@ def test_ready_profiles_replaying_real_topo(tmp_path, name):
     log = tmp_path / "calls.log"
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path, log=log)
     assert not result.get("failed"), result.get("msg")
-    hw = result["ansible_facts"]["slurm_gres_hw"]
+    hw = result["ansible_facts"]["hpc_gres_hw"]
     assert [g["slurm_cores"] for g in hw["gpus"]] == expected_cores(lay, profile)
     by_bus_id = sorted(profile["gpus"], key=lambda g: g["pci_bus_id"])
     assert [g["uuid"] for g in hw["gpus"]] == [g["uuid"] for g in by_bus_id]
@@ -138,7 +138,7 @@ def test_real_machines_from_hwlocs_corpus(tmp_path, name, source):
     machines.write(str(path), profile)
     result = run_module("nvidia_smi=%s sysfs_root=%s topology_source=%s" % (SMI, root, source), path)
     assert not result.get("failed"), result.get("msg")
-    hw = result["ansible_facts"]["slurm_gres_hw"]
+    hw = result["ansible_facts"]["hpc_gres_hw"]
     assert hw["cpu"]["source"] == ("libhwloc" if source == "auto" else source)
     masks = [cpusets.to_hwloc_bitmap(cpusets.parse_cpulist(g["cpu_affinity"])) for g in profile["gpus"]]
     expected = hwloc_oracle.intersect_cores(view, masks)
@@ -156,7 +156,7 @@ def test_mig_profile_runs_the_mig_listings(tmp_path):
     log = tmp_path / "calls.log"
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path, log=log)
     assert not result.get("failed"), result.get("msg")
-    gpu = result["ansible_facts"]["slurm_gres_hw"]["gpus"][0]
+    gpu = result["ansible_facts"]["hpc_gres_hw"]["gpus"][0]
     assert [(d["profile"], d["gi_id"], d["ci_id"], d["gi_cap_minor"], d["ci_cap_minor"])
             for d in gpu["mig_devices"]] == [("4g.20gb", 2, 0, 21, 22), ("1c.2g.10gb", 3, 0, 30, 31),
                                              ("1c.2g.10gb", 3, 1, 30, 32), ("1g.5gb", 9, 0, 84, 85)]
@@ -167,7 +167,7 @@ def test_mig_profile_runs_the_mig_listings(tmp_path):
 def test_processes_on_a_busy_node(tmp_path):
     path, root, _lay = machine(tmp_path, machines.load("h200-8gpu-busy"))
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path)
-    gpus = result["ansible_facts"]["slurm_gres_hw"]["gpus"]
+    gpus = result["ansible_facts"]["hpc_gres_hw"]["gpus"]
     assert [len(g["processes"]) for g in gpus] == [1] * 8
     assert gpus[0]["processes"][0]["pid"] == 1328667 and gpus[0]["processes"][0]["used_mib"] == 130004
     assert gpus[7]["processes"][0]["process_name"] is None
@@ -181,7 +181,7 @@ def test_lost_gpus(tmp_path):
     path, root, _lay = machine(tmp_path, profile)
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path)
     assert not result.get("failed"), result.get("msg")
-    hw = result["ansible_facts"]["slurm_gres_hw"]
+    hw = result["ansible_facts"]["hpc_gres_hw"]
     assert len(hw["gpus"]) == 6
     assert [x["pci_bus_id"] for x in hw["lost_gpus"]] == ["00000000:A0:1C.0"]
     assert any("cannot reach a GPU" in w for w in result.get("warnings", []))
@@ -192,7 +192,7 @@ def test_check_mode(tmp_path):
     path, root, _lay = machine(tmp_path, machines.shape_profile(2, 8, 2, "linear", 1))
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path, check=True)
     assert not result.get("failed"), result.get("msg")
-    assert [g["slurm_cores"] for g in result["ansible_facts"]["slurm_gres_hw"]["gpus"]] == ["0-7", "8-15"]
+    assert [g["slurm_cores"] for g in result["ansible_facts"]["hpc_gres_hw"]["gpus"]] == ["0-7", "8-15"]
 
 
 @pytest.mark.ansible_core
@@ -220,4 +220,4 @@ def test_no_gpus_is_an_empty_list(tmp_path):
     path, root, _lay = machine(tmp_path, profile)
     result = run_module("nvidia_smi=%s sysfs_root=%s" % (SMI, root), path)
     assert not result.get("failed"), result.get("msg")
-    assert result["ansible_facts"]["slurm_gres_hw"]["gpus"] == []
+    assert result["ansible_facts"]["hpc_gres_hw"]["gpus"] == []

@@ -249,8 +249,8 @@ def test_one_mig_verification_parses_each_file_and_each_nvidia_smi_output_once(t
     gpus = [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
     gpus[0].update(model="A100-80GB", mig=["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"])
     model = build_cluster_model({"ctl01": {}, node.name: {
-        "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-        "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus}},
+        "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+        "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": gpus}},
         {"all": ["ctl01", node.name], "slurmctld": ["ctl01"], "slurmd": [node.name]}, {})
     files = render_all(model)
 

@@ -62,10 +62,10 @@ def tree(path):
 def imported(tmp_path_factory):
     base = tmp_path_factory.mktemp("import")
     src, dest, out = site(base / "src"), base / "dest", base / "rendered"
-    rc, log = run("playbooks/import-config.yml", "-e", "slurm_gres_import_src=%s" % src,
-                  "-e", "slurm_gres_import_dest=%s" % dest)
+    rc, log = run("playbooks/import-config.yml", "-e", "hpc_gres_import_src=%s" % src,
+                  "-e", "hpc_gres_import_dest=%s" % dest)
     assert rc == 0, log
-    rc, render_log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "slurm_gres_render_dir=%s" % out)
+    rc, render_log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % out)
     assert rc == 0, render_log
     return src, dest, out, log
 
@@ -99,8 +99,8 @@ def test_every_gpu_node_renders_what_slurmd_reads_from_the_original(imported):
 def test_a_second_import_into_the_same_dest_writes_nothing(imported):
     src, dest, _unused1, _unused2 = imported
     before = {p: (dest / p).read_bytes() for p in tree(dest)}
-    rc, log = run("playbooks/import-config.yml", "-e", "slurm_gres_import_src=%s" % src,
-                  "-e", "slurm_gres_import_dest=%s" % dest)
+    rc, log = run("playbooks/import-config.yml", "-e", "hpc_gres_import_src=%s" % src,
+                  "-e", "hpc_gres_import_dest=%s" % dest)
     assert rc != 0
     assert "nothing written: %s already holds group_vars/all.yml" % dest in log
     assert {p: (dest / p).read_bytes() for p in tree(dest)} == before
@@ -109,8 +109,8 @@ def test_a_second_import_into_the_same_dest_writes_nothing(imported):
 def test_a_refused_import_names_file_line_and_node_and_writes_nothing(tmp_path):
     src = site(tmp_path / "src", **{"gres.conf": GRES.replace("File=/dev/nvidia[2-3] Cores=8-15",
                                                               "File=/dev/nvidia2,/dev/dri/renderD128 Cores=8-15")})
-    rc, log = run("playbooks/import-config.yml", "-e", "slurm_gres_import_src=%s" % src,
-                  "-e", "slurm_gres_import_dest=%s" % (tmp_path / "dest"))
+    rc, log = run("playbooks/import-config.yml", "-e", "hpc_gres_import_src=%s" % src,
+                  "-e", "hpc_gres_import_dest=%s" % (tmp_path / "dest"))
     assert rc != 0
     assert "gres.conf line 3, node gpu02: AMD/Intel GPU device file /dev/dri/renderD128" in log
     assert not (tmp_path / "dest").exists()
@@ -118,20 +118,20 @@ def test_a_refused_import_names_file_line_and_node_and_writes_nothing(tmp_path):
 
 def test_check_mode_lists_the_files_and_writes_none(tmp_path):
     src = site(tmp_path / "src")
-    rc, log = run("playbooks/import-config.yml", "--check", "-e", "slurm_gres_import_src=%s" % src,
-                  "-e", "slurm_gres_import_dest=%s" % (tmp_path / "dest"))
+    rc, log = run("playbooks/import-config.yml", "--check", "-e", "hpc_gres_import_src=%s" % src,
+                  "-e", "hpc_gres_import_dest=%s" % (tmp_path / "dest"))
     assert rc == 0, log
     assert "(check mode: nothing written)" in log and "hosts.yml" in log
     assert not (tmp_path / "dest").exists()
 
 
 def test_missing_variables_are_named(tmp_path):
-    rc, log = run("playbooks/import-config.yml", "-e", "slurm_gres_import_src=%s" % tmp_path)
-    assert rc != 0 and "expected -e slurm_gres_import_dest=DEST" in log
+    rc, log = run("playbooks/import-config.yml", "-e", "hpc_gres_import_src=%s" % tmp_path)
+    assert rc != 0 and "expected -e hpc_gres_import_dest=DEST" in log
 
 
 def live_inventory(base, configless=False):
-    """Controller and nodes as local hosts, each reading its own /etc/slurm stand-in (slurm_gres_import_config_dir)."""
+    """Controller and nodes as local hosts, each reading its own /etc/slurm stand-in (hpc_gres_import_config_dir)."""
     dirs = {host: base / host for host in ("head01", "gpu01", "gpu02", "gpu03", "gpu04", "mix01")}
     for path in dirs.values():
         path.mkdir(parents=True)
@@ -144,9 +144,9 @@ def live_inventory(base, configless=False):
             (dirs[node] / "gres.conf").write_text(GRES)
     (dirs["head01"] / "slurm.conf").write_text(slurm)
     (dirs["head01"] / "cgroup.conf").write_text(CGROUP)
-    lines = ["[slurmctld]", "head01.site.example slurm_node_name=head01 slurm_gres_import_config_dir=%s" % dirs["head01"],
+    lines = ["[slurmctld]", "head01.site.example hpc_gres_node_name=head01 hpc_gres_import_config_dir=%s" % dirs["head01"],
              "[slurmd]"]
-    lines += ["%s.site.example slurm_node_name=%s slurm_gres_import_config_dir=%s" % (n, n, dirs[n])
+    lines += ["%s.site.example hpc_gres_node_name=%s hpc_gres_import_config_dir=%s" % (n, n, dirs[n])
               for n in ("gpu01", "gpu02", "gpu03", "gpu04", "mix01")]
     lines += ["[all:vars]", "ansible_connection=local", "ansible_python_interpreter=%s" % os.path.join(
         ROOT, ".venv", "bin", "python")]
@@ -159,15 +159,15 @@ def live_inventory(base, configless=False):
 def test_live_import_keeps_the_inventory_host_names(tmp_path, configless):
     inventory = live_inventory(tmp_path / "cluster", configless)
     dest = tmp_path / "dest"
-    rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "slurm_gres_import_live=true",
-                  "-e", "slurm_gres_import_dest=%s" % dest)
+    rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "hpc_gres_import_live=true",
+                  "-e", "hpc_gres_import_dest=%s" % dest)
     assert rc == 0, log
     hosts = (dest / "hosts.yml").read_text()
     assert "head01.site.example:" in hosts and "mix01.site.example:" in hosts and "gpu[01:04].site.example:" in hosts
     # the Slurm names are the short host names: only the controller's address is a host variable
     assert os.listdir(dest / "host_vars") == ["head01.site.example.yml"]
     rendered = tmp_path / "rendered"
-    rc, log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "slurm_gres_render_dir=%s" % rendered)
+    rc, log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % rendered)
     assert rc == 0, log
     assert "NodeName=mix01 Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-7 Links=-1,12 Flags=nvidia_gpu_env\n" in (
         rendered / "mix01" / "gres.conf").read_text()
@@ -176,8 +176,8 @@ def test_live_import_keeps_the_inventory_host_names(tmp_path, configless):
 def test_live_import_refuses_a_node_the_inventory_does_not_have(tmp_path):
     inventory = live_inventory(tmp_path / "cluster")
     inventory.write_text(inventory.read_text().replace("\ngpu04.site.example", "\n#gpu04.site.example"))
-    rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "slurm_gres_import_live=true",
-                  "-e", "slurm_gres_import_dest=%s" % (tmp_path / "dest"))
+    rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "hpc_gres_import_live=true",
+                  "-e", "hpc_gres_import_dest=%s" % (tmp_path / "dest"))
     assert rc != 0
     assert "slurm.conf line 10, node gpu04: node gpu04 is in slurm.conf but no host of the inventory's slurmd " \
            "group is it" in log

@@ -21,7 +21,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import page_requests, users_guide_files
 
-TEMPLATES = os.path.join(testpaths.ROOT, "roles", "slurm_gres_users_guide", "files", "job-templates")
+TEMPLATES = os.path.join(testpaths.ROOT, "roles", "hpc_gres_users_guide", "files", "job-templates")
 PROBE = ('echo "CVD=$CUDA_VISIBLE_DEVICES JOB_GPUS=$SLURM_JOB_GPUS ORDER=$CUDA_DEVICE_ORDER"; '
          'for m in 0 1 2 3; do echo "nvidia$m: $(head -c1 {dev}$m 2>&1 >/dev/null)"; done')
 
@@ -29,14 +29,14 @@ PROBE = ('echo "CVD=$CUDA_VISIBLE_DEVICES JOB_GPUS=$SLURM_JOB_GPUS ORDER=$CUDA_D
 def model():
     gpus = [{"index": 0, "type": "a100", "cores": "0-3"}, {"index": 1, "type": "a100", "cores": "0-3"},
             {"index": 2, "type": "h100", "cores": "4-7"}, {"index": 3, "type": "h100", "cores": "4-7"}]
-    hostvars = {"ctl": {}, NODE: {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4,
-                                  "slurm_node_threads_per_core": 2, "slurm_node_real_memory": 1000,
-                                  "slurm_gres_gpus": gpus}}
+    hostvars = {"ctl": {}, NODE: {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4,
+                                  "hpc_gres_node_threads_per_core": 2, "hpc_gres_node_real_memory": 1000,
+                                  "hpc_gres_gpus": gpus}}
     groups = {"all": ["ctl", NODE], "slurmctld": ["ctl"], "slurmd": [NODE]}
     return build_cluster_model(hostvars, groups, {
-        "slurm_cluster_name": "itest",
-        "slurm_conf_options": {"TaskPlugin": "task/cgroup", "SelectTypeParameters": "CR_Core"},
-        "slurm_cgroup_conf_options": {"ConstrainCores": "no", "ConstrainRAMSpace": "no"}})
+        "hpc_gres_cluster_name": "itest",
+        "hpc_gres_slurm_conf_options": {"TaskPlugin": "task/cgroup", "SelectTypeParameters": "CR_Core"},
+        "hpc_gres_cgroup_conf_options": {"ConstrainCores": "no", "ConstrainRAMSpace": "no"}})
 
 
 @pytest.fixture(scope="module")

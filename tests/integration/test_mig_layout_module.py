@@ -143,12 +143,12 @@ def test_invalid_layout_is_refused_before_any_command(node):
     log = []
     with pytest.raises(mig_apply.ApplyError) as err:
         apply(node, {0: ["3g.40gb", "3g.40gb", "1g.10gb"]}, log)
-    assert "host gpu-a01: slurm_gres_gpus[0].mig: expected a layout whose instances can all be placed" in str(err.value)
+    assert "host gpu-a01: hpc_gres_gpus[0].mig: expected a layout whose instances can all be placed" in str(err.value)
     assert mutating(log) == []
 
 
 def test_wrong_model_is_refused(node):
-    with pytest.raises(mig_apply.ApplyError, match=r"slurm_gres_gpus\[0\]\.model: expected the GPU's model A100-80GB"):
+    with pytest.raises(mig_apply.ApplyError, match=r"hpc_gres_gpus\[0\]\.model: expected the GPU's model A100-80GB"):
         apply(node, {0: ["1g.5gb"]}, models={0: "A100-40GB"})
 
 

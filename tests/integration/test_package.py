@@ -126,7 +126,7 @@ def test_license_is_the_declared_gpl3(package):
 def test_installed_collection_renders_the_example_by_fqcn_byte_for_byte(package, tmp_path):
     inventory = package["installed"] / "inventories" / "example" / "hosts.yml"
     rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", str(inventory),
-                       "-e", "slurm_gres_render_dir=%s" % (tmp_path / "out"))
+                       "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     assert "cluster demo:" in out and "failed=0" in out
     assert tree(tmp_path / "out") == golden_example()
 
@@ -134,29 +134,29 @@ def test_installed_collection_renders_the_example_by_fqcn_byte_for_byte(package,
 def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(package, tmp_path):
     hosts = {"all": {"children": {"slurmctld": {"hosts": {"head": None}},
                                   "slurmd": {"hosts": {"n[1:3]": None}}}}}
-    node = {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
-            "slurm_gres_gpus": [{"index": 0, "type": "l4", "cores": "0-7"}, {"index": 1, "type": "l4"}]}
+    node = {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1,
+            "hpc_gres_gpus": [{"index": 0, "type": "l4", "cores": "0-7"}, {"index": 1, "type": "l4"}]}
     inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"slurmd": node})
     rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", inventory,
-                       "-e", "slurm_gres_render_dir=%s" % (tmp_path / "out"))
+                       "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     files = tree(tmp_path / "out")
     assert sorted(files) == ["USERS.md", "USERS.motd", "cgroup.conf", "n1/gres.conf", "n2/gres.conf", "n3/gres.conf",
                              "slurm.conf"]
     assert b"NodeName=n[1-3] Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 Gres=gpu:l4:2\n" in files["slurm.conf"]
 
-    bad = dict(node, slurm_gres_gpus=[{"index": 0, "type": "l4", "cores": "0-15"}])
+    bad = dict(node, hpc_gres_gpus=[{"index": 0, "type": "l4", "cores": "0-15"}])
     inventory = write_inventory(tmp_path / "bad", hosts, group_vars={"slurmd": node}, host_vars={"n2": bad})
     rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", inventory,
-                       "-e", "slurm_gres_render_dir=%s" % (tmp_path / "bad-out"), check=False)
+                       "-e", "hpc_gres_render_dir=%s" % (tmp_path / "bad-out"), check=False)
     assert rc != 0
-    assert "host n2: slurm_gres_gpus[0].cores: expected Slurm logical core indices within 0-7" in out
+    assert "host n2: hpc_gres_gpus[0].cores: expected Slurm logical core indices within 0-7" in out
     assert not (tmp_path / "bad-out").exists()
 
 
 def test_hyphenated_playbook_names_still_run_from_the_installed_copy(package, tmp_path):
     inventory = package["installed"] / "inventories" / "example" / "hosts.yml"
     playbook(package, str(package["installed"] / "playbooks" / "deploy-gres.yml"), "-i", str(inventory),
-             "-e", "slurm_gres_render_dir=%s" % (tmp_path / "out"))
+             "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     assert tree(tmp_path / "out") == golden_example()
 
 

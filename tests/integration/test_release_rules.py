@@ -131,15 +131,15 @@ def test_identical_suffixed_nodes_render_and_register_idle(release):
     """node01-ib, node02-ib (and nodes whose names end in digits after the suffix) rendered for the release: its
     slurmctld reads the slurm.conf, and each node registers IDLE with its GPUs."""
     name, root = release
-    shape = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 2, "slurm_node_threads_per_core": 1,
-             "slurm_node_real_memory": 100,
-             "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-1"},
+    shape = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 2, "hpc_gres_node_threads_per_core": 1,
+             "hpc_gres_node_real_memory": 100,
+             "hpc_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-1"},
                                  {"index": 1, "type": "a100", "cores": "2-3"}]}
     hosts = ["node01-ib", "node02-ib", "gpu01-ib0", "gpu02-ib0"]
     hostvars = dict((h, dict(shape)) for h in hosts)
     hostvars["ctl"] = {}
     model = build_cluster_model(hostvars, {"all": hosts + ["ctl"], "slurmctld": ["ctl"], "slurmd": hosts},
-                                {"slurm_version": name})
+                                {"hpc_gres_slurm_version": name})
     files = render_all(model)
     node_lines = [line for line in files["slurm.conf"].splitlines() if line.startswith("NodeName=")]
     assert len(node_lines) == 1  # one group of identical nodes, in a form of the release
@@ -154,19 +154,19 @@ def test_identical_suffixed_nodes_render_and_register_idle(release):
 
 VARIED = {
     # identical suffixed nodes with shards on every GPU
-    "dgx01-ib": {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 2,
-                 "slurm_gres_gpus": [{"index": i, "type": "h100", "cores": "0-3" if i < 4 else "4-7", "shards": 4}
+    "dgx01-ib": {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 2,
+                 "hpc_gres_gpus": [{"index": i, "type": "h100", "cores": "0-3" if i < 4 else "4-7", "shards": 4}
                                      for i in range(8)]},
     # one GPU per socket on a four-socket node
-    "quad01": {"slurm_node_sockets": 4, "slurm_node_cores_per_socket": 2, "slurm_node_threads_per_core": 1,
-               "slurm_gres_gpus": [{"index": i, "type": "a40", "cores": "%d-%d" % (2 * i, 2 * i + 1)}
+    "quad01": {"hpc_gres_node_sockets": 4, "hpc_gres_node_cores_per_socket": 2, "hpc_gres_node_threads_per_core": 1,
+               "hpc_gres_gpus": [{"index": i, "type": "a40", "cores": "%d-%d" % (2 * i, 2 * i + 1)}
                                    for i in range(4)]},
     # no Cores at all, one socket
-    "single01": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 2,
-                 "slurm_gres_gpus": [{"index": 0, "type": "l4"}, {"index": 1, "type": "l4"}]},
+    "single01": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 2,
+                 "hpc_gres_gpus": [{"index": 0, "type": "l4"}, {"index": 1, "type": "l4"}]},
     # two types, minors not in index order
-    "mix01": {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1,
-              "slurm_gres_gpus": [{"index": 0, "type": "l40s", "cores": "0-3"},
+    "mix01": {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1,
+              "hpc_gres_gpus": [{"index": 0, "type": "l40s", "cores": "0-3"},
                                   {"index": 1, "type": "a100", "minor": 2, "cores": "4-7"},
                                   {"index": 2, "type": "a100", "minor": 1, "cores": "4-7"}]},
 }
@@ -177,7 +177,7 @@ def test_a_varied_cluster_passes_slurmd_and_registers_idle(release):
     hostvars = dict(VARIED, **{"dgx02-ib": VARIED["dgx01-ib"], "ctl": {}})
     hosts = sorted(h for h in hostvars if h != "ctl")
     model = build_cluster_model(hostvars, {"all": hosts + ["ctl"], "slurmctld": ["ctl"], "slurmd": hosts},
-                                {"slurm_version": name})
+                                {"hpc_gres_slurm_version": name})
     files = render_all(model)
     nodes = []
     for node in model["nodes"]:

@@ -13,7 +13,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres i
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
-LAYOUT = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 2}
+LAYOUT = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 2}
 
 
 def links(i, n, value=2):
@@ -21,21 +21,21 @@ def links(i, n, value=2):
 
 
 NODES = {
-    "untyped1": dict(LAYOUT, slurm_gres_gpus=[{"index": i, "cores": "0-3" if i < 2 else "4-7"} for i in range(4)],
-                     slurm_node_shards=10),
-    "links1": dict(LAYOUT, slurm_gres_gpus=[{"index": i, "type": "h100", "links": links(i, 4), "cores": "0-7",
+    "untyped1": dict(LAYOUT, hpc_gres_gpus=[{"index": i, "cores": "0-3" if i < 2 else "4-7"} for i in range(4)],
+                     hpc_gres_node_shards=10),
+    "links1": dict(LAYOUT, hpc_gres_gpus=[{"index": i, "type": "h100", "links": links(i, 4), "cores": "0-7",
                                              "flags": ["nvidia_gpu_env"], "mps": 100} for i in range(4)]),
-    "generic1": dict(LAYOUT, slurm_gres_gpus=[{"index": 0, "type": "l40s", "minor": 3}],
-                     slurm_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True},
+    "generic1": dict(LAYOUT, hpc_gres_gpus=[{"index": 0, "type": "l40s", "minor": 3}],
+                     hpc_gres_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True},
                                       {"name": "tmpdisk", "count": "100G"},
                                       {"name": "mic", "file": "/dev/mic[0-1]", "cores": "4-7"}],
-                     slurm_node_options={"TmpDisk": 1000, "State": "UNKNOWN"}),
-    "off1": dict(LAYOUT, slurm_node_autodetect="off", slurm_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4},
+                     hpc_gres_node_options={"TmpDisk": 1000, "State": "UNKNOWN"}),
+    "off1": dict(LAYOUT, hpc_gres_node_autodetect="off", hpc_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4},
                                                                        {"index": 1, "type": "l40s", "shards": 4}]),
     # GPUs with their own device files: MIG instances as plain File lines, numbered stand-ins in a row, one odd file
-    "files1": dict(LAYOUT, slurm_gres_gpus=[{"index": 0, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap30"},
+    "files1": dict(LAYOUT, hpc_gres_gpus=[{"index": 0, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap30"},
                                             {"index": 1, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap39"}]),
-    "files2": dict(LAYOUT, slurm_gres_gpus=[{"index": i, "file": "/dev/tty%d" % i, "cores": "0-3", "shards": 2}
+    "files2": dict(LAYOUT, hpc_gres_gpus=[{"index": i, "file": "/dev/tty%d" % i, "cores": "0-3", "shards": 2}
                                             for i in range(3)] + [{"index": 3, "file": "/dev/dxg", "cores": "4-7"}]),
 }
 
@@ -44,8 +44,8 @@ NODES = {
 def rendered():
     hostvars = dict(NODES, ctl={})
     model = build_cluster_model(hostvars, {"slurmctld": ["ctl"], "slurmd": list(NODES)},
-                                {"slurm_gres_types": ["nic"],
-                                 "slurm_conf_options": {"ProctrackType": "proctrack/linuxproc",
+                                {"hpc_gres_types": ["nic"],
+                                 "hpc_gres_slurm_conf_options": {"ProctrackType": "proctrack/linuxproc",
                                                         "TaskPlugin": "task/none"}})
     return model, render_all(model)
 
@@ -80,9 +80,9 @@ Include nodes.conf
 def test_configless_and_include_files_read_by_slurmd(mode):
     slurmd_oracle.require_oracle()
     nodes = {k: v for k, v in NODES.items() if k != "off1"}
-    cluster = {"slurm_gres_config_mode": mode, "slurm_gres_include_file": "nodes.conf"}
+    cluster = {"hpc_gres_config_mode": mode, "hpc_gres_include_file": "nodes.conf"}
     if mode == "configless":
-        cluster["slurm_conf_options"] = {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none"}
+        cluster["hpc_gres_slurm_conf_options"] = {"ProctrackType": "proctrack/linuxproc", "TaskPlugin": "task/none"}
     model = build_cluster_model(dict(nodes, ctl={}), {"slurmctld": ["ctl"], "slurmd": list(nodes)}, cluster)
     files = render_all(model)
     for node in model["nodes"]:

@@ -13,16 +13,16 @@ HOSTS = {"all": {"children": {
     "slurmd": {"children": {"a100": {"hosts": {"gpu[01:03].lab": None}}, "cpu": {"hosts": {"cpu[1:2].lab": None}}}},
 }}}
 A100 = {
-    "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-    "slurm_node_real_memory": 500000,
-    "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"} for i in range(4)],
+    "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+    "hpc_gres_node_real_memory": 500000,
+    "hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"} for i in range(4)],
 }
 
 
 def render(inventory, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     cmd = [testpaths.ANSIBLE_PLAYBOOK, "playbooks/deploy-gres.yml", "-i", inventory,
-           "-e", "slurm_gres_render_dir=%s" % dest]
+           "-e", "hpc_gres_render_dir=%s" % dest]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True)
     # YAML output wraps long lines; ansible-core before 2.19 prints a message as a single-quoted scalar (doesn''t)
@@ -31,7 +31,7 @@ def render(inventory, dest):
 
 def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path):
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={
-        "a100": A100, "all": {"slurm_cluster_name": "lab"}})
+        "a100": A100, "all": {"hpc_gres_cluster_name": "lab"}})
     dest = tmp_path / "out"
     rc, out = render(inventory, dest)
     assert rc == 0, out
@@ -53,13 +53,13 @@ def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path)
 
 
 def test_duplicate_index_fails_naming_host_and_index_and_writes_nothing(tmp_path):
-    bad = dict(A100, slurm_gres_gpus=A100["slurm_gres_gpus"] + [{"index": 2, "type": "a100"}])
+    bad = dict(A100, hpc_gres_gpus=A100["hpc_gres_gpus"] + [{"index": 2, "type": "a100"}])
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100},
                                 host_vars={"gpu02.lab": bad})
     dest = tmp_path / "out"
     rc, out = render(inventory, dest)
     assert rc != 0
-    assert "host gpu02.lab: slurm_gres_gpus[4].index: expected unique GPU index, found 2" in out
+    assert "host gpu02.lab: hpc_gres_gpus[4].index: expected unique GPU index, found 2" in out
     assert not (dest / "slurm.conf").exists()
     assert not dest.exists()
 
@@ -69,22 +69,22 @@ def test_failed_render_leaves_a_previous_tree_as_it_was(tmp_path):
     dest = tmp_path / "out"
     assert render(inventory, dest)[0] == 0
     before = {p: (dest / p).read_bytes() for p in ("slurm.conf", "gpu01/gres.conf")}
-    broken = dict(A100, slurm_node_cores_per_socket=16)  # cores 32-63 are now outside 2 x 16
+    broken = dict(A100, hpc_gres_node_cores_per_socket=16)  # cores 32-63 are now outside 2 x 16
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": broken})
     rc, out = render(inventory, dest)
     assert rc != 0
-    assert "host gpu01.lab: slurm_gres_gpus[2].cores: expected Slurm logical core indices within 0-31" in out
+    assert "host gpu01.lab: hpc_gres_gpus[2].cores: expected Slurm logical core indices within 0-31" in out
     assert {p: (dest / p).read_bytes() for p in before} == before
 
 
 def test_config_modes_reach_the_render_through_the_playbook(tmp_path):
-    """slurm_gres_config_mode and slurm_gres_include_file are read from the inventory by the playbook."""
+    """hpc_gres_config_mode and hpc_gres_include_file are read from the inventory by the playbook."""
     guide = ["USERS.md", "USERS.motd"]
     for mode, expected in (("configless", guide + ["cgroup.conf", "gpu01/gres.conf", "gpu02/gres.conf",
                                                    "gpu03/gres.conf", "gres.conf", "slurm.conf"]),
                            ("include", guide + ["gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf",
                                                 "nodes.conf", "slurm.conf"])):
-        cluster = {"slurm_cluster_name": "lab", "slurm_gres_config_mode": mode, "slurm_gres_include_file": "nodes.conf"}
+        cluster = {"hpc_gres_cluster_name": "lab", "hpc_gres_config_mode": mode, "hpc_gres_include_file": "nodes.conf"}
         inventory = write_inventory(tmp_path / mode / "inv", HOSTS, group_vars={"a100": A100, "all": cluster})
         dest = tmp_path / mode / "out"
         rc, out = render(inventory, dest)
@@ -98,46 +98,46 @@ def test_config_modes_reach_the_render_through_the_playbook(tmp_path):
 
 
 def test_partial_socket_cores_on_24_11_are_refused_and_nothing_is_written(tmp_path):
-    half = dict(A100, slurm_gres_gpus=[{"index": 0, "type": "a100", "cores": "0-15"}])
-    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"slurm_version": "24.11"}},
+    half = dict(A100, hpc_gres_gpus=[{"index": 0, "type": "a100", "cores": "0-15"}])
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"hpc_gres_slurm_version": "24.11"}},
                                 host_vars={"gpu03.lab": half})
     dest = tmp_path / "out"
     rc, out = render(inventory, dest)
     assert rc != 0
-    assert ("host gpu03.lab: slurm_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11, "
-            "slurm_version, drains the node otherwise), found 0-15 for GPU 0: gres/gpu GRES core specification 0-15 "
+    assert ("host gpu03.lab: hpc_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11, "
+            "hpc_gres_slurm_version, drains the node otherwise), found 0-15 for GPU 0: gres/gpu GRES core specification 0-15 "
             "for node gpu03 doesn't match socket boundaries. (Socket 0 is cores 0-31)") in out
     assert not dest.exists()
     # the same inventory for 22.05 renders, and says what 24.11 would do
-    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"slurm_version": "22.05"}},
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100, "all": {"hpc_gres_slurm_version": "22.05"}},
                                 host_vars={"gpu03.lab": half})
     rc, out = render(inventory, dest)
     assert rc == 0, out
-    assert "warning: host gpu03.lab: slurm_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11 " \
+    assert "warning: host gpu03.lab: hpc_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11 " \
            "and later drain the node; this cluster runs 22.05)" in out
 
 
 def test_autodetect_nvidia_on_22_05_is_refused_naming_the_variable(tmp_path):
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={
-        "a100": A100, "all": {"slurm_version": "22.05", "slurm_gres_autodetect": "nvidia"}})
+        "a100": A100, "all": {"hpc_gres_slurm_version": "22.05", "hpc_gres_autodetect": "nvidia"}})
     rc, out = render(inventory, tmp_path / "out")
     assert rc != 0
-    assert "slurm_gres_autodetect: expected one of off, nvml (the AutoDetect modes of Slurm 22.05" in out
+    assert "hpc_gres_autodetect: expected one of off, nvml (the AutoDetect modes of Slurm 22.05" in out
     assert not (tmp_path / "out").exists()
 
 
 def test_ib_suffixed_identical_nodes_render_a_form_22_05_reads(tmp_path):
     hosts = {"all": {"children": {"slurmctld": {"hosts": {"head": None}},
                                   "slurmd": {"hosts": {"node01-ib": None, "node02-ib": None}}}}}
-    inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"slurmd": A100, "all": {"slurm_version": "22.05"}})
+    inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"slurmd": A100, "all": {"hpc_gres_slurm_version": "22.05"}})
     rc, out = render(inventory, tmp_path / "out")
     assert rc == 0, out
     assert "\nNodeName=node01-ib,node02-ib Sockets=2 " in (tmp_path / "out" / "slurm.conf").read_text()
-    assert "Slurm 22.05 (slurm_version)" in out
+    assert "Slurm 22.05 (hpc_gres_slurm_version)" in out
 
 
 def test_the_summary_says_when_the_default_release_is_assumed(tmp_path):
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100})
     rc, out = render(inventory, tmp_path / "out")
     assert rc == 0, out
-    assert "Slurm 24.11: the default, the inventory does not set slurm_version" in out
+    assert "Slurm 24.11: the default, the inventory does not set hpc_gres_slurm_version" in out

@@ -22,12 +22,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import p
 ORACLE_VERSION = slurmd_oracle.slurmd_release() or "22.05"
 CTL = {"ctl": {}}
 GROUPS = {"slurmctld": ["ctl"], "slurmd": ["gpu01"]}
-SHAPE = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1}
+SHAPE = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}
 
 
 def _one(gpus=None, cluster=None, **node):
-    hostvars = dict(CTL, gpu01=dict(SHAPE, slurm_gres_gpus=gpus or [{"index": 0, "type": "a100"}], **node))
-    return hostvars, dict(GROUPS), dict(cluster or {}, slurm_version=ORACLE_VERSION)
+    hostvars = dict(CTL, gpu01=dict(SHAPE, hpc_gres_gpus=gpus or [{"index": 0, "type": "a100"}], **node))
+    return hostvars, dict(GROUPS), dict(cluster or {}, hpc_gres_slurm_version=ORACLE_VERSION)
 
 
 def judge_with_slurmd(inventory):
@@ -60,36 +60,36 @@ def judge_with_slurmd(inventory):
 @example(_one(gpus=[{"index": 0, "type": "a100", "cores": -1}]))                    # Cores=-1
 @example(_one(gpus=[{"index": 2 ** 64, "type": "a100"}]))                           # /dev/nvidia18446744073709551616
 @example(_one(gpus=[{"index": 0, "type": "a100", "shards": 2 ** 64}]))              # wider than strtoll
-@example(_one(slurm_node_sockets="\u00b2"))                                         # isdigit() but not int()
-@example(_one(slurm_node_sockets=256, slurm_node_cores_per_socket=256, slurm_node_threads_per_core=2))  # CPUs uint16
-@example(_one(slurm_node_features=["ib\n"]))                                        # $ matches before \n
-@example(_one(cluster={"slurm_conf_options": {"MaxJobCount": "1000 MinJobAge=5"}}))  # a second key
-@example(_one(cluster={"slurm_conf_options": {"SlurmctldParameters": ["a", "b\nFoo=1"]}}))  # a line in a list
-@example(_one(cluster={"slurm_conf_options": {"SchedulerTyp": "sched/backfill"}}))  # unknown key stops slurmctld
-@example(_one(cluster={"slurm_cgroup_conf_options": {"ConstrainDevice": "yes"}}))   # cgroup.conf never read back
-@example(_one(cluster={"slurm_partitions": [{"name": "p", "nodes": [{"name": "gpu01"}]}]}))  # unhashable
-@example(_one(cluster={"slurm_partitions": [{"name": "DEFAULT", "nodes": "ALL"}]}))  # reserved word
-@example(_one(cluster={"slurm_partitions": [{"name": "p", "nodes": "ALL", "options": {"MaxTime": "1 Nodes=x"}}]}))
-@example(({"ctl": {"slurm_ctld_addr": "10.0.0.1\nFoo=bar"}, "gpu01": dict(SHAPE)}, dict(GROUPS),
-          {"slurm_version": ORACLE_VERSION}))
+@example(_one(hpc_gres_node_sockets="\u00b2"))                                         # isdigit() but not int()
+@example(_one(hpc_gres_node_sockets=256, hpc_gres_node_cores_per_socket=256, hpc_gres_node_threads_per_core=2))  # CPUs uint16
+@example(_one(hpc_gres_node_features=["ib\n"]))                                        # $ matches before \n
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"MaxJobCount": "1000 MinJobAge=5"}}))  # a second key
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"SlurmctldParameters": ["a", "b\nFoo=1"]}}))  # a line in a list
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"SchedulerTyp": "sched/backfill"}}))  # unknown key stops slurmctld
+@example(_one(cluster={"hpc_gres_cgroup_conf_options": {"ConstrainDevice": "yes"}}))   # cgroup.conf never read back
+@example(_one(cluster={"hpc_gres_partitions": [{"name": "p", "nodes": [{"name": "gpu01"}]}]}))  # unhashable
+@example(_one(cluster={"hpc_gres_partitions": [{"name": "DEFAULT", "nodes": "ALL"}]}))  # reserved word
+@example(_one(cluster={"hpc_gres_partitions": [{"name": "p", "nodes": "ALL", "options": {"MaxTime": "1 Nodes=x"}}]}))
+@example(({"ctl": {"hpc_gres_controller_addr": "10.0.0.1\nFoo=bar"}, "gpu01": dict(SHAPE)}, dict(GROUPS),
+          {"hpc_gres_slurm_version": ORACLE_VERSION}))
 # Found by a second, independent generator (random mutations of any value, key or container; issue 11's
 # acceptance run), each once rendered into files slurmd refused or crashed on:
-@example(({"ctl": {}, "node01-ib": dict(SHAPE, slurm_gres_gpus=[{"index": 0, "type": "a100"}]),
-           "node02-ib": dict(SHAPE, slurm_gres_gpus=[{"index": 0, "type": "a100"}])},
-          {"slurmctld": ["ctl"], "slurmd": ["node01-ib", "node02-ib"]}, {"slurm_version": ORACLE_VERSION}))
-@example(({"ctl": {}, "n1": dict(SHAPE), "n2": dict(SHAPE, slurm_gres_gpus=[{"index": 0, "type": "a100"}])},
+@example(({"ctl": {}, "node01-ib": dict(SHAPE, hpc_gres_gpus=[{"index": 0, "type": "a100"}]),
+           "node02-ib": dict(SHAPE, hpc_gres_gpus=[{"index": 0, "type": "a100"}])},
+          {"slurmctld": ["ctl"], "slurmd": ["node01-ib", "node02-ib"]}, {"hpc_gres_slurm_version": ORACLE_VERSION}))
+@example(({"ctl": {}, "n1": dict(SHAPE), "n2": dict(SHAPE, hpc_gres_gpus=[{"index": 0, "type": "a100"}])},
           {"slurmctld": ["ctl"], "slurmd": ["n1", "n2"]},
-          {"slurm_version": ORACLE_VERSION, "slurm_conf_options": {"MaxNodeCount": 1}}))  # "past MaxNodeCount"
-@example(_one(cluster={"slurm_gres_autodetect": "nvidia"}))                        # unknown to 22.05's slurmd
-@example(_one(slurm_node_name="gpu37030640169483212613"))                          # cut to ULONG_MAX by strtoul
-@example(_one(cluster={"slurm_conf_options": {"PreemptMode": "REQUEUE"}}))          # needs a PreemptType
-@example(_one(cluster={"slurm_conf_options": {"MaxNodeCount": 4294967294}}))       # slurmd aborts: malloc failed
-@example(_one(cluster={"slurm_conf_options": {"MaxMemPerCPU": 4096, "MaxMemPerNode": 1}}))  # one is ignored
-@example(_one(cluster={"slurm_conf_options": {"MessageTimeout": 65533}}))           # "too high"
-@example(_one(cluster={"slurm_conf_options": {"PriorityWeightAge": 2 ** 32 - 1, "PriorityWeightQOS": 5}}))
-@example(_one(cluster={"slurm_cgroup_conf_options": {"AllowedDevicesFile": "/etc/slurm/devices.conf"}}))
-@example(_one(cluster={"slurm_cgroup_conf_options": {"CgroupPlugin": "autodetect", "cgroupplugin": "cgroup/v1"}}))
-@example(_one(cluster={"slurm_conf_options": {1: 2}, "slurm_partitions": [{"name": "p", "nodes": "ALL", 7: 1}]}))
+          {"hpc_gres_slurm_version": ORACLE_VERSION, "hpc_gres_slurm_conf_options": {"MaxNodeCount": 1}}))  # "past MaxNodeCount"
+@example(_one(cluster={"hpc_gres_autodetect": "nvidia"}))                        # unknown to 22.05's slurmd
+@example(_one(hpc_gres_node_name="gpu37030640169483212613"))                          # cut to ULONG_MAX by strtoul
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"PreemptMode": "REQUEUE"}}))          # needs a PreemptType
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"MaxNodeCount": 4294967294}}))       # slurmd aborts: malloc failed
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"MaxMemPerCPU": 4096, "MaxMemPerNode": 1}}))  # one is ignored
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"MessageTimeout": 65533}}))           # "too high"
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {"PriorityWeightAge": 2 ** 32 - 1, "PriorityWeightQOS": 5}}))
+@example(_one(cluster={"hpc_gres_cgroup_conf_options": {"AllowedDevicesFile": "/etc/slurm/devices.conf"}}))
+@example(_one(cluster={"hpc_gres_cgroup_conf_options": {"CgroupPlugin": "autodetect", "cgroupplugin": "cgroup/v1"}}))
+@example(_one(cluster={"hpc_gres_slurm_conf_options": {1: 2}, "hpc_gres_partitions": [{"name": "p", "nodes": "ALL", 7: 1}]}))
 def test_rendered_files_pass_slurmd_or_the_inventory_is_refused_naming_host_and_field(inventory):
     slurmd_oracle.require_oracle()
     judge_with_slurmd(inventory)

@@ -1,7 +1,7 @@
 """The rendered example inventory passes the real slurmd of every tested Slurm release, node by node.
 
 inventories/example is loaded the way Ansible sees it (``ansible-inventory --list``), turned into the
-cluster model for each release of molecule/releases (22.05, 24.11, 26.05: ``slurm_version`` set to it) and
+cluster model for each release of molecule/releases (22.05, 24.11, 26.05: ``hpc_gres_slurm_version`` set to it) and
 rendered by the collection's pure functions. Every GPU node's gres.conf is then fed to that release's real
 ``slurmd -N NODE -G`` (run from the release's node image tree, slurm_release) with that node's CPU shape
 (HWLOC_SYNTHETIC) and its device nodes made in a private mount namespace (slurmd_oracle). slurmd must log no
@@ -93,7 +93,7 @@ def inventory():
 @pytest.fixture(scope="module", params=RELEASES)
 def rendered(request, inventory):
     hostvars, groups, cluster = inventory
-    cluster_model = model_mod.build_cluster_model(hostvars, groups, dict(cluster, slurm_version=request.param))
+    cluster_model = model_mod.build_cluster_model(hostvars, groups, dict(cluster, hpc_gres_slurm_version=request.param))
     return request.param, cluster_model, render_all(cluster_model)
 
 

@@ -1,4 +1,4 @@
-"""The slurm_gres_users_guide role through ansible-playbook on localhost: check and diff mode change nothing,
+"""The hpc_gres_users_guide role through ansible-playbook on localhost: check and diff mode change nothing,
 a run installs the guide, the templates and the banner, a second run changes nothing, and a guide rendered for
 another directory is refused before anything is installed."""
 import json
@@ -17,14 +17,14 @@ PLAY = """\
   connection: local
   gather_facts: false
   roles:
-    - role: hpc.slurm_gres.slurm_gres_users_guide
+    - role: hpc.slurm_gres.hpc_gres_users_guide
 """
 
 
 def play(tmp_path, guide_dir, files, *args):
     (tmp_path / "play.yml").write_text(PLAY)
-    extra = {"slurm_gres_users_guide_dir": guide_dir, "slurm_gres_users_guide_files": files,
-             "slurm_gres_users_guide_motd": str(tmp_path / "motd.d" / "50-slurm-gpus"),
+    extra = {"hpc_gres_users_guide_dir": guide_dir, "hpc_gres_users_guide_files": files,
+             "hpc_gres_users_guide_motd": str(tmp_path / "motd.d" / "50-slurm-gpus"),
              "ansible_python_interpreter": os.path.join(ROOT, ".venv", "bin", "python")}
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
@@ -66,6 +66,6 @@ def test_a_guide_rendered_for_another_directory_is_refused(tmp_path):
     guide_dir = str(tmp_path / "elsewhere")
     rc, out = play(tmp_path, guide_dir, files)
     assert rc != 0
-    assert "host localhost: slurm_gres_users_guide_dir: expected the directory the guide was rendered for" in " ".join(
+    assert "host localhost: hpc_gres_users_guide_dir: expected the directory the guide was rendered for" in " ".join(
         out.split())
     assert not os.path.exists(guide_dir)

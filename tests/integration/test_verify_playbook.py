@@ -16,17 +16,17 @@ def run(tmp_path, nodes, *extra):
     host_vars = {}
     for node in nodes:
         host_vars[node.name] = {
-            "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-            "slurm_node_real_memory": 1000,
-            "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)],
-            "slurm_gres_verify_nvidia_smi": node_nvidia_smi(node),
-            "slurm_gres_verify_sysfs_root": node.root,
-            "slurm_gres_verify_dev_root": node.dev_root,
-            "slurm_gres_verify_slurmd_version": "24.11.1",
+            "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+            "hpc_gres_node_real_memory": 1000,
+            "hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)],
+            "hpc_gres_verify_nvidia_smi": node_nvidia_smi(node),
+            "hpc_gres_verify_sysfs_root": node.root,
+            "hpc_gres_verify_dev_root": node.dev_root,
+            "hpc_gres_verify_slurmd_version": "24.11.1",
         }
-    inventory = write_inventory(tmp_path, nodes, host_vars, {"slurm_cluster_name": "verify"})
+    inventory = write_inventory(tmp_path, nodes, host_vars, {"hpc_gres_cluster_name": "verify"})
     # -e gives a string: the role must still read it as a boolean
-    return run_playbook_json(inventory, "verify-gres.yml", "-e", "slurm_gres_verify_show_table=true", *extra,
+    return run_playbook_json(inventory, "verify-gres.yml", "-e", "hpc_gres_verify_show_table=true", *extra,
                              env={"TMPDIR": private_tmp(tmp_path)})
 
 
@@ -41,7 +41,7 @@ def summary(tasks):
 
 
 def stage_dirs(tmp_path):
-    return glob.glob(os.path.join(private_tmp(tmp_path), "*slurm_gres_verify*"))
+    return glob.glob(os.path.join(private_tmp(tmp_path), "*hpc_gres_verify*"))
 
 
 @pytest.fixture
@@ -83,7 +83,7 @@ def test_a_limit_without_localhost_renders_once_with_the_cluster_variables(tmp_p
     render = tasks["Render slurm.conf, cgroup.conf and every gres.conf from the inventory, on the control machine"]
     assert list(render) == ["gpu-a02"]  # run_once: one render for the play
     shown = tasks["Show the summary"]["gpu-a02"]["msg"]
-    assert shown[0].startswith("cluster verify: 2 nodes"), shown  # slurm_cluster_name read from localhost
+    assert shown[0].startswith("cluster verify: 2 nodes"), shown  # hpc_gres_cluster_name read from localhost
     assert SUMMARY not in tasks  # the localhost play is outside the limit
 
 
@@ -104,15 +104,15 @@ def mig_inventory_vars(node, layout):
     gpus = [{"index": i, "type": "a100", "model": "A100-80GB", "cores": "0-31" if i < 4 else "32-63"}
             for i in range(8)]
     gpus[0]["mig"] = list(layout)
-    return {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-            "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus,
-            "slurm_gres_verify_nvidia_smi": node_nvidia_smi(node), "slurm_gres_verify_sysfs_root": node.root,
-            "slurm_gres_verify_dev_root": node.dev_root, "slurm_gres_verify_slurmd_version": "24.11.1"}
+    return {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+            "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": gpus,
+            "hpc_gres_verify_nvidia_smi": node_nvidia_smi(node), "hpc_gres_verify_sysfs_root": node.root,
+            "hpc_gres_verify_dev_root": node.dev_root, "hpc_gres_verify_slurmd_version": "24.11.1"}
 
 
 def run_mig(tmp_path, node, layout):
     inventory = write_inventory(tmp_path, [node], {node.name: mig_inventory_vars(node, layout)},
-                                {"slurm_cluster_name": "verify"})
+                                {"hpc_gres_cluster_name": "verify"})
     return run_playbook_json(inventory, "verify-gres.yml", env={"TMPDIR": private_tmp(tmp_path),
                                                                 "NVSMI_EMU_ROOT": node.root,
                                                                 "NVSMI_EMU_DEV_ROOT": node.dev_root})

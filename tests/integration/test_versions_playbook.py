@@ -1,5 +1,5 @@
 """playbooks/plays/versions.yml through ansible-playbook: every host's real `slurmd -V` / `slurmctld -V` (the
-binaries of each tested release, run in its chroot) judged against slurm_version and Slurm's upgrade rules.
+binaries of each tested release, run in its chroot) judged against hpc_gres_slurm_version and Slurm's upgrade rules.
 
 Local connection: each inventory host is this machine, its slurmd/slurmctld a wrapper that runs the binary of the
 release the test gives it (tests/integration/slurm_release.py builds or finds the trees)."""
@@ -13,12 +13,12 @@ from emulated_node import PYTHON, flat, run_playbook_json
 from render_helpers import ROOT
 
 SHAPE = {
-    "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1,
-    "slurm_node_real_memory": 1000,
-    "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-3"}, {"index": 1, "type": "a100", "cores": "4-7"}],
+    "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1,
+    "hpc_gres_node_real_memory": 1000,
+    "hpc_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-3"}, {"index": 1, "type": "a100", "cores": "4-7"}],
 }
-ASSERT = "Every daemon runs the release of slurm_version, in a mix Slurm supports"
-SHOW = "Show the daemons that do not run the release of slurm_version, or in a mix Slurm does not support"
+ASSERT = "Every daemon runs the release of hpc_gres_slurm_version, in a mix Slurm supports"
+SHOW = "Show the daemons that do not run the release of hpc_gres_slurm_version, or in a mix Slurm does not support"
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +38,12 @@ def daemon(directory, roots, release, name):
 def run(tmp_path, roots, slurm_version, controller, nodes):
     """versions.yml after the render play for ctl01 (slurmctld of ``controller``) and ``nodes``
     ({node: release of its slurmd, or a path}); returns (rc, the problems shown, the verdict)."""
-    hosts = dict((node, dict(SHAPE, slurm_gres_node_slurmd=daemon(tmp_path, roots, release, "slurmd")
+    hosts = dict((node, dict(SHAPE, hpc_gres_slurmd_slurmd=daemon(tmp_path, roots, release, "slurmd")
                              if release in roots else release)) for node, release in nodes.items())
-    all_vars = {"ansible_connection": "local", "ansible_python_interpreter": PYTHON, "slurm_cluster_name": "v",
-                "slurm_gres_controller_slurmctld": daemon(tmp_path, roots, controller, "slurmctld")}
+    all_vars = {"ansible_connection": "local", "ansible_python_interpreter": PYTHON, "hpc_gres_cluster_name": "v",
+                "hpc_gres_slurmctld_slurmctld": daemon(tmp_path, roots, controller, "slurmctld")}
     if slurm_version is not None:
-        all_vars["slurm_version"] = slurm_version
+        all_vars["hpc_gres_slurm_version"] = slurm_version
     inventory = os.path.join(str(tmp_path), "hosts.yml")
     with open(inventory, "w") as handle:
         yaml.safe_dump({"all": {"vars": all_vars, "children": {
@@ -84,7 +84,7 @@ def test_a_slurmd_newer_than_slurmctld_is_refused_naming_the_node(tmp_path, root
         "host gpu02: slurmd -V: expected a release slurmctld accepts: 24.11, 24.05, 23.11, 23.02 (slurmctld 24.11.5 "
         "on ctl01), found 26.05.5 (Slurm does not support this mix; slurmctld is upgraded first: slurmd may be "
         "older, never newer (upgrades.html#compatibility_window))"]
-    assert "1 Slurm daemon(s) do not run Slurm 24.11 (slurm_version)" in verdict
+    assert "1 Slurm daemon(s) do not run Slurm 24.11 (hpc_gres_slurm_version)" in verdict
 
 
 def test_a_slurmd_outside_the_compatibility_window_is_refused(tmp_path, roots):

@@ -1,7 +1,7 @@
 """default: the users' GPU guide on the real Slurm of the scenario.
 
 The deploy installed USERS.md, the job templates and the login banner on gres-ctl (group
-slurm_gres_users_guide). Every request line the guide prints is submitted with ``sbatch --test-only``; the
+hpc_gres_users_guide). Every request line the guide prints is submitted with ``sbatch --test-only``; the
 commands it gives for free GPUs are run; each template is submitted with sbatch as installed and must do what it
 claims, measured from the job records and the jobs' own output, not by reading the scripts.
 
@@ -33,7 +33,7 @@ CTL = slurm_checks.container(deploy_checks.CTL)
 TEMPLATE_DIR = DEFAULT_DIR + "/job-templates"
 JOBS = "/tmp/guide-jobs"
 MOTD = "/etc/motd.d/50-slurm-gpus"
-ROLE_FILES = os.path.join(deploy_checks.PROJECT, "roles", "slurm_gres_users_guide", "files", "job-templates")
+ROLE_FILES = os.path.join(deploy_checks.PROJECT, "roles", "hpc_gres_users_guide", "files", "job-templates")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import slurm_checks  # noqa: E402
 CTL = slurm_checks.container(deploy_checks.CTL)
 NODE = slurm_checks.container("gres-gpu02")
 PROFILE = "/etc/slurm-gres-emu/nvidia-smi-profile.json"
-THREE_H100 = {"gres-gpu02": {"slurm_gres_gpus": [
+THREE_H100 = {"gres-gpu02": {"hpc_gres_gpus": [
     {"index": 0, "type": "h100", "cores": "24-27"},
     {"index": 1, "type": "h100", "cores": "16-19"},
     {"index": 2, "type": "h100", "cores": "28-31"},

@@ -1,6 +1,6 @@
 """include (after test_1_import): the site hands slurm.conf and cgroup.conf to its own role, which pulls in the
 collection's node/partition part with `Include /etc/slurm/slurm_gres.conf`; the imported inventory is deployed
-with slurm_gres_config_mode: include (its slurm_conf_options and cgroup options emptied: the site's files hold
+with hpc_gres_config_mode: include (its hpc_gres_slurm_conf_options and cgroup options emptied: the site's files hold
 them). The site's files stay untouched, the include file and the node's gres.conf are the collection's, the node
 registers as before; a second deploy changes nothing."""
 
@@ -12,8 +12,8 @@ import pytest
 import adopt_checks
 
 CTL, NODE = adopt_checks.CTL, adopt_checks.NODE
-INCLUDE = ("-e", "slurm_gres_config_mode=include", "-e", "slurm_gres_include_file=slurm_gres.conf",
-           "-e", json.dumps({"slurm_conf_options": {}, "slurm_cgroup_conf_options": {}}))
+INCLUDE = ("-e", "hpc_gres_config_mode=include", "-e", "hpc_gres_include_file=slurm_gres.conf",
+           "-e", json.dumps({"hpc_gres_slurm_conf_options": {}, "hpc_gres_cgroup_conf_options": {}}))
 
 
 def site_slurm_conf():

@@ -1,5 +1,5 @@
 """configless (after test_2_include): the site turns the node configless (no Slurm file on it, slurmd started
-with --conf-server gres-ctl) and deploys the imported inventory with slurm_gres_config_mode: configless: the
+with --conf-server gres-ctl) and deploys the imported inventory with hpc_gres_config_mode: configless: the
 controller holds slurm.conf (with enable_configless), cgroup.conf and the cluster-wide gres.conf; nothing is
 installed on the node; slurmd runs what slurmctld serves and registers as before; a second deploy changes
 nothing."""
@@ -9,7 +9,7 @@ import pytest
 import adopt_checks
 
 CTL, NODE = adopt_checks.CTL, adopt_checks.NODE
-CONFIGLESS = ("-e", "slurm_gres_config_mode=configless")
+CONFIGLESS = ("-e", "hpc_gres_config_mode=configless")
 
 
 @pytest.fixture(scope="module")

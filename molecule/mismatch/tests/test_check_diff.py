@@ -25,11 +25,11 @@ import slurm_checks  # noqa: E402
 CTL = slurm_checks.container(deploy_checks.CTL)
 HOSTS = (deploy_checks.CTL,) + deploy_checks.NODES
 CORES = ("24-27", "16-19", "28-31", "20-23")
-RENAMED = {"gres-gpu02": {"slurm_gres_gpus": [{"index": i, "type": "h100_80gb", "cores": c}
+RENAMED = {"gres-gpu02": {"hpc_gres_gpus": [{"index": i, "type": "h100_80gb", "cores": c}
                                               for i, c in enumerate(CORES)]}}
-LACKING = {"gres-gpu02": {"slurm_gres_gpus": RENAMED["gres-gpu02"]["slurm_gres_gpus"]
+LACKING = {"gres-gpu02": {"hpc_gres_gpus": RENAMED["gres-gpu02"]["hpc_gres_gpus"]
                           + [{"index": 4, "type": "h100_80gb", "cores": "20-23"}]}}
-FEWER = {"gres-gpu02": {"slurm_gres_gpus": RENAMED["gres-gpu02"]["slurm_gres_gpus"][:3]}}
+FEWER = {"gres-gpu02": {"hpc_gres_gpus": RENAMED["gres-gpu02"]["hpc_gres_gpus"][:3]}}
 # Where the deploy stages files (config_tree), verifies (gres_verify) and runs its modules (AnsiballZ).
 STAGING = ("/etc/.slurm.stage-*", "/var/lib/slurm-gres/.*.stage-*", "/tmp/gres_verify.*",
            "/root/.ansible/tmp/ansible-tmp-*")

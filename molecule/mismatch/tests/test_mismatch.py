@@ -12,7 +12,7 @@ import deploy_checks  # noqa: E402
 import slurm_checks  # noqa: E402
 
 CTL = slurm_checks.container(deploy_checks.CTL)
-FIVE_H100 = {"gres-gpu02": {"slurm_gres_gpus": [
+FIVE_H100 = {"gres-gpu02": {"hpc_gres_gpus": [
     {"index": 0, "type": "h100", "cores": "24-27"},
     {"index": 1, "type": "h100", "cores": "16-19"},
     {"index": 2, "type": "h100", "cores": "28-31"},
@@ -74,7 +74,7 @@ OTHER = "22.05" if RUNNING != "22.05" else "24.11"
 def wrong_release(refused):
     """The inventory names another Slurm release than the cluster runs: refused before anything is staged."""
     before = deploy_checks.snapshot()
-    rc, out = deploy_checks.deploy("-e", "slurm_version=%s" % OTHER)
+    rc, out = deploy_checks.deploy("-e", "hpc_gres_slurm_version=%s" % OTHER)
     return {"before": before, "rc": rc, "out": out, "after": deploy_checks.snapshot()}
 
 
@@ -82,7 +82,7 @@ def test_a_release_the_cluster_does_not_run_is_refused_naming_each_daemon(wrong_
     assert wrong_release["rc"] != 0
     out = wrong_release["out"]
     for host, daemon in (("gres-ctl", "slurmctld"), ("gres-gpu01", "slurmd"), ("gres-gpu02", "slurmd")):
-        assert "host %s: %s -V: expected Slurm %s (slurm_version), found %s." % (host, daemon, OTHER, RUNNING) in out
+        assert "host %s: %s -V: expected Slurm %s (hpc_gres_slurm_version), found %s." % (host, daemon, OTHER, RUNNING) in out
     assert "nothing installed, nothing restarted: 3 Slurm daemon(s) do not run Slurm %s" % OTHER in out
     assert "Stage the files, verify them" not in out  # refused before verification staged anything
 
@@ -91,7 +91,7 @@ def test_a_refused_release_changes_nothing(wrong_release):
     deploy_checks.assert_unchanged(wrong_release["before"], wrong_release["after"])
 
 
-THREE_H100 = {"gres-gpu02": {"slurm_gres_gpus": FIVE_H100["gres-gpu02"]["slurm_gres_gpus"][:3]}}
+THREE_H100 = {"gres-gpu02": {"hpc_gres_gpus": FIVE_H100["gres-gpu02"]["hpc_gres_gpus"][:3]}}
 
 
 @pytest.fixture(scope="module")

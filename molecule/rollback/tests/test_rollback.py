@@ -15,7 +15,7 @@ CTL = slurm_checks.container(deploy_checks.CTL)
 NODE = slurm_checks.container("gres-gpu01")
 FAULT = "/etc/systemd/system/slurmd.service.d/zz-injected-fault.conf"
 # The change: no Cores= on gres-gpu01's GPUs (verification only warns), so gres.conf changes and slurmd restarts.
-NO_CORES = {"gres-gpu01": {"slurm_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
+NO_CORES = {"gres-gpu01": {"hpc_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
 
 
 def inject_fault():

@@ -1,7 +1,7 @@
 """concurrent: a deploy changing gres-gpu01's gres.conf holds the lock (caught at the start of its install play); a
 second deploy of the same change started meanwhile is refused naming the holder and changes nothing; a check run
 takes no lock. Then a stale lock left by a run from another machine refuses deploys (even one that changes nothing)
-until it is broken as documented (-e slurm_gres_break_lock=RUN_ID)."""
+until it is broken as documented (-e hpc_gres_break_lock=RUN_ID)."""
 
 import json
 import os
@@ -17,7 +17,7 @@ import deploy_checks  # noqa: E402
 import slurm_checks  # noqa: E402
 
 CTL = slurm_checks.container(deploy_checks.CTL)
-NO_CORES = {"gres-gpu01": {"slurm_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
+NO_CORES = {"gres-gpu01": {"hpc_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
 STALE = {"run_id": "20261130T235900Z-dead", "user": "bob", "control_host": "admin-laptop", "pid": 4242,
          "command": "deploy", "started": "2026-11-30T23:59:00Z"}
 
@@ -59,9 +59,9 @@ def runs():
         CTL.check_output("echo %s > %s/lock", json.dumps(STALE), deploy_checks.RUNS)
         rc_stale, out_stale = deploy_checks.deploy(extra_inventories=change)
         lock_stale = deploy_checks.lock()
-        rc_wrong, out_wrong = deploy_checks.deploy("-e", "slurm_gres_break_lock=20261130T000000Z-nope",
+        rc_wrong, out_wrong = deploy_checks.deploy("-e", "hpc_gres_break_lock=20261130T000000Z-nope",
                                                    extra_inventories=change)
-        rc_break, out_break = deploy_checks.deploy("-e", "slurm_gres_break_lock=%s" % STALE["run_id"],
+        rc_break, out_break = deploy_checks.deploy("-e", "hpc_gres_break_lock=%s" % STALE["run_id"],
                                                    extra_inventories=change)
     result = {"before": before, "held": held, "rc_first": first.returncode, "out_first": out_first,
               "rc_second": rc_second, "out_second": out_second, "rc_check": rc_check, "out_check": out_check,
@@ -80,7 +80,7 @@ def test_one_runs_the_other_is_refused_naming_the_holder(runs):
     assert "another deploy holds the lock" in out
     for field in ("run_id", "user", "control_host", "started"):
         assert str(held[field]) in out, field
-    assert "-e slurm_gres_break_lock=%s" % held["run_id"] in out
+    assert "-e hpc_gres_break_lock=%s" % held["run_id"] in out
     assert "lock taken on" not in out
 
 

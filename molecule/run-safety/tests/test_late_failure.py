@@ -15,9 +15,9 @@ import slurm_checks  # noqa: E402
 
 CTL = slurm_checks.container(deploy_checks.CTL)
 NODE = slurm_checks.container("gres-gpu01")
-CHANGE = {"gres-gpu01": {"slurm_node_real_memory": 900,
-                         "slurm_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
-BAD_SMOKE = '{"slurm_gres_controller_smoke_srun_args": ["--partition=no-such-partition"]}'
+CHANGE = {"gres-gpu01": {"hpc_gres_node_real_memory": 900,
+                         "hpc_gres_gpus": [{"index": 0, "type": "v100"}, {"index": 1, "type": "v100"}]}}
+BAD_SMOKE = '{"hpc_gres_slurmctld_smoke_srun_args": ["--partition=no-such-partition"]}'
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def runs():
         rc_good, out_good = deploy_checks.deploy(extra_inventories=[change])
         after_good = deploy_checks.snapshot()
     good_run = deploy_checks.run_id(out_good)
-    rc_undo, out_undo = deploy_checks.deploy("-e", "slurm_gres_rollback=%s" % good_run,
+    rc_undo, out_undo = deploy_checks.deploy("-e", "hpc_gres_rollback=%s" % good_run,
                                              playbook=deploy_checks.ROLLBACK)
     after_undo = deploy_checks.snapshot()
     result = {"before": before, "rc_late": rc_late, "out_late": out_late, "after_late": after_late,

@@ -104,7 +104,7 @@ def lock():
 def render(extra_inventories=()):
     """Render-only run into a temporary directory: {relative path: content} of what the deploy installs."""
     with tempfile.TemporaryDirectory(prefix="gres-render-") as out_dir:
-        rc, out = run_playbook("-e", "slurm_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories)
+        rc, out = run_playbook("-e", "hpc_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories)
         assert rc == 0, "render-only run failed:\n%s" % out
         files = {}
         for base, _subdirs, names in os.walk(out_dir):

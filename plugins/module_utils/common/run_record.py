@@ -96,7 +96,7 @@ def acquire_lock(root, owner, break_lock=None, where="the controller host"):
     holder = read_lock(root)
     if holder is not None and break_lock:
         if holder.get("run_id") != break_lock:
-            raise RunError("slurm_gres_break_lock=%s does not name the lock holder on %s: the lock (%s) is held by "
+            raise RunError("hpc_gres_break_lock=%s does not name the lock holder on %s: the lock (%s) is held by "
                            "%s; nothing was changed" % (break_lock, where, path, holder_text(holder)))
         os.rename(path, os.path.join(root, "%s.broken.%s" % (LOCK_NAME, break_lock)))
         broken = holder
@@ -117,7 +117,7 @@ def held_message(root, holder, where):
     state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
     return ("deploy refused, nothing was changed: another deploy holds the lock on %s (%s): %s, state %s. Wait for "
             "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
-            "explicitly: rerun with -e slurm_gres_break_lock=%s (the next run then finishes or undoes what that run "
+            "explicitly: rerun with -e hpc_gres_break_lock=%s (the next run then finishes or undoes what that run "
             "left half done)" % (where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
                                  holder.get("run_id")))
 

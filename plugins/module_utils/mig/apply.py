@@ -210,7 +210,7 @@ def apply_layouts(run, host, layouts, models=None, check_mode=False, sysfs_root=
     for index, desired in sorted(layouts.items()):
         gpu = after_by_index.get(index)
         if gpu is None:
-            problems.append(Problem(host, "slurm_gres_gpus[%d].mig" % index, "GPU %d after the apply" % index,
+            problems.append(Problem(host, "hpc_gres_gpus[%d].mig" % index, "GPU %d after the apply" % index,
                                     "no such GPU any more"))
             continue
         problems.extend(check_applied(host, desired, gpu, model=models.get(index)))

@@ -130,7 +130,7 @@ def plan_gpu(host, desired, gpu, processes=(), model=None, field=None, refuse_bu
     compute processes on a GPU that must change, which is a problem unless ``refuse_busy`` is false.
     """
     index = int(gpu["index"])
-    field = field or "slurm_gres_gpus[%d].mig" % index
+    field = field or "hpc_gres_gpus[%d].mig" % index
     problems = []
     live_model = (normalize_model(gpu.get("name"), _get(gpu, "memory_total", "memory.total"))
                   if gpu.get("name") else None)
@@ -226,7 +226,7 @@ def plan_node(host, desired_layouts, gpus, processes=(), models=None, fields=Non
     """Plan every GPU named in ``desired_layouts`` (``{index: [profiles] or None}``).
 
     ``gpus``: current GPU dicts; ``models``: ``{index: model}`` from the inventory; ``fields``:
-    ``{index: "slurm_gres_gpus[k].mig"}`` when inventory positions differ from GPU indexes.
+    ``{index: "hpc_gres_gpus[k].mig"}`` when inventory positions differ from GPU indexes.
     Returns ``{"changed", "ok", "problems", "busy", "gpus", "commands"}``. ``busy`` lists the compute processes on
     GPUs that must change (a problem too unless ``refuse_busy`` is false). ``commands`` lists every argv in order
     and is empty when there is any problem: nothing may run then.
@@ -237,7 +237,7 @@ def plan_node(host, desired_layouts, gpus, processes=(), models=None, fields=Non
     plans = []
     problems = []
     for index in sorted(int(i) for i in desired_layouts):
-        field = fields.get(index) or "slurm_gres_gpus[%d].mig" % index
+        field = fields.get(index) or "hpc_gres_gpus[%d].mig" % index
         gpu = by_index.get(index)
         if gpu is None:
             problems.append(Problem(host, field, "a GPU with index %d on the node" % index,
@@ -265,7 +265,7 @@ def check_applied(host, desired, gpu, model=None, field=None):
             found += " (not every GPU instance has exactly its default compute instance)"
         expected = "MIG off" if desired is None else "GPU instances %s, each with its default compute instance" % (
             _fmt_counts(profile_counts(desired)))
-        return [Problem(host, field or "slurm_gres_gpus[%d].mig" % index, expected,
+        return [Problem(host, field or "hpc_gres_gpus[%d].mig" % index, expected,
                         "MIG mode %s, GPU instances %s" % (_get(gpu, "mig_mode", "mig.mode.current"), found),
                         hint="the layout did not take; see the nvidia-smi output above")]
     return []

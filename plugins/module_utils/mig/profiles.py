@@ -370,13 +370,13 @@ def _models_with_profile(profile):
 def validate_layout(host, gpu_index, model, profiles, field=None, model_field=None):
     """Every problem with one GPU's MIG layout, as ``Problem`` objects (empty list = valid).
 
-    ``field`` defaults to ``slurm_gres_gpus[<gpu_index>].mig`` and ``model_field`` to
-    ``slurm_gres_gpus[<gpu_index>].model``. Checks, in order: known model, a non-empty list of profile names,
+    ``field`` defaults to ``hpc_gres_gpus[<gpu_index>].mig`` and ``model_field`` to
+    ``hpc_gres_gpus[<gpu_index>].model``. Checks, in order: known model, a non-empty list of profile names,
     each profile known for that model, at most one ``+me`` instance, per-profile instance limits, and finally
     that the instances can actually be placed on the memory slices (``find_placement``).
     """
-    field = field or "slurm_gres_gpus[%s].mig" % gpu_index
-    model_field = model_field or "slurm_gres_gpus[%s].model" % gpu_index
+    field = field or "hpc_gres_gpus[%s].mig" % gpu_index
+    model_field = model_field or "hpc_gres_gpus[%s].model" % gpu_index
     problems = []
     canonical = normalize_model(model)
     if canonical is None:

@@ -198,7 +198,7 @@ def live_mig_gpus(hw_facts, node, host=None):
     """The node's MIG GPUs as they live, checked against the inventory's layouts.
 
     ``node``: the model's node (``host``, ``name``, ``gpus`` with ``index``, ``type``, ``minor``, ``cores``,
-    ``mig``); ``hw_facts``: ``slurm_gres_hw`` (gpu_facts, gres_verify, mig_layout). Checks that each GPU with
+    ``mig``); ``hw_facts``: ``hpc_gres_hw`` (gpu_facts, gres_verify, mig_layout). Checks that each GPU with
     ``mig`` is in MIG mode with exactly those GPU instances (as a multiset), that every device has its GI and CI
     ids and both cap minors, and that the driver's device minor is the inventory's. Returns
     ``[{index, minor, type, cores, uuid, mig_devices, mig_minors}]`` in index order; raises GresError with every
@@ -212,7 +212,7 @@ def live_mig_gpus(hw_facts, node, host=None):
         if not gpu.get("mig"):
             continue
         index = gpu["index"]
-        field = "slurm_gres_gpus (index %d).mig" % index
+        field = "hpc_gres_gpus (index %d).mig" % index
         live = hw_by_index.get(index)
         if live is None:
             problems.append(Problem(host, field, "GPU %d on the node" % index,
@@ -229,7 +229,7 @@ def live_mig_gpus(hw_facts, node, host=None):
             continue
         minor = live.get("minor")
         if live.get("minor_source") == "proc" and gpu.get("minor") is not None and int(gpu["minor"]) != int(minor):
-            problems.append(Problem(host, "slurm_gres_gpus (index %d).minor" % index,
+            problems.append(Problem(host, "hpc_gres_gpus (index %d).minor" % index,
                                     "the device minor the driver reports, %s" % minor, gpu["minor"],
                                     hint="the MIG lines name /dev/nvidia<minor> and its caps by this minor"))
             continue

@@ -195,7 +195,7 @@ class CpuTopology(object):
         return result
 
     def facts(self):
-        """The ``cpu`` part of ``slurm_gres_hw`` (the first three keys are the long-standing ones)."""
+        """The ``cpu`` part of ``hpc_gres_hw`` (the first three keys are the long-standing ones)."""
         problems = self.shape_problems()
         pcores = self.without_ecores()
         offline = self.complete & ~self.pu_mask

@@ -1,7 +1,7 @@
 """Node-side proof that staged slurm.conf + gres.conf agree with the GPUs, devices and CPUs of one node.
 
 ``verify_node`` is pure: it takes the staged file texts, the hardware facts gathered by ``gpu_facts``
-(``ansible_facts.slurm_gres_hw``), the stat results of the device files and, optionally, the output of
+(``ansible_facts.hpc_gres_hw``), the stat results of the device files and, optionally, the output of
 ``slurmd -N NODE -G`` run on the staged files. It returns findings; it never touches the node.
 
 Every finding is ``{"severity": "error"|"warning", "check", "gpu", "expected", "found", "hint"}``.
@@ -256,7 +256,7 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
                 slurmd_version=None, type_patterns=None, gpu_plugins=None, staged=None, deferred=None):
     """Return the list of findings for ``node_name`` (empty: the staged files fit this node).
 
-    ``hw_facts``: ``slurm_gres_hw`` from gpu_facts (``cpu`` and ``gpus``; a GPU may carry ``minor``, its
+    ``hw_facts``: ``hpc_gres_hw`` from gpu_facts (``cpu`` and ``gpus``; a GPU may carry ``minor``, its
     /dev/nvidiaN minor number; without it the nvidia-smi index is assumed).
     ``dev_stat``: ``{path as written in gres.conf: None (missing) or {"kind": "char"|"block"|"file"|"dir"|
     "other", "major": int, "minor": int}}`` (see ``stat_device_files``).
@@ -344,7 +344,7 @@ def _check_release(node, slurm_text, version):
                     "slurm.conf line %d: %s= in a hostlist form Slurm %s parses" % (lineno, key, release),
                     "%s (text after the last ']' of %s)" % (expr, bad),
                     "Slurm before 23.11 cannot read a suffix after a bracket (fatal: Unable to create NodeAddr "
-                    "list); render with slurm_version: \"%s\"" % release))
+                    "list); render with hpc_gres_slurm_version: \"%s\"" % release))
     mode = node.autodetect
     if mode and mode != "off":
         known = [m for m in versions.autodetect_modes(release) if m != "off"]
@@ -352,8 +352,8 @@ def _check_release(node, slurm_text, version):
             out.append(finding(
                 "error", "release", None, "gres.conf AutoDetect= a mode Slurm %s knows (%s)"
                 % (release, ", ".join(versions.autodetect_modes(release))), "AutoDetect=%s" % mode,
-                "slurmd logs 'error: unknown autodetect flag '%s'' and detects nothing; set slurm_gres_autodetect "
-                "and slurm_version to what the cluster runs" % mode))
+                "slurmd logs 'error: unknown autodetect flag '%s'' and detects nothing; set hpc_gres_autodetect "
+                "and hpc_gres_slurm_version to what the cluster runs" % mode))
     return out
 
 
@@ -375,11 +375,11 @@ def _check_autodetect_plugin(node, gpu_plugins, version):
     found = ", ".join("gpu_%s.so" % p for p in gpu_plugins["plugins"]) or "no gpu_*.so"
     if mode == "nvml":
         hint = ("this slurmd was built without NVML (Debian's is): AutoDetect=nvml would detect and check nothing; "
-                "set slurm_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or install a Slurm "
+                "set hpc_gres_autodetect: 'off' (the explicit File/MultipleFiles lines are kept) or install a Slurm "
                 "built with NVML")
     else:
         hint = ("AutoDetect=%s would detect and check nothing%s; install the slurmd package that has %s or set "
-                "slurm_gres_autodetect: 'off'" % (mode, " (slurmd falls back to gpu/generic)" if mode == "full" else "",
+                "hpc_gres_autodetect: 'off'" % (mode, " (slurmd falls back to gpu/generic)" if mode == "full" else "",
                                                   wanted))
     return [finding("error", "autodetect", None, "%s in %s for AutoDetect=%s" % (wanted, gpu_plugins["dir"], mode),
                     found, hint)]
@@ -500,7 +500,7 @@ def _check_present(node):
                 out.append(finding(
                     "warning", "present", gpu.get("index"), "every GPU in gres.conf",
                     "%s is in no gres.conf File" % _gpu_label(gpu),
-                    "Slurm will not schedule it; add it to slurm_gres_gpus if it should be used"))
+                    "Slurm will not schedule it; add it to hpc_gres_gpus if it should be used"))
     return out
 
 
@@ -673,7 +673,7 @@ def _check_cores(node):
                         "%s: Cores within %s, local to %s" % (where, _socket_span(node, local_sockets),
                                                               _gpu_label(gpu)),
                         "Cores=%s names %s" % (format_int_ranges(cores), _socket_span(node, other)),
-                        "jobs would run on the far socket; this GPU's local cores are %s (slurm_gres_gpus "
+                        "jobs would run on the far socket; this GPU's local cores are %s (hpc_gres_gpus "
                         "cores, as gpu_facts reports them)" % format_int_ranges(local)))
             else:
                 foreign = [c for c in cores if c not in set(local)]
@@ -770,7 +770,7 @@ def _check_order(node):
         "warning", "order", None, "Slurm GPU order = PCI bus order: %s" % ",".join(wanted),
         "Slurm order (slurm.conf type order, then gres.conf File order): %s" % ",".join(actual),
         "Slurm index i is not CUDA device i under CUDA_DEVICE_ORDER=PCI_BUS_ID: without ConstrainDevices "
-        "jobs use GPUs they were not given; list the GPUs (slurm_gres_gpus minor) in PCI bus order")]
+        "jobs use GPUs they were not given; list the GPUs (hpc_gres_gpus minor) in PCI bus order")]
 
 
 def _check_cpu_layout(node):

@@ -1,4 +1,4 @@
-"""Run the nvidia-smi calls and read sysfs/procfs for ``slurm_gres_hw``: the I/O half of gpu_facts, shared.
+"""Run the nvidia-smi calls and read sysfs/procfs for ``hpc_gres_hw``: the I/O half of gpu_facts, shared.
 
 Both ``gpu_facts`` and ``gres_verify`` gather the same facts; this keeps one copy of the command sequence and
 its failure handling. ``run`` is ``AnsibleModule.run_command``-like: ``run(argv) -> (rc, stdout, stderr)``.
@@ -46,7 +46,7 @@ def resolve_nvidia_smi(command, which=None):
 
 
 def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parsed=None, topology_source="auto"):
-    """Gather ``slurm_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError.
+    """Gather ``hpc_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError.
 
     Every output is parsed once; ``parsed`` (a dict) receives the parsed tables for callers that need more than
     the facts (``mig.apply`` reads the ``lgi`` and ``lci`` rows). ``topology_source``: where the CPU topology

@@ -1,4 +1,4 @@
-"""Assemble ``ansible_facts.slurm_gres_hw`` from nvidia-smi outputs and sysfs/procfs data (pure logic).
+"""Assemble ``ansible_facts.hpc_gres_hw`` from nvidia-smi outputs and sysfs/procfs data (pure logic).
 
 The ``gpu_facts`` module runs the commands and reads the files; everything it learns goes through
 :func:`build_facts`, which is what the unit tests drive with recorded real outputs.
@@ -183,7 +183,7 @@ def _parsed(parsed, key, text, parse):
 
 def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, gpu_minors=None,
                 list_text=None, lgi_text=None, lci_text=None, mig_minors_text=None, processes=None, parsed=None):
-    """Build ``slurm_gres_hw`` from command outputs and sysfs/procfs data.
+    """Build ``hpc_gres_hw`` from command outputs and sysfs/procfs data.
 
     ``topology``: a :class:`cpu_topology.CpuTopology` (None when unreadable);
     ``gpu_minors``: ``{pci_bus_id: minor}``; ``processes``: ``{pid: read_process(...) result}``;

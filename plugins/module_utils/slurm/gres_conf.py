@@ -10,7 +10,7 @@ node with MIG GPUs renders its own file again with it, from its live facts, when
                         "mps": null, "links": null, "flags": []}],
               "gpu_counts": [], "generic_gres": [], "shards": null, "mps": null, "autodetect": null}}
 
-``autodetect`` is the mode in force on the node (its own ``slurm_node_autodetect``, else the cluster's); the
+``autodetect`` is the mode in force on the node (its own ``hpc_gres_node_autodetect``, else the cluster's); the
 node's own ``autodetect`` writes the ``AutoDetect=`` line even when it is ``off``. Whole GPUs (typed or untyped,
 ``type`` null) collapse into ``File=/dev/nvidia[a-b]`` lines over runs consecutive in index *and* minor with one
 type, one Cores set and one Flags set (a GPU with its own ``file``, a device other than /dev/nvidiaN, likewise:
@@ -18,7 +18,7 @@ type, one Cores set and one Flags set (a GPU with its own ``file``, a device oth
 (``gpu_counts``) are ``Count=`` lines; shard and mps lines cover runs of GPUs with equal counts (a node-wide
 ``shards``/``mps`` is in slurm.conf only: slurmd spreads it over the GPUs); other GRES (``generic_gres``) get a
 line when they have a File, Cores or Flags. A MIG GPU gets a comment naming it
-and, given the node's live facts (``slurm_gres_hw``), one ``MultipleFiles=`` line per live MIG device
+and, given the node's live facts (``hpc_gres_hw``), one ``MultipleFiles=`` line per live MIG device
 (``mig.render``); without them only the comment, and its instances are *deferred*: counted in slurm.conf,
 completed on the node. ``AutoDetect=nvml`` leaves MIG lines to slurmd, so they stay deferred there.
 
@@ -98,7 +98,7 @@ def deferred_gres(spec, live=None):
 
 
 def node_gres_conf(spec, live=None):
-    """gres.conf text of ``spec["node"]``; with ``live`` (the node's ``slurm_gres_hw``) its MIG lines too."""
+    """gres.conf text of ``spec["node"]``; with ``live`` (the node's ``hpc_gres_hw``) its MIG lines too."""
     return node_gres_conftext(spec, live).text()
 
 
@@ -124,7 +124,7 @@ def node_gres_conftext(spec, live=None):
     out.comment(GENERATED)
     out.comment("Cores= are Slurm logical core indices; Slurm numbers the GPUs in the order of these lines.")
     if spec["autodetect"] != "off" or node.get("autodetect"):
-        field = "slurm_node_autodetect" if node.get("autodetect") else "slurm_gres_autodetect"
+        field = "hpc_gres_node_autodetect" if node.get("autodetect") else "hpc_gres_autodetect"
         out.line([("NodeName", name), ("AutoDetect", spec["autodetect"])], (host, field))
     position = {id(g): pos for pos, g in enumerate(gpus)}
     whole = [g for g in gpus if not g.get("mig")]
@@ -135,8 +135,8 @@ def node_gres_conftext(spec, live=None):
         return (a["type"], a["cores"], a.get("flags")) == (b["type"], b["cores"], b.get("flags")) and not (
             a.get("links") or b.get("links"))
     for run in _runs(whole, same):
-        field = "slurm_gres_gpus[%d]" % position[id(run[0])]
-        pairs = [("NodeName", name, (host, "slurm_node_name")), ("Name", "gpu")]
+        field = "hpc_gres_gpus[%d]" % position[id(run[0])]
+        pairs = [("NodeName", name, (host, "hpc_gres_node_name")), ("Name", "gpu")]
         if run[0]["type"]:
             pairs.append(("Type", run[0]["type"], (host, field + ".type")))
         pairs.append(("File", gpu_files_expr(run), (host, field + (".file" if run[0].get("file") else ".minor"))))
@@ -156,12 +156,12 @@ def node_gres_conftext(spec, live=None):
             pairs.append(("Cores", group["cores"]))
         if group["flags"]:
             pairs.append(("Flags", ",".join(group["flags"])))
-        out.line(pairs, (host, "slurm_gres_gpus"))
+        out.line(pairs, (host, "hpc_gres_gpus"))
     # shard/mps: slurmd divides a line's Count over its files, so a run of GPUs with equal counts is one line
     for shared, key in (("shard", "shards"), ("mps", "mps")):
         counted = [g for g in whole if g.get(key)]
         for run in _runs(counted, lambda a, b, key=key: a[key] == b[key]):
-            field = "slurm_gres_gpus[%d].%s" % (position[id(run[0])], key)
+            field = "hpc_gres_gpus[%d].%s" % (position[id(run[0])], key)
             out.line([("NodeName", name), ("Name", shared), ("Count", "%d" % (run[0][key] * len(run))),
                       ("File", gpu_files_expr(run))], (host, field))
         if node.get(key):
@@ -169,7 +169,7 @@ def node_gres_conftext(spec, live=None):
     for pos, rec in enumerate(node.get("generic_gres") or ()):
         if not (rec["files"] or rec["cores"] or rec["flags"]):
             continue
-        field = "slurm_node_gres[%d]" % pos
+        field = "hpc_gres_node_gres[%d]" % pos
         pairs = [("NodeName", name), ("Name", rec["name"])]
         if rec["type"]:
             pairs.append(("Type", rec["type"]))

@@ -120,7 +120,7 @@ def lookup(name, key, version=None):
             return _raise(expected, "%s (removed in Slurm %s)" % (key, since), note)
         first = changes[0][0]
         return _raise(expected, "%s (added in Slurm %s)" % (key, first),
-                      "set slurm_version to %s or later if the cluster runs it" % first)
+                      "set hpc_gres_slurm_version to %s or later if the cluster runs it" % first)
     close = difflib.get_close_matches(str(key).lower(), list(known), n=1, cutoff=0.75)
     hint = "did you mean %s?" % known[close[0]][0] if close else None
     return _raise(expected, "unknown option %s" % key, hint)

@@ -1,7 +1,7 @@
 """Slurm releases and the rules that differ between them: one table, each rule with the source it comes from.
 
 The renderer (controller) and ``gres_verify`` (node) both read this table: the controller judges the inventory for
-the release the cluster runs (``slurm_version``), the node judges the staged files for the release its slurmd
+the release the cluster runs (``hpc_gres_slurm_version``), the node judges the staged files for the release its slurmd
 reports (``slurmd -V``). A new release is one line in ``RELEASES`` plus a row per rule that changes in it.
 
 Option names a release added, removed or renamed are not here: they come with the option tables of issue 11
@@ -20,7 +20,7 @@ RELEASES = ("20.02", "20.11", "21.08", "22.05", "23.02", "23.11", "24.05", "24.1
 SUPPORTED = RELEASES[RELEASES.index("22.05"):]
 # Proven end to end by the test suite (real daemons of each: Debian bookworm, trixie and sid).
 TESTED = ("22.05", "24.11", "26.05")
-# The release assumed when the inventory does not set slurm_version (docs/inventory.md says why: Debian 13's, the
+# The release assumed when the inventory does not set hpc_gres_slurm_version (docs/inventory.md says why: Debian 13's, the
 # middle of what GPU sites run, 23.11 to 25.x, and the strictest rule set among them that still matches most).
 DEFAULT_SLURM_VERSION = "24.11"
 
@@ -291,11 +291,11 @@ def compatible_older(value):
 def version_problems(expected, daemons):
     """Problems with the Slurm versions a cluster's daemons report.
 
-    ``expected``: the inventory's ``slurm_version``. ``daemons``: ``[{"host", "daemon": "slurmctld" | "slurmd" |
+    ``expected``: the inventory's ``hpc_gres_slurm_version``. ``daemons``: ``[{"host", "daemon": "slurmctld" | "slurmd" |
     "slurmdbd", "version": output of DAEMON -V, "error": why it could not be run (optional)}]``. Every slurmctld
     and slurmd must run the release the inventory names (the files are rendered and proven for it), and the mix
     must be one Slurm supports (upgrades.html): every slurmctld the same release, slurmdbd >= slurmctld >= slurmd,
-    each within the newer one's compatibility window (slurmdbd may be newer than slurm_version: it is upgraded
+    each within the newer one's compatibility window (slurmdbd may be newer than hpc_gres_slurm_version: it is upgraded
     first).
     """
     want = release_of(expected)
@@ -310,8 +310,8 @@ def version_problems(expected, daemons):
         except ValueError:
             problems.append(Problem(entry["host"], field, "a Slurm version such as 24.11.5",
                                     repr(entry.get("error") or entry.get("version")),
-                                    "is %s installed and on root's PATH? the roles' variables slurm_gres_node_slurmd, "
-                                    "slurm_gres_controller_slurmctld and _slurmdbd name the commands"
+                                    "is %s installed and on root's PATH? the roles' variables hpc_gres_slurmd_slurmd, "
+                                    "hpc_gres_slurmctld_slurmctld and _slurmdbd name the commands"
                                     % entry["daemon"]))
             continue
         parsed.append(dict(entry, release=release_of(version), text="%d.%02d.%d" % version))
@@ -343,12 +343,12 @@ def version_problems(expected, daemons):
         if entry["daemon"] == "slurmdbd":
             continue
         if entry["release"] != want and (entry["host"], "%s -V" % entry["daemon"]) not in reported:
-            hint = "set slurm_version: \"%s\" in the inventory if the whole cluster runs it" % entry["release"]
+            hint = "set hpc_gres_slurm_version: \"%s\" in the inventory if the whole cluster runs it" % entry["release"]
             if entry["daemon"] == "slurmd":
                 hint = ("the files are rendered and proven for Slurm %s; upgrade this node first, or set "
-                        "slurm_version to the release the whole cluster runs" % want)
+                        "hpc_gres_slurm_version to the release the whole cluster runs" % want)
             problems.append(Problem(entry["host"], "%s -V" % entry["daemon"],
-                                    "Slurm %s (slurm_version)" % want, entry["text"], hint))
+                                    "Slurm %s (hpc_gres_slurm_version)" % want, entry["text"], hint))
     return problems
 
 

@@ -17,9 +17,9 @@ HOSTS = {"all": {"children": {
     "slurmd": {"children": {"gpu": {"hosts": {"gpu-a[01:03].lab": None}}, "cpu": {"hosts": {"cpu1": None}}}},
 }}}
 GPU_GROUP = {
-    "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 16, "slurm_node_threads_per_core": 2,
+    "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 16, "hpc_gres_node_threads_per_core": 2,
     "socket1": "16-31",
-    "slurm_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-15"}, {"index": 1, "type": "a100",
+    "hpc_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-15"}, {"index": 1, "type": "a100",
                                                                         "cores": "{{ socket1 }}"}],
     "unrelated_broken": "{{ this_is_never_defined }}",
 }
@@ -29,8 +29,8 @@ ANSIBLE_CORE = tuple(int(part) for part in ANSIBLE_VERSION.split(".")[:2])
 
 def test_templated_values_are_templated_per_host(tmp_path):
     # 16-23 is half a socket: a warning on 22.05, refused from 24.11 on
-    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"slurm_version": "22.05"}},
-                             host_vars={"gpu-a02.lab": {"slurm_node_name": "{{ inventory_hostname_short }}x",
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"hpc_gres_slurm_version": "22.05"}},
+                             host_vars={"gpu-a02.lab": {"hpc_gres_node_name": "{{ inventory_hostname_short }}x",
                                                         "socket1": "16-23"}})
     model = model_from_inventory(*load_inventory(source))
     nodes = {n["name"]: n for n in model["nodes"]}
@@ -41,27 +41,27 @@ def test_templated_values_are_templated_per_host(tmp_path):
 
 
 def test_duplicate_index_from_group_vars_fails_with_host_and_index(tmp_path):
-    bad = dict(GPU_GROUP, slurm_gres_gpus=[{"index": 0, "type": "a100"}, {"index": 0, "type": "a100"}])
+    bad = dict(GPU_GROUP, hpc_gres_gpus=[{"index": 0, "type": "a100"}, {"index": 0, "type": "a100"}])
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": bad})
     hostvars, groups, cluster = load_inventory(source)
     with pytest.raises(AnsibleFilterError) as err:
         gres_cluster_model(hostvars, groups, cluster)
     message = str(err.value)
     assert "nothing was rendered or written" in message
-    assert "host gpu-a01.lab: slurm_gres_gpus[1].index: expected unique GPU index, found 0" in message
-    assert "host gpu-a03.lab: slurm_gres_gpus[1].index" in message
+    assert "host gpu-a01.lab: hpc_gres_gpus[1].index: expected unique GPU index, found 0" in message
+    assert "host gpu-a03.lab: hpc_gres_gpus[1].index" in message
 
 
 def test_render_cluster_returns_files_summary_and_node_names(tmp_path):
-    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"slurm_cluster_name": "lab"}},
-                             host_vars={"gpu-a02.lab": {"slurm_node_name": "a02"}})
+    source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": {"hpc_gres_cluster_name": "lab"}},
+                             host_vars={"gpu-a02.lab": {"hpc_gres_node_name": "a02"}})
     hostvars, groups, cluster = load_inventory(source)
     out = render_cluster(hostvars, groups, cluster)
     # the users' guide comes from the same model, in the same step (users_guide.inventory_guide_files)
     assert sorted(out["files"]) == ["USERS.md", "USERS.motd", "a02/gres.conf", "cgroup.conf", "gpu-a01/gres.conf",
                                     "gpu-a03/gres.conf", "slurm.conf"]
     assert "sbatch -p main --gres=gpu:a100:2 job.sh" in out["files"]["USERS.md"]
-    assert "`roles/slurm_gres_users_guide/files/job-templates/`" in out["files"]["USERS.md"]
+    assert "`roles/hpc_gres_users_guide/files/job-templates/`" in out["files"]["USERS.md"]
     assert "NodeName=a02,gpu-a[01,03] Sockets=2 CoresPerSocket=16 ThreadsPerCore=2 Gres=gpu:a100:2" in out["files"][
         "slurm.conf"]
     assert out["summary"]["gpus_by_type"] == {"a100": 6}
@@ -75,7 +75,7 @@ def test_render_cluster_returns_files_summary_and_node_names(tmp_path):
 
 def test_render_cluster_tells_the_roles_the_config_mode_of_the_cluster_host(tmp_path):
     """The roles install per the mode the render read from the cluster host (localhost), not per node."""
-    cluster = {"slurm_cluster_name": "lab", "slurm_gres_config_mode": "include", "slurm_gres_include_file": "n.conf"}
+    cluster = {"hpc_gres_cluster_name": "lab", "hpc_gres_config_mode": "include", "hpc_gres_include_file": "n.conf"}
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP, "all": cluster})
     out = render_cluster(*load_inventory(source))
     assert (out["config_mode"], out["include_file"]) == ("include", "n.conf")
@@ -83,7 +83,7 @@ def test_render_cluster_tells_the_roles_the_config_mode_of_the_cluster_host(tmp_
 
 
 def test_render_cluster_gives_mig_hosts_their_spec_layouts_and_models(tmp_path):
-    mig = dict(GPU_GROUP, slurm_gres_gpus=[
+    mig = dict(GPU_GROUP, hpc_gres_gpus=[
         {"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-15", "mig": ["3g.40gb", "3g.40gb"]},
         {"index": 1, "type": "a100", "model": "A100-80GB", "cores": "16-31"}])
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": mig})
@@ -96,7 +96,7 @@ def test_render_cluster_gives_mig_hosts_their_spec_layouts_and_models(tmp_path):
 
 
 def test_a_mig_step_changes_only_that_hosts_gres(tmp_path):
-    mig = dict(GPU_GROUP, slurm_gres_gpus=[
+    mig = dict(GPU_GROUP, hpc_gres_gpus=[
         {"index": 0, "type": "a100", "model": "A100-80GB", "cores": "0-15", "mig": ["3g.40gb", "3g.40gb"]},
         {"index": 1, "type": "a100", "model": "A100-80GB", "cores": "16-31"}])
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": mig})
@@ -113,8 +113,8 @@ def test_a_mig_step_changes_only_that_hosts_gres(tmp_path):
 
 
 def test_plain_dict_hostvars_work_too():
-    hostvars = {"ctl01": {}, "n1": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 4,
-                                    "slurm_node_threads_per_core": 1, "slurm_gres_gpus": [{"index": 0, "type": "t4"}]}}
+    hostvars = {"ctl01": {}, "n1": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 4,
+                                    "hpc_gres_node_threads_per_core": 1, "hpc_gres_gpus": [{"index": 0, "type": "t4"}]}}
     groups = {"all": ["ctl01", "n1"], "slurmctld": ["ctl01"], "slurmd": ["n1"]}
     assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
 
@@ -132,8 +132,8 @@ def test_host_values_reads_only_the_named_variables_of_the_named_hosts(tmp_path)
     from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP})
     hostvars, groups, cluster = load_inventory(source)
-    found = host_values(hostvars, ["gpu-a01.lab", "cpu1"], ("slurm_node_sockets", "not_set_anywhere"))
-    assert found == {"gpu-a01.lab": {"slurm_node_sockets": 2}, "cpu1": {}}
+    found = host_values(hostvars, ["gpu-a01.lab", "cpu1"], ("hpc_gres_node_sockets", "not_set_anywhere"))
+    assert found == {"gpu-a01.lab": {"hpc_gres_node_sockets": 2}, "cpu1": {}}
     assert host_values({"n1": {"a": 1, "b": 2}}, ["n1", "n2"], ("a",)) == {"n1": {"a": 1}, "n2": {}}
 
 
@@ -142,17 +142,17 @@ def test_vars_ansible_cannot_load_are_refused_naming_host_and_variable(tmp_path)
     # the render with Ansible's message alone ("failed to combine variables ..."), no host or field of ours
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": GPU_GROUP},
                              host_vars={"cpu1": "just a string",
-                                        "gpu-a02.lab": {"slurm_node_sockets": "{{ nosuch_variable }}"}})
+                                        "gpu-a02.lab": {"hpc_gres_node_sockets": "{{ nosuch_variable }}"}})
     with pytest.raises(GresError) as err:
         model_from_inventory(*load_inventory(source))
     problems = {(p.host, p.field): p for p in err.value.problems}
-    assert sorted(problems) == [("cpu1", "vars"), ("gpu-a02.lab", "slurm_node_sockets")], str(err.value)
+    assert sorted(problems) == [("cpu1", "vars"), ("gpu-a02.lab", "hpc_gres_node_sockets")], str(err.value)
     found = problems[("cpu1", "vars")].found
     if ANSIBLE_CORE >= (2, 19):
         assert "host_vars/cpu1.yml" in found
     else:  # ansible-core 2.14's message ("failed to combine variables ...") names the value, not the file
         assert "host_vars/cpu1.yml" in found or '"just a string"' in found, found
-    assert "nosuch_variable" in problems[("gpu-a02.lab", "slurm_node_sockets")].found
+    assert "nosuch_variable" in problems[("gpu-a02.lab", "hpc_gres_node_sockets")].found
 
 
 def test_cluster_vars_whose_template_fails_name_the_variable():
@@ -161,6 +161,6 @@ def test_cluster_vars_whose_template_fails_name_the_variable():
             raise ValueError("'nope' is undefined")
         return value
     with pytest.raises(GresError) as err:
-        cluster_vars({"slurm_cluster_name": "{{ nope }}", "slurm_conf_options": {}}, template, "head")
-    assert str(err.value) == ("host head: slurm_cluster_name: expected a value whose template renders, found "
+        cluster_vars({"hpc_gres_cluster_name": "{{ nope }}", "hpc_gres_slurm_conf_options": {}}, template, "head")
+    assert str(err.value) == ("host head: hpc_gres_cluster_name: expected a value whose template renders, found "
                               "'nope' is undefined")

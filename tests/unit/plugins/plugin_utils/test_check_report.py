@@ -23,15 +23,15 @@ def inventory(gpus_of):
     for i in range(1, N_NODES + 1):
         host = "gpu-a%03d" % i
         gpus = [{"index": g, "type": "a100", "cores": c} for g, c in enumerate(CORES)]
-        hostvars[host] = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 16, "slurm_node_threads_per_core": 1,
-                          "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus_of(host, gpus)}
+        hostvars[host] = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 16, "hpc_gres_node_threads_per_core": 1,
+                          "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": gpus_of(host, gpus)}
     groups = {"slurmctld": ["ctl"], "slurmd": sorted(h for h in hostvars if h != "ctl")}
     return hostvars, groups
 
 
 def render(gpus_of=lambda host, gpus: gpus):
     hostvars, groups = inventory(gpus_of)
-    return render_all(build_cluster_model(hostvars, groups, {"slurm_cluster_name": "demo"}))
+    return render_all(build_cluster_model(hostvars, groups, {"hpc_gres_cluster_name": "demo"}))
 
 
 def entries(installed, new, unverified=None):
@@ -166,6 +166,6 @@ def test_restarts_turned_off_are_said_and_left_out_of_the_order():
     assert report["restarts"] == [] and "restarts: none" in report["lines"]
     assert report["verdicts"]["slurmd"]["gpu-a004"] == (
         "would install slurm.conf, gres.conf; slurmd restart needed (gres.conf changed; slurm.conf: this node's gres "
-        "changed), left for a later run: slurm_gres_node_restart is false")
+        "changed), left for a later run: hpc_gres_slurmd_restart is false")
     assert report["verdicts"]["slurmctld"]["ctl"] == ("slurmctld host: would install slurm.conf; "
-                                                      "slurm_gres_controller_restart is false: no restart or reconfigure")
+                                                      "hpc_gres_slurmctld_restart is false: no restart or reconfigure")

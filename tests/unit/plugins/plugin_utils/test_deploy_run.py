@@ -53,9 +53,9 @@ def record():
 
 
 def test_a_good_run_is_done_and_says_how_to_undo_it():
-    facts = {"a01": {"slurm_gres_node_done": True, "slurm_gres_node_restarted": True,
-                     "slurm_gres_node_install_result": {}},
-             "ctl": {"slurm_gres_controller_install_result": {}}}
+    facts = {"a01": {"hpc_gres_slurmd_done": True, "hpc_gres_slurmd_restarted": True,
+                     "hpc_gres_slurmd_install_result": {}},
+             "ctl": {"hpc_gres_slurmctld_install_result": {}}}
     out = run_outcome(record(), facts, ["a01", "ctl"], False,
                       {"gpu-a01": {"State": "IDLE"}}, "-i inventories/prod")
     assert out["state"] == "done"
@@ -63,11 +63,11 @@ def test_a_good_run_is_done_and_says_how_to_undo_it():
     assert "a01: new files, slurmd restarted [gres.conf, slurm.conf]" in out["lines"][1]
     assert "slurmctld: gpu-a01 IDLE" in out["lines"][1]
     assert out["lines"][-1] == ("to undo this run: ansible-playbook playbooks/rollback-gres.yml -i inventories/prod "
-                                "-e slurm_gres_rollback=20261201T111500Z-3fa9")
+                                "-e hpc_gres_rollback=20261201T111500Z-3fa9")
 
 
 def test_an_unreachable_node_is_named_with_what_it_last_received():
-    facts = {"a01": {"slurm_gres_node_install_result": {}}, "ctl": {"slurm_gres_controller_install_result": {}}}
+    facts = {"a01": {"hpc_gres_slurmd_install_result": {}}, "ctl": {"hpc_gres_slurmctld_install_result": {}}}
     out = run_outcome(record(), facts, ["ctl"], False,
                       {"gpu-a01": {"State": "IDLE*", "reason": "Not responding"}})
     assert out["state"] == "restarted"  # not final: the next run finishes it
@@ -78,8 +78,8 @@ def test_an_unreachable_node_is_named_with_what_it_last_received():
 
 
 def test_late_failure_rolled_back_or_not():
-    facts = {"a01": {"slurm_gres_run_rolled_back": True},
-             "ctl": {"slurm_gres_run_rolled_back": True, "slurm_gres_run_failure": {"msg": "smoke"}}}
+    facts = {"a01": {"hpc_gres_run_rolled_back": True},
+             "ctl": {"hpc_gres_run_rolled_back": True, "hpc_gres_run_failure": {"msg": "smoke"}}}
     out = run_outcome(record(), facts, ["a01", "ctl"], True)
     assert out["state"] == "rolled_back"
     assert out["lines"][1].startswith("a01: old files again (rolled back)")

@@ -35,9 +35,9 @@ def test_user_name_map_wins_over_defaults():
 def test_proposal_values():
     result = propose_host_vars(MIXED, memtotal_mb=257612)
     assert result["vars"] == {
-        "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-        "slurm_node_real_memory": 257024,
-        "slurm_gres_gpus": [
+        "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+        "hpc_gres_node_real_memory": 257024,
+        "hpc_gres_gpus": [
             {"index": 0, "type": "nvidia_t1000_8gb", "cores": "0-31"},
             {"index": 1, "type": "rtx_pro_6000", "cores": "0-31", "minor": 2},
             {"index": 2, "type": "rtx_pro_6000", "cores": "32-63", "minor": 1}]}
@@ -49,10 +49,10 @@ def test_proposal_values():
 def test_missing_memory_affinity_and_mig_are_named_in_notes():
     facts = hw(["NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"], [None, ""], mig={1: "Enabled"})
     result = propose_host_vars(facts)
-    assert "slurm_node_real_memory" not in result["vars"]
-    assert all("cores" not in g for g in result["vars"]["slurm_gres_gpus"])
+    assert "hpc_gres_node_real_memory" not in result["vars"]
+    assert all("cores" not in g for g in result["vars"]["hpc_gres_gpus"])
     notes = "\n".join(result["notes"])
-    assert "slurm_node_real_memory: not derived" in notes
+    assert "hpc_gres_node_real_memory: not derived" in notes
     assert "GPU 0: no CPU affinity" in notes and "GPU 1: no CPU affinity" in notes
     assert "GPU 1: MIG mode is enabled" in notes
 
@@ -78,17 +78,17 @@ def test_yaml_round_trips_and_the_model_accepts_it():
 
 
 def test_yaml_quotes_what_yaml_would_misread():
-    proposal = {"vars": {"slurm_gres_gpus": [{"index": 0, "type": "on", "cores": "0-31"},
+    proposal = {"vars": {"hpc_gres_gpus": [{"index": 0, "type": "on", "cores": "0-31"},
                                              {"index": 1, "type": "a100", "cores": "8"}]}, "notes": []}
     loaded = yaml.safe_load(render_host_vars("h", proposal))
-    assert loaded["slurm_gres_gpus"][0] == {"index": 0, "type": "on", "cores": "0-31"}
-    assert loaded["slurm_gres_gpus"][1]["cores"] == "8"
+    assert loaded["hpc_gres_gpus"][0] == {"index": 0, "type": "on", "cores": "0-31"}
+    assert loaded["hpc_gres_gpus"][1]["cores"] == "8"
 
 
 def test_no_gpus():
     result = propose_host_vars({"cpu": {"sockets": 1, "cores_per_socket": 8, "threads_per_core": 1}, "gpus": []})
-    assert result["vars"]["slurm_gres_gpus"] == []
-    assert yaml.safe_load(render_host_vars("h", result))["slurm_gres_gpus"] == []
+    assert result["vars"]["hpc_gres_gpus"] == []
+    assert yaml.safe_load(render_host_vars("h", result))["hpc_gres_gpus"] == []
 
 
 def test_nvlink_links_are_proposed_and_the_model_takes_them():
@@ -96,10 +96,10 @@ def test_nvlink_links_are_proposed_and_the_model_takes_them():
     machine["gpus"][0]["gpu_links"] = [-1, 18]
     machine["gpus"][1]["gpu_links"] = [18, -1]
     result = propose_host_vars(machine, memtotal_mb=1000)
-    assert [g["links"] for g in result["vars"]["slurm_gres_gpus"]] == ["-1,18", "18,-1"]
+    assert [g["links"] for g in result["vars"]["hpc_gres_gpus"]] == ["-1,18", "18,-1"]
     assert any("NVSwitch" in note for note in result["notes"])
     values = yaml.safe_load(render_host_vars("n1", result))
-    assert values["slurm_gres_gpus"][1]["links"] == "18,-1"
+    assert values["hpc_gres_gpus"][1]["links"] == "18,-1"
     model = build_cluster_model({"n1": values, "ctl": {}}, {"slurmctld": ["ctl"], "slurmd": ["n1"]}, {})
     assert [g["links"] for g in model["nodes"][0]["gpus"]] == ["-1,18", "18,-1"]
 
@@ -108,7 +108,7 @@ def test_pcie_only_gpus_get_no_links():
     machine = hw(["NVIDIA L40S"] * 2, ["0-31", "32-63"])
     machine["gpus"][0]["gpu_links"] = [-1, 0]
     machine["gpus"][1]["gpu_links"] = [0, -1]
-    assert all("links" not in g for g in propose_host_vars(machine)["vars"]["slurm_gres_gpus"])
+    assert all("links" not in g for g in propose_host_vars(machine)["vars"]["hpc_gres_gpus"])
 
 
 def test_a_shape_slurm_cannot_describe_is_said_with_the_slurmd_c_line():
@@ -118,7 +118,7 @@ def test_a_shape_slurm_cannot_describe_is_said_with_the_slurmd_c_line():
                         shape_problems=["packages have different core counts (8, 6)"], source="sysfs",
                         source_detail="/sys/devices/system/cpu")
     result = propose_host_vars(facts)
-    assert (result["vars"]["slurm_node_sockets"], result["vars"]["slurm_node_cores_per_socket"]) == (2, 7)
+    assert (result["vars"]["hpc_gres_node_sockets"], result["vars"]["hpc_gres_node_cores_per_socket"]) == (2, 7)
     notes = "\n".join(result["notes"])
     assert "CPU topology from sysfs (/sys/devices/system/cpu)" in notes
     assert ("CPU shape: Sockets x CoresPerSocket x ThreadsPerCore does not describe this node: packages have "
@@ -126,7 +126,7 @@ def test_a_shape_slurm_cannot_describe_is_said_with_the_slurmd_c_line():
             "CoresPerSocket=7 ThreadsPerCore=1") in notes
     text = render_host_vars("gpu-odd", result)
     assert "# NOTE: CPU shape: Sockets x CoresPerSocket x ThreadsPerCore does not describe this node" in text
-    assert yaml.safe_load(text)["slurm_node_cores_per_socket"] == 7
+    assert yaml.safe_load(text)["hpc_gres_node_cores_per_socket"] == 7
 
 
 def test_a_fitting_shape_adds_only_the_source():

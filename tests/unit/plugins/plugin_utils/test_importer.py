@@ -62,17 +62,17 @@ def test_a_typical_cluster_becomes_groups_per_shape():
     assert {g: list(b["hosts"]) for g, b in hosts["slurmd"]["children"].items()} == {
         "gpu_a100_x4": ["gpu[01:04]"], "gpu_untyped_x2": ["gpu[05:06]"], "cpu": ["cpu[01:10]"]}
     a100 = load(files, "group_vars/gpu_a100_x4.yml")
-    assert a100["slurm_gres_gpus"] == [{"index": 0, "type": "a100", "cores": "0-3"},
+    assert a100["hpc_gres_gpus"] == [{"index": 0, "type": "a100", "cores": "0-3"},
                                        {"index": 1, "type": "a100", "cores": "0-3"},
                                        {"index": 2, "type": "a100", "cores": "4-7"},
                                        {"index": 3, "type": "a100", "cores": "4-7"}]
-    assert a100["slurm_node_shards"] == 16 and a100["slurm_node_features"] == ["a100"]
-    assert load(files, "host_vars/gpu05.yml") == {"slurm_node_options": {"NodeAddr": "10.1.0.5"}}
-    assert load(files, "host_vars/ctl01.yml") == {"slurm_ctld_addr": "10.0.0.1"}
+    assert a100["hpc_gres_node_shards"] == 16 and a100["hpc_gres_node_features"] == ["a100"]
+    assert load(files, "host_vars/gpu05.yml") == {"hpc_gres_node_options": {"NodeAddr": "10.1.0.5"}}
+    assert load(files, "host_vars/ctl01.yml") == {"hpc_gres_controller_addr": "10.0.0.1"}
     cluster = load(files, "group_vars/all.yml")
-    assert cluster["slurm_conf_options"]["SelectType"] == "select/cons_tres"
-    assert cluster["slurm_conf_options"]["ReturnToService"] is None  # not set by the site: Slurm's default stays
-    assert cluster["slurm_partitions"][1] == {"name": "cpu", "nodes": "cpu[01-10]", "default": False,
+    assert cluster["hpc_gres_slurm_conf_options"]["SelectType"] == "select/cons_tres"
+    assert cluster["hpc_gres_slurm_conf_options"]["ReturnToService"] is None  # not set by the site: Slurm's default stays
+    assert cluster["hpc_gres_partitions"][1] == {"name": "cpu", "nodes": "cpu[01-10]", "default": False,
                                               "options": {"MaxTime": None, "State": None}}
     assert "NodeName=gpu[01-04] Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=1000 Features=a100 " \
            "Gres=gpu:a100:4,shard:16" in done["rendered"]["slurm.conf"]
@@ -92,7 +92,7 @@ def test_per_node_gres_files_and_a_node_without_one():
                     node_gres={"n1": "Name=gpu Type=a File=/dev/nvidia[0-1]\n",
                                "n2": "NodeName=n2 Name=gpu File=/dev/nvidia[0-1] Flags=nvidia_gpu_env\n"})
     gpus = {g: (load(done["files"], "group_vars/%s.yml" % g) if "group_vars/%s.yml" % g in done["files"] else {}).get(
-        "slurm_gres_gpus") for g in done["groups"]}
+        "hpc_gres_gpus") for g in done["groups"]}
     # n1: slurm.conf's untyped gpu:2 drops gres.conf's Type (slurmd does), n2 keeps its flags
     assert len(gpus) == 3 and None in gpus.values()
     assert [{"index": 0}, {"index": 1}] in gpus.values()
@@ -101,7 +101,7 @@ def test_per_node_gres_files_and_a_node_without_one():
 
 def test_surplus_files_are_imported_as_slurmd_cuts_them_and_reported():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia[0-3]\n")
-    assert load(done["files"], "group_vars/gpu_untyped_x2.yml")["slurm_gres_gpus"] == [{"index": 0}, {"index": 1}]
+    assert load(done["files"], "group_vars/gpu_untyped_x2.yml")["hpc_gres_gpus"] == [{"index": 0}, {"index": 1}]
     assert any("gres.conf line 1, node n1: gpu: /dev/nvidia2,/dev/nvidia3 beyond the 2 slurm.conf declares are "
                "dropped" in line for line in done["report"])
 
@@ -109,7 +109,7 @@ def test_surplus_files_are_imported_as_slurmd_cuts_them_and_reported():
 def test_gpus_numbered_against_their_minors_keep_slurms_order():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:b:1,gpu:a:1\n",
                     "Name=gpu Type=a File=/dev/nvidia0\nName=gpu Type=b File=/dev/nvidia1\n")
-    gpus = load(done["files"], "group_vars/gpu_b_a_x2.yml")["slurm_gres_gpus"]
+    gpus = load(done["files"], "group_vars/gpu_b_a_x2.yml")["hpc_gres_gpus"]
     assert gpus == [{"index": 0, "type": "b", "minor": 1}, {"index": 1, "type": "a", "minor": 0}]
     assert "NodeName=n1 Gres=gpu:b:1,gpu:a:1" in done["rendered"]["slurm.conf"]
 
@@ -122,33 +122,33 @@ def test_shards_spread_mps_per_gpu_links_and_other_gres():
         "Name=gpu Type=h100 File=/dev/nvidia1 Links=18,-1 Cores=4-7\n"
         "Name=mps Count=100 File=/dev/nvidia0\nName=mps Count=100 File=/dev/nvidia1\n"
         "Name=bandwidth Type=lustre Count=4G\n", slurm_version="22.05")
-    assert load(done["files"], "group_vars/all.yml")["slurm_version"] == "22.05"
+    assert load(done["files"], "group_vars/all.yml")["hpc_gres_slurm_version"] == "22.05"
     shape = load(done["files"], "group_vars/gpu_h100_x2.yml")
-    assert shape["slurm_gres_gpus"] == [
+    assert shape["hpc_gres_gpus"] == [
         {"index": 0, "type": "h100", "cores": "0-3", "links": "-1,18", "mps": 100},
         {"index": 1, "type": "h100", "cores": "4-7", "links": "18,-1", "mps": 100}]
-    assert shape["slurm_node_shards"] == 10
-    assert shape["slurm_node_gres"] == [{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]
+    assert shape["hpc_gres_node_shards"] == 10
+    assert shape["hpc_gres_node_gres"] == [{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]
 
 
 def test_gpu_cores_within_a_socket_are_refused_for_a_release_that_drains_such_nodes():
     """Half-socket Cores import for 22.05; for 24.11 (the default release) the proof refuses them by node."""
     slurm = "GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=8 Gres=gpu:h100:2\n"
     gres = "Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-3\nName=gpu Type=h100 File=/dev/nvidia1 Cores=4-7\n"
-    assert load(imported(slurm, gres, slurm_version="22.05")["files"], "group_vars/all.yml")["slurm_version"] == "22.05"
+    assert load(imported(slurm, gres, slurm_version="22.05")["files"], "group_vars/all.yml")["hpc_gres_slurm_version"] == "22.05"
     found = refusals(slurm, gres)
-    assert any("node n1: slurm_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11" in r
+    assert any("node n1: hpc_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11" in r
                for r in found), found
 
 
 def test_autodetect_of_the_cluster_and_one_node_off():
     done = imported("GresTypes=gpu\nNodeName=n[1-3] Gres=gpu:a100:4\n",
                     "AutoDetect=nvml\nNodeName=n3 AutoDetect=off Name=gpu Type=a100 File=/dev/nvidia[0-3]\n")
-    assert load(done["files"], "group_vars/all.yml")["slurm_gres_autodetect"] == "nvml"
+    assert load(done["files"], "group_vars/all.yml")["hpc_gres_autodetect"] == "nvml"
     shapes = [load(done["files"], "group_vars/%s.yml" % g) for g in done["groups"]]
-    assert {"slurm_gres_gpus": [{"type": "a100", "count": 4}]} in shapes
-    off = [s for s in shapes if s.get("slurm_node_autodetect")]
-    assert off == [{"slurm_node_autodetect": "off", "slurm_gres_gpus": [
+    assert {"hpc_gres_gpus": [{"type": "a100", "count": 4}]} in shapes
+    off = [s for s in shapes if s.get("hpc_gres_node_autodetect")]
+    assert off == [{"hpc_gres_node_autodetect": "off", "hpc_gres_gpus": [
         {"index": i, "type": "a100"} for i in range(4)]}]
 
 
@@ -209,7 +209,7 @@ def test_legacy_controller_keys_and_last_default_partition():
 
 def test_cgroup_conf_is_carried_and_its_absence_reported():
     done = imported("NodeName=n1\n", cgroup="ConstrainDevices=no\nCgroupPlugin=cgroup/v2\n")
-    assert load(done["files"], "group_vars/all.yml")["slurm_cgroup_conf_options"] == {
+    assert load(done["files"], "group_vars/all.yml")["hpc_gres_cgroup_conf_options"] == {
         "ConstrainDevices": "no", "CgroupPlugin": "cgroup/v2", "ConstrainCores": None, "ConstrainRAMSpace": None}
     assert done["rendered"]["cgroup.conf"].splitlines()[2:] == ["CgroupPlugin=cgroup/v2", "ConstrainDevices=no"]
     assert any(line.startswith("WARNING: no cgroup.conf in the source") for line in imported("NodeName=n1\n")["report"])
@@ -219,7 +219,7 @@ def test_live_host_names_are_kept():
     done = run_import(source("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0\n"), [],
                       hosts={"n1": "n1.cluster.example", "ctl01": "ctl01.cluster.example"})
     assert "n1.cluster.example:" in done["files"]["hosts.yml"]
-    assert load(done["files"], "host_vars/ctl01.cluster.example.yml") == {"slurm_ctld_addr": "10.0.0.1"}
+    assert load(done["files"], "host_vars/ctl01.cluster.example.yml") == {"hpc_gres_controller_addr": "10.0.0.1"}
 
 
 def test_the_proof_catches_a_rendered_difference():
@@ -235,8 +235,8 @@ def test_the_proof_catches_a_rendered_difference():
 def test_written_files_read_back_as_ansible_reads_them():
     done = imported("GresTypes=gpu\nNodeName=n[1-2] Gres=gpu:1 NodeAddr=a[1-2]\n", "Name=gpu File=/dev/nvidia0\n")
     hostvars, groups, cluster = import_layout.load_inventory_files(done["files"])
-    assert groups["slurmd"] == ["n1", "n2"] and hostvars["n2"]["slurm_node_options"] == {"NodeAddr": "a2"}
-    assert cluster["slurm_cluster_name"] == "lab"
+    assert groups["slurmd"] == ["n1", "n2"] and hostvars["n2"]["hpc_gres_node_options"] == {"NodeAddr": "a2"}
+    assert cluster["hpc_gres_cluster_name"] == "lab"
 
 
 def test_never_overwrites(tmp_path):
@@ -274,7 +274,7 @@ def test_a_count_below_slurm_conf_and_slurmds_rest_are_one_count():
     Cores, which slurmctld adds up: the import writes one record of 10 and says so."""
     done = imported("GresTypes=qpu\nNodeName=q1 Gres=qpu:10 CPUs=8\nNodeName=q2 Gres=qpu:1 CPUs=8\n"
                     "PartitionName=q Nodes=q[1-2]\n", "Name=qpu Count=2\n")
-    records = [(load(done["files"], name) or {}).get("slurm_node_gres") for name in done["files"]
+    records = [(load(done["files"], name) or {}).get("hpc_gres_node_gres") for name in done["files"]
                if name.startswith(("group_vars/", "host_vars/"))]
     assert sorted(r[0]["count"] for r in records if r) == ["1", "10"]
     assert any("qpu 2 (line 1) + 8 (slurmd's rest of slurm.conf's count) without File or Cores are one count for "
@@ -300,7 +300,7 @@ def test_device_files_other_than_dev_nvidia_are_carried_as_each_gpus_file():
                     "NodeName=m1 Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap39\n"
                     "NodeName=w1 Name=gpu File=/dev/dxg\n")
     shapes = {g: load(done["files"], "group_vars/%s.yml" % g) for g in done["groups"] if g.startswith("gpu")}
-    gpus = sorted(tuple((g["index"], g.get("type", ""), g["file"]) for g in s["slurm_gres_gpus"])
+    gpus = sorted(tuple((g["index"], g.get("type", ""), g["file"]) for g in s["hpc_gres_gpus"])
                   for s in shapes.values())
     assert gpus == [
         ((0, "", "/dev/dxg"),),
@@ -317,7 +317,7 @@ def test_a_cluster_name_slurm_takes_is_imported():
     done = run_import({"slurm.conf": HEAD.replace("ClusterName=lab", "ClusterName=cloud1.pri.example") +
                        "GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "includes": {}, "cgroup.conf": None,
                        "gres.conf": "Name=gpu File=/dev/nvidia0\n", "node_gres": {}}, ["test"])
-    assert load(done["files"], "group_vars/all.yml")["slurm_cluster_name"] == "cloud1.pri.example"
+    assert load(done["files"], "group_vars/all.yml")["hpc_gres_cluster_name"] == "cloud1.pri.example"
     assert "ClusterName=cloud1.pri.example\n" in done["rendered"]["slurm.conf"]
 
 
@@ -350,7 +350,7 @@ def test_a_gpu_type_of_digits_is_carried_with_its_count_and_a_warning():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:5090:2 CPUs=8\n", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n")
     assert "NodeName=n1 Name=gpu Type=5090 File=/dev/nvidia[0-1]\n" in done["rendered"]["n1/gres.conf"]
     assert "NodeName=n1 CPUs=8 Gres=gpu:5090:2\n" in done["rendered"]["slurm.conf"]
-    assert any(line.startswith("imported inventory: host n1: slurm_gres_gpus[0].type: expected a GPU type that does "
+    assert any(line.startswith("imported inventory: host n1: hpc_gres_gpus[0].type: expected a GPU type that does "
                                "not read as a count, found '5090' (jobs ask for it with a count, --gres=gpu:5090:1")
                for line in done["report"]), done["report"]
 
@@ -372,5 +372,5 @@ def test_cores_without_the_nodes_layout_are_carried_as_written():
     against the node's hardware, the same before and after, so they are carried as written and the report says so."""
     done = imported("GresTypes=gpu\nNodeName=n1 CPUs=4 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia[0-1] CPUs=0-3\n")
     assert "NodeName=n1 Name=gpu File=/dev/nvidia[0-1] Cores=0-3\n" in done["rendered"]["n1/gres.conf"]
-    assert any(line.startswith("imported inventory: host n1: slurm_node_sockets: expected the node's CPU layout")
+    assert any(line.startswith("imported inventory: host n1: hpc_gres_node_sockets: expected the node's CPU layout")
                for line in done["report"]), done["report"]

@@ -14,8 +14,8 @@ def two_node_model():
                 {"index": 1, "type": "a100", "cores": "0-7"}]
     hv = {"ctl": {}}
     for host in ("gpu-a01", "gpu-a02"):
-        hv[host] = {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
-                    "slurm_node_real_memory": 1000, "slurm_gres_gpus": gpus(["3g.40gb", "3g.40gb"])}
+        hv[host] = {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1,
+                    "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": gpus(["3g.40gb", "3g.40gb"])}
     return model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["gpu-a01", "gpu-a02"]}, {})
 
 
@@ -54,9 +54,9 @@ def test_live_layouts_from_a_mig_layout_plan():
 def a30_step(mig=("2g.12gb", "1g.6gb", "1g.6gb")):
     from a30_mig import a30_facts  # noqa: F401  (real A30 MIG facts)
     from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import mig_node
-    hv = {"ctl": {}, "gpu-a30": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8,
-                                 "slurm_node_threads_per_core": 1, "slurm_node_real_memory": 1000,
-                                 "slurm_gres_gpus": [{"index": 0, "type": "a30", "model": "A30-24GB", "cores": "0-7",
+    hv = {"ctl": {}, "gpu-a30": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8,
+                                 "hpc_gres_node_threads_per_core": 1, "hpc_gres_node_real_memory": 1000,
+                                 "hpc_gres_gpus": [{"index": 0, "type": "a30", "model": "A30-24GB", "cores": "0-7",
                                                       "mig": list(mig)},
                                                      {"index": 1, "type": "a30", "cores": "0-7"}]}}
     m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["gpu-a30"]}, {})

@@ -13,13 +13,13 @@ def base():
     hostvars = {
         "ctl01": {},
         HOST: {
-            "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-            "slurm_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"}
+            "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+            "hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"}
                                 for i in range(4)],
         },
         "gpu-a02.example.org": {
-            "slurm_node_sockets": 2, "slurm_node_cores_per_socket": 32, "slurm_node_threads_per_core": 2,
-            "slurm_gres_gpus": [{"index": 0, "type": "a100"}],
+            "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
+            "hpc_gres_gpus": [{"index": 0, "type": "a100"}],
         },
     }
     groups = {"all": ["ctl01", HOST, "gpu-a02.example.org"], "slurmctld": ["ctl01"],
@@ -34,7 +34,7 @@ def problems_of(hostvars, groups, cluster):
 
 
 def gpu(hv, i):
-    return hv[HOST]["slurm_gres_gpus"][i]
+    return hv[HOST]["hpc_gres_gpus"][i]
 
 
 def set_gpu(key, value, i=1):
@@ -62,11 +62,11 @@ def set_cluster(key, value):
 
 
 def same_node_name(hv, groups, cluster):
-    hv["gpu-a02.example.org"]["slurm_node_name"] = "gpu-a01"
+    hv["gpu-a02.example.org"]["hpc_gres_node_name"] = "gpu-a01"
 
 
 def gpus_on_controller(hv, groups, cluster):
-    hv["ctl01"]["slurm_gres_gpus"] = [{"index": 0, "type": "a100"}]
+    hv["ctl01"]["hpc_gres_gpus"] = [{"index": 0, "type": "a100"}]
 
 
 def empty_controllers(hv, groups, cluster):
@@ -74,115 +74,115 @@ def empty_controllers(hv, groups, cluster):
 
 
 def mixed_case_type(hv, groups, cluster):
-    hv["gpu-a02.example.org"]["slurm_gres_gpus"][0]["type"] = "A100"
+    hv["gpu-a02.example.org"]["hpc_gres_gpus"][0]["type"] = "A100"
 
 
 # (id, change, host, field, text in "expected ...", text in "found ...")
 CASES = [
-    ("duplicate index", set_gpu("index", 0), HOST, "slurm_gres_gpus[1].index", "unique GPU index",
-     "0 (also used by slurm_gres_gpus[0])"),
-    ("duplicate minor", set_gpu("minor", 3), HOST, "slurm_gres_gpus[3].minor", "unique GPU minor",
-     "3 (also used by slurm_gres_gpus[1])"),
-    ("unknown gpu key", set_gpu("coers", "0-31"), HOST, "slurm_gres_gpus[1].coers", "a GPU key (index, type",
+    ("duplicate index", set_gpu("index", 0), HOST, "hpc_gres_gpus[1].index", "unique GPU index",
+     "0 (also used by hpc_gres_gpus[0])"),
+    ("duplicate minor", set_gpu("minor", 3), HOST, "hpc_gres_gpus[3].minor", "unique GPU minor",
+     "3 (also used by hpc_gres_gpus[1])"),
+    ("unknown gpu key", set_gpu("coers", "0-31"), HOST, "hpc_gres_gpus[1].coers", "a GPU key (index, type",
      "unknown key 'coers'"),
-    ("unknown node variable", set_var("slurm_node_socket", 2), HOST, "slurm_node_socket",
-     "a variable of the inventory schema", "unknown variable slurm_node_socket"),
-    ("misspelt gpu list", set_var("slurm_gres_gpu", []), HOST, "slurm_gres_gpu",
-     "a variable of the inventory schema", "unknown variable slurm_gres_gpu"),
-    ("index not an integer", set_gpu("index", "one"), HOST, "slurm_gres_gpus[1].index", "an integer 0-247",
+    ("unknown node variable", set_var("hpc_gres_node_socket", 2), HOST, "hpc_gres_node_socket",
+     "a variable of the inventory schema", "unknown variable hpc_gres_node_socket"),
+    ("misspelt gpu list", set_var("hpc_gres_gpu", []), HOST, "hpc_gres_gpu",
+     "a variable of the inventory schema", "unknown variable hpc_gres_gpu"),
+    ("index not an integer", set_gpu("index", "one"), HOST, "hpc_gres_gpus[1].index", "an integer 0-247",
      "'one' (string)"),
-    ("negative index", set_gpu("index", -1), HOST, "slurm_gres_gpus[1].index", "an integer 0-247", "-1"),
-    ("bool index", set_gpu("index", True), HOST, "slurm_gres_gpus[1].index", "an integer 0-247", "True (bool)"),
-    ("missing index", lambda hv, g, c: gpu(hv, 1).pop("index"), HOST, "slurm_gres_gpus[1].index",
+    ("negative index", set_gpu("index", -1), HOST, "hpc_gres_gpus[1].index", "an integer 0-247", "-1"),
+    ("bool index", set_gpu("index", True), HOST, "hpc_gres_gpus[1].index", "an integer 0-247", "True (bool)"),
+    ("missing index", lambda hv, g, c: gpu(hv, 1).pop("index"), HOST, "hpc_gres_gpus[1].index",
      "the nvidia-smi index", "no index"),
-    ("type on some GPUs only", lambda hv, g, c: gpu(hv, 1).pop("type"), HOST, "slurm_gres_gpus",
+    ("type on some GPUs only", lambda hv, g, c: gpu(hv, 1).pop("type"), HOST, "hpc_gres_gpus",
      "every GPU of a node typed, or none", "typed and untyped GPUs"),
-    ("type with a colon", set_gpu("type", "a100:80gb"), HOST, "slurm_gres_gpus[1].type", "a GRES type",
+    ("type with a colon", set_gpu("type", "a100:80gb"), HOST, "hpc_gres_gpus[1].type", "a GRES type",
      "'a100:80gb' (contains ':')"),
-    ("type not a string", set_gpu("type", 100), HOST, "slurm_gres_gpus[1].type", "a GRES type", "100 (int)"),
-    ("gpu entry not a mapping", lambda hv, g, c: hv[HOST]["slurm_gres_gpus"].append("a100"), HOST,
-     "slurm_gres_gpus[4]", "a mapping like {index: 0, type: a100}", "'a100' (string)"),
-    ("gpu list not a list", set_var("slurm_gres_gpus", {"index": 0}), HOST, "slurm_gres_gpus",
+    ("type not a string", set_gpu("type", 100), HOST, "hpc_gres_gpus[1].type", "a GRES type", "100 (int)"),
+    ("gpu entry not a mapping", lambda hv, g, c: hv[HOST]["hpc_gres_gpus"].append("a100"), HOST,
+     "hpc_gres_gpus[4]", "a mapping like {index: 0, type: a100}", "'a100' (string)"),
+    ("gpu list not a list", set_var("hpc_gres_gpus", {"index": 0}), HOST, "hpc_gres_gpus",
      "a list of GPU entries", "{'index': 0} (dict)"),
-    ("sockets not an integer", set_var("slurm_node_sockets", "two"), HOST, "slurm_node_sockets",
+    ("sockets not an integer", set_var("hpc_gres_node_sockets", "two"), HOST, "hpc_gres_node_sockets",
      "an integer 1-65533 (Sockets=, uint16 in Slurm)", "'two' (string)"),
-    ("zero cores per socket", set_var("slurm_node_cores_per_socket", 0), HOST, "slurm_node_cores_per_socket",
+    ("zero cores per socket", set_var("hpc_gres_node_cores_per_socket", 0), HOST, "hpc_gres_node_cores_per_socket",
      "an integer 1-65533 (CoresPerSocket=, uint16 in Slurm)", "0"),
-    ("real memory bad", set_var("slurm_node_real_memory", "512G"), HOST, "slurm_node_real_memory",
+    ("real memory bad", set_var("hpc_gres_node_real_memory", "512G"), HOST, "hpc_gres_node_real_memory",
      "1-18446744073709551613 (RealMemory=, uint64 in Slurm)", "'512G' (string)"),
-    ("features not a list", set_var("slurm_node_features", "a,b"), HOST, "slurm_node_features",
+    ("features not a list", set_var("hpc_gres_node_features", "a,b"), HOST, "hpc_gres_node_features",
      "a list of feature names", "'a,b' (string)"),
-    ("weight negative", set_var("slurm_node_weight", -5), HOST, "slurm_node_weight",
+    ("weight negative", set_var("hpc_gres_node_weight", -5), HOST, "hpc_gres_node_weight",
      "0-4294967293 (Weight=, uint32 in Slurm)", "-5"),
-    ("node name invalid", set_var("slurm_node_name", "gpu a01"), HOST, "slurm_node_name", "a Slurm node name",
+    ("node name invalid", set_var("hpc_gres_node_name", "gpu a01"), HOST, "hpc_gres_node_name", "a Slurm node name",
      "'gpu a01' (contains a space)"),
-    ("cores junk", set_gpu("cores", "0-15,x"), HOST, "slurm_gres_gpus[1].cores", "Slurm logical core indices",
+    ("cores junk", set_gpu("cores", "0-15,x"), HOST, "hpc_gres_gpus[1].cores", "Slurm logical core indices",
      "'0-15,x' (string)"),
-    ("cores outside sockets*cores_per_socket", set_gpu("cores", "32-95"), HOST, "slurm_gres_gpus[1].cores",
-     "within 0-63 (slurm_node_sockets 2 x slurm_node_cores_per_socket 32)", "'32-95' (64-95 outside)"),
-    ("shards zero", set_gpu("shards", 0), HOST, "slurm_gres_gpus[1].shards", "an integer 1-9223372036854775806", "0"),
-    ("mig not a list", set_gpu("mig", "3g.40gb"), HOST, "slurm_gres_gpus[1].mig", "a non-empty list of MIG profile",
+    ("cores outside sockets*cores_per_socket", set_gpu("cores", "32-95"), HOST, "hpc_gres_gpus[1].cores",
+     "within 0-63 (hpc_gres_node_sockets 2 x hpc_gres_node_cores_per_socket 32)", "'32-95' (64-95 outside)"),
+    ("shards zero", set_gpu("shards", 0), HOST, "hpc_gres_gpus[1].shards", "an integer 1-9223372036854775806", "0"),
+    ("mig not a list", set_gpu("mig", "3g.40gb"), HOST, "hpc_gres_gpus[1].mig", "a non-empty list of MIG profile",
      "'3g.40gb' (string)"),
-    ("mig empty", set_gpu("mig", []), HOST, "slurm_gres_gpus[1].mig", "a non-empty list", "[] (list)"),
-    ("mig entry not a profile", set_gpu("mig", ["3g.40gb", 7, "big"]), HOST, "slurm_gres_gpus[1].mig",
+    ("mig empty", set_gpu("mig", []), HOST, "hpc_gres_gpus[1].mig", "a non-empty list", "[] (list)"),
+    ("mig entry not a profile", set_gpu("mig", ["3g.40gb", 7, "big"]), HOST, "hpc_gres_gpus[1].mig",
      "MIG profile names", "7 (int), 'big' (string)"),
     ("mig with shards", lambda hv, g, c: gpu(hv, 1).update(mig=["7g.80gb"], shards=4), HOST,
-     "slurm_gres_gpus[1].shards", "shards only on a GPU without MIG", "shards 4 together with mig"),
-    ("model not a string", set_gpu("model", ["A100"]), HOST, "slurm_gres_gpus[1].model", "a GPU model name",
+     "hpc_gres_gpus[1].shards", "shards only on a GPU without MIG", "shards 4 together with mig"),
+    ("model not a string", set_gpu("model", ["A100"]), HOST, "hpc_gres_gpus[1].model", "a GPU model name",
      "['A100'] (list)"),
-    ("gpu node without sockets", del_var("slurm_node_sockets"), HOST, "slurm_node_sockets",
+    ("gpu node without sockets", del_var("hpc_gres_node_sockets"), HOST, "hpc_gres_node_sockets",
      "the node's CPU layout", "not set"),
-    ("gpu node without cores per socket", del_var("slurm_node_cores_per_socket"), HOST,
-     "slurm_node_cores_per_socket", "the node's CPU layout", "not set"),
-    ("two hosts one node name", same_node_name, "gpu-a02.example.org", "slurm_node_name",
+    ("gpu node without cores per socket", del_var("hpc_gres_node_cores_per_socket"), HOST,
+     "hpc_gres_node_cores_per_socket", "the node's CPU layout", "not set"),
+    ("two hosts one node name", same_node_name, "gpu-a02.example.org", "hpc_gres_node_name",
      "a Slurm node name used by one inventory host only", "'gpu-a01' (also used by host gpu-a01.example.org)"),
-    ("gpus outside slurmd", gpus_on_controller, "ctl01", "slurm_gres_gpus",
+    ("gpus outside slurmd", gpus_on_controller, "ctl01", "hpc_gres_gpus",
      "GPU entries only on hosts in inventory group slurmd", "1 GPU entries on a host outside slurmd"),
-    ("type spelt two ways", mixed_case_type, "gpu-a02.example.org", "slurm_gres_gpus[0].type",
+    ("type spelt two ways", mixed_case_type, "gpu-a02.example.org", "hpc_gres_gpus[0].type",
      "one spelling per GRES type", "'A100' (host gpu-a01.example.org spells it 'a100')"),
     ("no controller", empty_controllers, "localhost", "groups.slurmctld", "at least one controller host",
      "no hosts"),
-    ("autodetect unknown", set_cluster("slurm_gres_autodetect", "yes"), "localhost", "slurm_gres_autodetect",
+    ("autodetect unknown", set_cluster("hpc_gres_autodetect", "yes"), "localhost", "hpc_gres_autodetect",
      "one of off, nvml, nvidia", "'yes' (string)"),
-    ("autodetect true", set_cluster("slurm_gres_autodetect", True), "localhost", "slurm_gres_autodetect",
+    ("autodetect true", set_cluster("hpc_gres_autodetect", True), "localhost", "hpc_gres_autodetect",
      "one of off, nvml, nvidia", "True (bool)"),
-    ("cluster name", set_cluster("slurm_cluster_name", "my cluster"), "localhost", "slurm_cluster_name",
+    ("cluster name", set_cluster("hpc_gres_cluster_name", "my cluster"), "localhost", "hpc_gres_cluster_name",
      "a cluster name", "'my cluster' (string)"),
-    ("owned slurm.conf option", set_cluster("slurm_conf_options", {"GresTypes": "gpu,mps"}), "localhost",
-     "slurm_conf_options.GresTypes", "an option the renderer does not derive", "GresTypes (derived from"),
-    ("option value a dict", set_cluster("slurm_conf_options", {"SlurmctldDebug": {"level": 3}}), "localhost",
-     "slurm_conf_options.SlurmctldDebug", "a string, integer, boolean or list", "{'level': 3} (dict)"),
-    ("options not a mapping", set_cluster("slurm_cgroup_conf_options", ["ConstrainDevices=yes"]), "localhost",
-     "slurm_cgroup_conf_options", "a mapping of option name to value", "(list)"),
-    ("gpu tres without slurmdbd", set_cluster("slurm_conf_options", {"AccountingStorageTRES": "gres/gpu"}),
-     "localhost", "slurm_conf_options.AccountingStorageTRES", "AccountingStorageType=accounting_storage/slurmdbd",
+    ("owned slurm.conf option", set_cluster("hpc_gres_slurm_conf_options", {"GresTypes": "gpu,mps"}), "localhost",
+     "hpc_gres_slurm_conf_options.GresTypes", "an option the renderer does not derive", "GresTypes (derived from"),
+    ("option value a dict", set_cluster("hpc_gres_slurm_conf_options", {"SlurmctldDebug": {"level": 3}}), "localhost",
+     "hpc_gres_slurm_conf_options.SlurmctldDebug", "a string, integer, boolean or list", "{'level': 3} (dict)"),
+    ("options not a mapping", set_cluster("hpc_gres_cgroup_conf_options", ["ConstrainDevices=yes"]), "localhost",
+     "hpc_gres_cgroup_conf_options", "a mapping of option name to value", "(list)"),
+    ("gpu tres without slurmdbd", set_cluster("hpc_gres_slurm_conf_options", {"AccountingStorageTRES": "gres/gpu"}),
+     "localhost", "hpc_gres_slurm_conf_options.AccountingStorageTRES", "AccountingStorageType=accounting_storage/slurmdbd",
      "gres/gpu without slurmdbd"),
-    ("partition unknown group", set_cluster("slurm_partitions", [{"name": "p", "group": "nope"}]), "localhost",
-     "slurm_partitions[0].group", "an inventory group", "'nope' (string)"),
-    ("partition unknown node", set_cluster("slurm_partitions", [{"name": "p", "nodes": ["gpu-z9"]}]), "localhost",
-     "slurm_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown 'gpu-z9'"),
-    ("partition group and nodes", set_cluster("slurm_partitions", [{"name": "p", "group": "gpu", "nodes": "ALL"}]),
-     "localhost", "slurm_partitions[0]", "exactly one of group or nodes", "both"),
-    ("partition unknown key", set_cluster("slurm_partitions", [{"name": "p", "nodes": "ALL", "maxtime": 5}]),
-     "localhost", "slurm_partitions[0].maxtime", "a partition key", "unknown key 'maxtime'"),
-    ("two default partitions", set_cluster("slurm_partitions", [
+    ("partition unknown group", set_cluster("hpc_gres_partitions", [{"name": "p", "group": "nope"}]), "localhost",
+     "hpc_gres_partitions[0].group", "an inventory group", "'nope' (string)"),
+    ("partition unknown node", set_cluster("hpc_gres_partitions", [{"name": "p", "nodes": ["gpu-z9"]}]), "localhost",
+     "hpc_gres_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown 'gpu-z9'"),
+    ("partition group and nodes", set_cluster("hpc_gres_partitions", [{"name": "p", "group": "gpu", "nodes": "ALL"}]),
+     "localhost", "hpc_gres_partitions[0]", "exactly one of group or nodes", "both"),
+    ("partition unknown key", set_cluster("hpc_gres_partitions", [{"name": "p", "nodes": "ALL", "maxtime": 5}]),
+     "localhost", "hpc_gres_partitions[0].maxtime", "a partition key", "unknown key 'maxtime'"),
+    ("two default partitions", set_cluster("hpc_gres_partitions", [
         {"name": "a", "nodes": "ALL", "default": True}, {"name": "b", "group": "gpu", "default": True}]),
-     "localhost", "slurm_partitions", "at most one partition with default: true", "2 (a, b)"),
-    ("an option twice, in two spellings", set_cluster("slurm_cgroup_conf_options", {
+     "localhost", "hpc_gres_partitions", "at most one partition with default: true", "2 (a, b)"),
+    ("an option twice, in two spellings", set_cluster("hpc_gres_cgroup_conf_options", {
         "CgroupPlugin": "autodetect", "cgroupplugin": "cgroup/v1"}), "localhost",
-     "slurm_cgroup_conf_options.CgroupPlugin", "each option once", "CgroupPlugin and cgroupplugin"),
-    ("options Slurm ignores one of, named as written", set_cluster("slurm_conf_options", {
-        "maxmempercpu": 4096, "MaxMemPerNode": 100000}), "localhost", "slurm_conf_options.maxmempercpu",
+     "hpc_gres_cgroup_conf_options.CgroupPlugin", "each option once", "CgroupPlugin and cgroupplugin"),
+    ("options Slurm ignores one of, named as written", set_cluster("hpc_gres_slurm_conf_options", {
+        "maxmempercpu": 4096, "MaxMemPerNode": 100000}), "localhost", "hpc_gres_slurm_conf_options.maxmempercpu",
      "MaxMemPerCPU or MaxMemPerNode, not both", "both"),
-    ("a PreemptMode the default PreemptType stops on", set_cluster("slurm_conf_options", {"PreemptMode": "REQUEUE"}),
-     "localhost", "slurm_conf_options.PreemptMode", "while PreemptType is preempt/none", "PreemptMode=REQUEUE"),
-    ("partition options Slurm ignores one of", set_cluster("slurm_partitions", [
+    ("a PreemptMode the default PreemptType stops on", set_cluster("hpc_gres_slurm_conf_options", {"PreemptMode": "REQUEUE"}),
+     "localhost", "hpc_gres_slurm_conf_options.PreemptMode", "while PreemptType is preempt/none", "PreemptMode=REQUEUE"),
+    ("partition options Slurm ignores one of", set_cluster("hpc_gres_partitions", [
         {"name": "p", "nodes": "ALL", "options": {"AllowQos": "normal", "DenyQos": "low"}}]), "localhost",
-     "slurm_partitions[0].options.DenyQos", "AllowQos or DenyQos, not both", "both"),
-    ("fewer nodes allowed than the inventory has", set_cluster("slurm_conf_options", {"maxnodecount": 1}),
-     "localhost", "slurm_conf_options.maxnodecount", "MaxNodeCount at least the number of nodes (2)", "1"),
-    ("a node name whose number Slurm cannot hold", set_var("slurm_node_name", "gpu99999999999999999999"), HOST,
-     "slurm_node_name", "whose final number is at most 18446744073709551614", "'gpu99999999999999999999'"),
+     "hpc_gres_partitions[0].options.DenyQos", "AllowQos or DenyQos, not both", "both"),
+    ("fewer nodes allowed than the inventory has", set_cluster("hpc_gres_slurm_conf_options", {"maxnodecount": 1}),
+     "localhost", "hpc_gres_slurm_conf_options.maxnodecount", "MaxNodeCount at least the number of nodes (2)", "1"),
+    ("a node name whose number Slurm cannot hold", set_var("hpc_gres_node_name", "gpu99999999999999999999"), HOST,
+     "hpc_gres_node_name", "whose final number is at most 18446744073709551614", "'gpu99999999999999999999'"),
 ]
 
 
@@ -206,22 +206,22 @@ def test_base_inventory_is_valid():
 def test_every_problem_is_reported_at_once():
     hostvars, groups, cluster = base()
     gpu(hostvars, 1)["index"] = 0
-    hostvars["gpu-a02.example.org"]["slurm_gres_gpus"][0]["bogus"] = 1
-    cluster["slurm_gres_autodetect"] = "sometimes"
+    hostvars["gpu-a02.example.org"]["hpc_gres_gpus"][0]["bogus"] = 1
+    cluster["hpc_gres_autodetect"] = "sometimes"
     with pytest.raises(GresError) as err:
         build_cluster_model(hostvars, groups, cluster)
     message = str(err.value)
     assert message.startswith("3 problems:")
-    assert "host gpu-a01.example.org: slurm_gres_gpus[1].index: expected unique GPU index" in message
-    assert "host gpu-a02.example.org: slurm_gres_gpus[0].bogus" in message
-    assert "host localhost: slurm_gres_autodetect" in message
+    assert "host gpu-a01.example.org: hpc_gres_gpus[1].index: expected unique GPU index" in message
+    assert "host gpu-a02.example.org: hpc_gres_gpus[0].bogus" in message
+    assert "host localhost: hpc_gres_autodetect" in message
 
 
 def test_duplicate_index_does_not_also_report_the_defaulted_minor():
     hostvars, groups, cluster = base()
     gpu(hostvars, 1)["index"] = 0
     problems = problems_of(hostvars, groups, cluster)
-    assert [p.field for p in problems] == ["slurm_gres_gpus[1].index"]
+    assert [p.field for p in problems] == ["hpc_gres_gpus[1].index"]
 
 
 def test_os_cpu_ids_in_cores_get_a_hint():
@@ -233,9 +233,9 @@ def test_os_cpu_ids_in_cores_get_a_hint():
 
 def test_unknown_variable_gets_a_did_you_mean_hint():
     hostvars, groups, cluster = base()
-    hostvars[HOST]["slurm_node_real_mem"] = 1000
+    hostvars[HOST]["hpc_gres_node_real_mem"] = 1000
     problem = problems_of(hostvars, groups, cluster)[0]
-    assert problem.hint == "did you mean slurm_node_real_memory?"
+    assert problem.hint == "did you mean hpc_gres_node_real_memory?"
 
 
 def test_host_in_slurmctld_and_slurmd_with_gpus_is_allowed():
@@ -247,7 +247,7 @@ def test_host_in_slurmctld_and_slurmd_with_gpus_is_allowed():
 
 def test_cluster_problems_name_the_given_cluster_host():
     hostvars, groups, cluster = base()
-    cluster["slurm_gres_autodetect"] = "auto"
+    cluster["hpc_gres_autodetect"] = "auto"
     with pytest.raises(GresError) as err:
         build_cluster_model(hostvars, groups, cluster, cluster_host="deploy-box")
     assert err.value.problems[0].host == "deploy-box"
@@ -256,7 +256,7 @@ def test_cluster_problems_name_the_given_cluster_host():
 def test_the_same_bad_group_vars_are_reported_for_every_host_sharing_them():
     hostvars, groups, cluster = base()
     shared = copy.deepcopy(hostvars[HOST])
-    shared["slurm_gres_gpus"][3]["index"] = 0
+    shared["hpc_gres_gpus"][3]["index"] = 0
     hostvars[HOST] = shared
     hostvars["gpu-a02.example.org"] = shared
     hosts = {p.host for p in problems_of(hostvars, groups, cluster)}
@@ -266,18 +266,18 @@ def test_the_same_bad_group_vars_are_reported_for_every_host_sharing_them():
 def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
     from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
     from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
-    shape = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1}
+    shape = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1}
     hostvars = {
         "ctl": {},
-        "gpu-s1": dict(shape, slurm_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4}]),
-        "gpu-m1": dict(shape, slurm_gres_gpus=[{"index": 0, "type": "a100", "model": "A100-80GB",
+        "gpu-s1": dict(shape, hpc_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4}]),
+        "gpu-m1": dict(shape, hpc_gres_gpus=[{"index": 0, "type": "a100", "model": "A100-80GB",
                                                 "mig": ["3g.40gb", "2g.20gb"]}]),
     }
     groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": ["gpu-s1", "gpu-m1"]}
     with pytest.raises(GresError) as err:
         build_cluster_model(hostvars, groups, {})
     text = str(err.value)
-    assert "host gpu-m1: slurm_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text
+    assert "host gpu-m1: hpc_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text
 
 
 def test_more_compute_hosts_than_slurm_holds_are_refused_before_any_is_read():

@@ -15,7 +15,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 
 
 def layout(sockets=2, cores=32, threads=2, **extra):
-    hv = {"slurm_node_sockets": sockets, "slurm_node_cores_per_socket": cores, "slurm_node_threads_per_core": threads}
+    hv = {"hpc_gres_node_sockets": sockets, "hpc_gres_node_cores_per_socket": cores, "hpc_gres_node_threads_per_core": threads}
     hv.update(extra)
     return hv
 
@@ -33,7 +33,7 @@ def gres_lines(text):
 
 
 def one_node(gpus, **cluster):
-    model = make({"n1": layout(slurm_gres_gpus=gpus)}, **cluster)
+    model = make({"n1": layout(hpc_gres_gpus=gpus)}, **cluster)
     return render.render_gres_conf(model, "n1"), model
 
 
@@ -81,7 +81,7 @@ def test_shard_lines_follow_runs_of_equal_shards_with_the_total_count():
 
 
 def test_autodetect_adds_a_node_line_and_keeps_explicit_lines():
-    text, _model = one_node([{"index": 0, "type": "a100"}], slurm_gres_autodetect="nvml")
+    text, _model = one_node([{"index": 0, "type": "a100"}], hpc_gres_autodetect="nvml")
     assert gres_lines(text) == ["NodeName=n1 AutoDetect=nvml", "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0"]
     text, _model = one_node([{"index": 0, "type": "a100"}])
     assert "AutoDetect" not in text
@@ -102,9 +102,9 @@ def test_mig_gpus_count_per_profile_in_slurm_conf_and_are_left_to_the_node_in_gr
 
 
 def test_identical_nodes_share_one_line_with_zero_padded_hostlist():
-    a100 = layout(slurm_node_real_memory=1000, slurm_gres_gpus=[{"index": i, "type": "a100"} for i in range(8)])
+    a100 = layout(hpc_gres_node_real_memory=1000, hpc_gres_gpus=[{"index": i, "type": "a100"} for i in range(8)])
     nodes = {"gpu-a%02d.x" % i: a100 for i in range(1, 13)}
-    nodes["gpu-a07.x"] = layout(slurm_node_real_memory=2000, slurm_gres_gpus=a100["slurm_gres_gpus"])
+    nodes["gpu-a07.x"] = layout(hpc_gres_node_real_memory=2000, hpc_gres_gpus=a100["hpc_gres_gpus"])
     nodes.update({"cpu%03d" % i: layout(sockets=1, cores=8, threads=1) for i in (8, 9, 10, 11)})
     nodes["login1"] = {}
     slurm = render.render_slurm_conf(make(nodes))
@@ -117,17 +117,17 @@ def test_identical_nodes_share_one_line_with_zero_padded_hostlist():
 
 
 def test_gres_types_in_order_of_lowest_index():
-    model = make({"n1": layout(slurm_gres_gpus=[{"index": 2, "type": "a100"}, {"index": 0, "type": "l40s"},
+    model = make({"n1": layout(hpc_gres_gpus=[{"index": 2, "type": "a100"}, {"index": 0, "type": "l40s"},
                                                 {"index": 1, "type": "a100"}])})
     assert "Gres=gpu:l40s:1,gpu:a100:2\n" in render.render_slurm_conf(model)
 
 
 def test_slurm_conf_header_options_controllers_and_partitions():
-    model = make({"gpu1": layout(slurm_gres_gpus=[{"index": 0, "type": "a100"}], slurm_node_features=["nvlink"],
-                                 slurm_node_weight=10)},
-                 ctl=("ctl1", "ctl2"), slurm_cluster_name="alpha",
-                 slurm_conf_options={"SlurmctldDebug": "info"},
-                 slurm_partitions=[{"name": "gpu", "nodes": ["gpu1"], "default": True}])
+    model = make({"gpu1": layout(hpc_gres_gpus=[{"index": 0, "type": "a100"}], hpc_gres_node_features=["nvlink"],
+                                 hpc_gres_node_weight=10)},
+                 ctl=("ctl1", "ctl2"), hpc_gres_cluster_name="alpha",
+                 hpc_gres_slurm_conf_options={"SlurmctldDebug": "info"},
+                 hpc_gres_partitions=[{"name": "gpu", "nodes": ["gpu1"], "default": True}])
     model["controllers"][1]["addr"] = "10.0.0.2"
     slurm = render.render_slurm_conf(model)
     lines = slurm.splitlines()
@@ -142,14 +142,14 @@ def test_slurm_conf_header_options_controllers_and_partitions():
 
 def test_gpu_tres_only_with_slurmdbd_and_user_tres_kept():
     gpus = [{"index": 0, "type": "l40s", "shards": 2}, {"index": 1, "type": "A40"}]
-    model = make({"n1": layout(slurm_gres_gpus=gpus)}, slurm_conf_options={
+    model = make({"n1": layout(hpc_gres_gpus=gpus)}, hpc_gres_slurm_conf_options={
         "AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStorageTRES": "license/x,gres/gpu"})
     slurm = render.render_slurm_conf(model)
     assert "AccountingStorageTRES=license/x,gres/gpu,gres/gpu:A40,gres/gpu:l40s,gres/shard\n" in slurm
     assert slurm.count("AccountingStorageTRES=") == 1
-    no_dbd = render.render_slurm_conf(make({"n1": layout(slurm_gres_gpus=gpus)}))
+    no_dbd = render.render_slurm_conf(make({"n1": layout(hpc_gres_gpus=gpus)}))
     assert "\nAccountingStorageTRES" not in no_dbd
-    assert "# AccountingStorageType=accounting_storage/slurmdbd is set in slurm_conf_options." in no_dbd
+    assert "# AccountingStorageType=accounting_storage/slurmdbd is set in hpc_gres_slurm_conf_options." in no_dbd
 
 
 def test_cpu_only_cluster_has_no_gres_types():
@@ -161,12 +161,12 @@ def test_cpu_only_cluster_has_no_gres_types():
 def test_cgroup_conf_constrains_devices_by_default_and_takes_overrides():
     text = render.render_cgroup_conf(make({"cpu1": {}}))
     assert "ConstrainDevices=yes\n" in text
-    text = render.render_cgroup_conf(make({"cpu1": {}}, slurm_cgroup_conf_options={"CgroupPlugin": "cgroup/v2"}))
+    text = render.render_cgroup_conf(make({"cpu1": {}}, hpc_gres_cgroup_conf_options={"CgroupPlugin": "cgroup/v2"}))
     assert "CgroupPlugin=cgroup/v2\n" in text
 
 
 def test_render_all_files_and_counts_agree_per_node_and_type():
-    nodes = {"gpu%d" % i: layout(slurm_gres_gpus=[{"index": j, "type": "a100" if j % 3 else "l40s", "shards": 2}
+    nodes = {"gpu%d" % i: layout(hpc_gres_gpus=[{"index": j, "type": "a100" if j % 3 else "l40s", "shards": 2}
                                                   for j in range(i)]) for i in range(1, 6)}
     model = make(nodes)
     files = render.render_all(model)
@@ -179,7 +179,7 @@ def test_render_all_files_and_counts_agree_per_node_and_type():
 
 
 def test_render_all_refuses_files_that_disagree(monkeypatch):
-    model = make({"n1": layout(slurm_gres_gpus=[{"index": i, "type": "a100"} for i in range(4)])})
+    model = make({"n1": layout(hpc_gres_gpus=[{"index": i, "type": "a100"} for i in range(4)])})
     real = gres_conf.gpu_files_expr
     monkeypatch.setattr(gres_conf, "gpu_files_expr", lambda run: real(run[:-1] if len(run) > 2 else run))
     with pytest.raises(GresError) as err:
@@ -188,14 +188,14 @@ def test_render_all_refuses_files_that_disagree(monkeypatch):
 
 
 def test_output_is_deterministic_whatever_the_input_order():
-    nodes = {"n%d" % i: layout(slurm_gres_gpus=[{"index": j, "type": ("a100", "h100")[i % 2]} for j in range(4)])
+    nodes = {"n%d" % i: layout(hpc_gres_gpus=[{"index": j, "type": ("a100", "h100")[i % 2]} for j in range(4)])
              for i in range(1, 30)}
     first = render.render_all(make(nodes))
     names = list(nodes)
     random.Random(7).shuffle(names)
     shuffled = {n: nodes[n] for n in names}
     for node in shuffled.values():
-        node["slurm_gres_gpus"] = list(reversed(node["slurm_gres_gpus"]))
+        node["hpc_gres_gpus"] = list(reversed(node["hpc_gres_gpus"]))
     second = render.render_all(make(shuffled))
     assert first == second
     assert list(first) == list(second)
@@ -207,7 +207,7 @@ def test_render_gres_conf_unknown_node():
 
 
 def test_summary_counts():
-    model = make({"gpu1": layout(slurm_gres_gpus=[{"index": 0, "type": "a100"},
+    model = make({"gpu1": layout(hpc_gres_gpus=[{"index": 0, "type": "a100"},
                                                   {"index": 1, "type": "a100", "model": "A100-80GB",
                                                    "mig": ["3g.40gb", "3g.40gb"]}]),
                   "cpu1": {}})

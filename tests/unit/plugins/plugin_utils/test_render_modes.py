@@ -7,10 +7,10 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres i
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
-LAYOUT = {"slurm_node_sockets": 2, "slurm_node_cores_per_socket": 4, "slurm_node_threads_per_core": 1}
-A100 = dict(LAYOUT, slurm_gres_gpus=[{"index": i, "type": "a100", "cores": "0-3" if i < 2 else "4-7"}
+LAYOUT = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}
+A100 = dict(LAYOUT, hpc_gres_gpus=[{"index": i, "type": "a100", "cores": "0-3" if i < 2 else "4-7"}
                                      for i in range(4)])
-NODES = {"gpu01": A100, "gpu02": A100, "gpu03": dict(LAYOUT, slurm_gres_gpus=[{"index": 0, "type": "l40s"}]),
+NODES = {"gpu01": A100, "gpu02": A100, "gpu03": dict(LAYOUT, hpc_gres_gpus=[{"index": 0, "type": "l40s"}]),
          "cpu01": {}}
 
 
@@ -24,7 +24,7 @@ def test_files_mode_is_the_default():
 
 
 def test_configless_one_gres_conf_for_the_cluster_that_every_node_reads_as_its_own():
-    files = render(slurm_gres_config_mode="configless", slurm_conf_options={"SlurmctldParameters": "cloud_dns"})
+    files = render(hpc_gres_config_mode="configless", hpc_gres_slurm_conf_options={"SlurmctldParameters": "cloud_dns"})
     assert "gres.conf" in files and "cgroup.conf" in files
     assert "SlurmctldParameters=cloud_dns,enable_configless\n" in files["slurm.conf"]
     lines = [line for line in files["gres.conf"].splitlines() if not line.startswith("#")]
@@ -39,15 +39,15 @@ def test_configless_one_gres_conf_for_the_cluster_that_every_node_reads_as_its_o
 
 
 def test_configless_adds_enable_configless_once():
-    files = render(slurm_gres_config_mode="configless")
+    files = render(hpc_gres_config_mode="configless")
     assert files["slurm.conf"].count("enable_configless") == 1
-    files = render(slurm_gres_config_mode="configless",
-                   slurm_conf_options={"SlurmctldParameters": "enable_configless"})
+    files = render(hpc_gres_config_mode="configless",
+                   hpc_gres_slurm_conf_options={"SlurmctldParameters": "enable_configless"})
     assert "SlurmctldParameters=enable_configless\n" in files["slurm.conf"]
 
 
 def test_include_mode_renders_the_node_part_and_no_cgroup_conf():
-    files = render(slurm_gres_config_mode="include", slurm_gres_include_file="nodes.conf")
+    files = render(hpc_gres_config_mode="include", hpc_gres_include_file="nodes.conf")
     assert sorted(files) == ["gpu01/gres.conf", "gpu02/gres.conf", "gpu03/gres.conf", "nodes.conf", "slurm.conf"]
     include = files["nodes.conf"]
     assert "GresTypes=gpu\n" in include
@@ -60,19 +60,19 @@ def test_include_mode_renders_the_node_part_and_no_cgroup_conf():
 def test_include_mode_with_the_default_include_file_name():
     """slurm_gres.conf (the default) ends in gres.conf but is the slurm.conf part: its keys are slurm.conf's (the
     render once checked them as gres.conf keys and refused every one; found by molecule/import on 24.11)."""
-    files = render(slurm_gres_config_mode="include")
+    files = render(hpc_gres_config_mode="include")
     assert "NodeName=gpu[01-02] Sockets=2 CoresPerSocket=4 ThreadsPerCore=1 Gres=gpu:a100:4\n" in files[
         "slurm_gres.conf"]
 
 
 @pytest.mark.parametrize("cluster, fragment", [
-    ({"slurm_gres_config_mode": "sometimes"}, "slurm_gres_config_mode: expected one of files, configless, include"),
-    ({"slurm_gres_config_mode": "include", "slurm_conf_options": {"SelectType": "select/cons_tres"}},
-     "slurm_conf_options: expected nothing in include mode"),
-    ({"slurm_gres_config_mode": "include", "slurm_gres_include_file": "../nodes.conf"},
-     "slurm_gres_include_file: expected a file name relative to the Slurm config directory"),
-    ({"slurm_gres_config_mode": "include", "slurm_gres_include_file": "gres.conf"},
-     "slurm_gres_include_file: expected a file name relative to the Slurm config directory"),
+    ({"hpc_gres_config_mode": "sometimes"}, "hpc_gres_config_mode: expected one of files, configless, include"),
+    ({"hpc_gres_config_mode": "include", "hpc_gres_slurm_conf_options": {"SelectType": "select/cons_tres"}},
+     "hpc_gres_slurm_conf_options: expected nothing in include mode"),
+    ({"hpc_gres_config_mode": "include", "hpc_gres_include_file": "../nodes.conf"},
+     "hpc_gres_include_file: expected a file name relative to the Slurm config directory"),
+    ({"hpc_gres_config_mode": "include", "hpc_gres_include_file": "gres.conf"},
+     "hpc_gres_include_file: expected a file name relative to the Slurm config directory"),
 ])
 def test_mode_refusals(cluster, fragment):
     with pytest.raises(GresError) as err:
@@ -81,8 +81,8 @@ def test_mode_refusals(cluster, fragment):
 
 
 def test_configless_refuses_mig():
-    hostvars = {"m1": {"slurm_gres_gpus": [{"index": 0, "type": "a100", "model": "A100-80GB", "mig": ["7g.80gb"]}]},
+    hostvars = {"m1": {"hpc_gres_gpus": [{"index": 0, "type": "a100", "model": "A100-80GB", "mig": ["7g.80gb"]}]},
                 "ctl": {}}
-    with pytest.raises(GresError, match="m1: slurm_gres_gpus\\[0\\].mig: expected no MIG GPUs with configless mode"):
+    with pytest.raises(GresError, match="m1: hpc_gres_gpus\\[0\\].mig: expected no MIG GPUs with configless mode"):
         build_cluster_model(hostvars, {"slurmctld": ["ctl"], "slurmd": ["m1"]},
-                            {"slurm_gres_config_mode": "configless"})
+                            {"hpc_gres_config_mode": "configless"})

@@ -26,7 +26,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import 
 )
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "users_guide")
-ROLE = os.path.join(testpaths.ROOT, "roles", "slurm_gres_users_guide")
+ROLE = os.path.join(testpaths.ROOT, "roles", "hpc_gres_users_guide")
 TEMPLATE_DIR = os.path.join(ROLE, "files", "job-templates")
 
 
@@ -111,7 +111,7 @@ def test_shard_limit_is_per_gpu_unless_multiple_sharing_per_job():
     page = guide(guide_clusters.shards_model())["USERS.md"]
     assert "-p shared --gres=shard:8" in page_requests(page)
     assert "shard: 4 on GPUs 0-1, 2 on GPU 2" in page
-    many = guide(guide_clusters.shards_model(slurm_version="23.11", slurm_conf_options={  # the keyword is 23.11+
+    many = guide(guide_clusters.shards_model(hpc_gres_slurm_version="23.11", hpc_gres_slurm_conf_options={  # the keyword is 23.11+
         "SelectTypeParameters": "CR_Core_Memory,MULTIPLE_SHARING_GRES_PJ"}))["USERS.md"]
     assert "-p shared --gres=shard:32" in page_requests(many)
     assert "-p shared --gres=shard:8" not in page_requests(many)
@@ -121,9 +121,9 @@ def test_shard_limit_is_per_gpu_unless_multiple_sharing_per_job():
 def test_confinement_is_read_from_the_rendered_files():
     confined = guide(guide_clusters.shards_model())["USERS.md"]
     assert "**numbered from 0 inside the job**" in confined
-    loose = guide(guide_clusters.shards_model(slurm_conf_options={"TaskPlugin": "task/none"}))["USERS.md"]
+    loose = guide(guide_clusters.shards_model(hpc_gres_slurm_conf_options={"TaskPlugin": "task/none"}))["USERS.md"]
     assert "are **not** confined" in loose and "numbered from 0 inside" not in loose
-    no_devices = guide(guide_clusters.shards_model(slurm_cgroup_conf_options={"ConstrainDevices": "no"}))["USERS.md"]
+    no_devices = guide(guide_clusters.shards_model(hpc_gres_cgroup_conf_options={"ConstrainDevices": "no"}))["USERS.md"]
     assert "are **not** confined" in no_devices
 
 
@@ -141,7 +141,7 @@ def test_mig_notes_only_with_mig_and_uuid_note_only_with_nvml():
 def test_templates_are_named_where_they_are():
     model = guide_clusters.shards_model()
     shipped = guide(model)["USERS.md"]
-    assert "`roles/slurm_gres_users_guide/files/job-templates/`" in shipped
+    assert "`roles/hpc_gres_users_guide/files/job-templates/`" in shipped
     installed = guide(model, "/srv/doc")
     assert "`/srv/doc/job-templates/gpu-preemptible.sbatch`" in installed["USERS.md"]
     assert installed["USERS.motd"].endswith("Guide and job templates: /srv/doc/USERS.md, /srv/doc/job-templates/\n")
@@ -149,18 +149,18 @@ def test_templates_are_named_where_they_are():
 
 def test_install_dir_is_one_absolute_directory_for_the_whole_group():
     assert install_dir({}) is None
-    assert install_dir({"login1": {}, "login2": {"slurm_gres_users_guide_dir": None}}) == DEFAULT_DIR
-    assert install_dir({"login1": {"slurm_gres_users_guide_dir": "/srv/doc/"},
-                        "login2": {"slurm_gres_users_guide_dir": "/srv/doc"}}) == "/srv/doc"
+    assert install_dir({"login1": {}, "login2": {"hpc_gres_users_guide_dir": None}}) == DEFAULT_DIR
+    assert install_dir({"login1": {"hpc_gres_users_guide_dir": "/srv/doc/"},
+                        "login2": {"hpc_gres_users_guide_dir": "/srv/doc"}}) == "/srv/doc"
     with pytest.raises(GresError) as err:
-        install_dir({"login1": {"slurm_gres_users_guide_dir": "/srv/doc"},
-                     "login2": {"slurm_gres_users_guide_dir": "/opt/doc"}})
-    assert str(err.value).startswith("host login2: slurm_gres_users_guide_dir: expected the same directory on every "
-                                     "host of group slurm_gres_users_guide (the guide names it): /srv/doc, as on "
+        install_dir({"login1": {"hpc_gres_users_guide_dir": "/srv/doc"},
+                     "login2": {"hpc_gres_users_guide_dir": "/opt/doc"}})
+    assert str(err.value).startswith("host login2: hpc_gres_users_guide_dir: expected the same directory on every "
+                                     "host of group hpc_gres_users_guide (the guide names it): /srv/doc, as on "
                                      "login1, found /opt/doc")
     with pytest.raises(GresError) as err:
-        install_dir({"login1": {"slurm_gres_users_guide_dir": "doc"}})
-    assert "host login1: slurm_gres_users_guide_dir: expected an absolute directory path, found 'doc'" in str(err.value)
+        install_dir({"login1": {"hpc_gres_users_guide_dir": "doc"}})
+    assert "host login1: hpc_gres_users_guide_dir: expected an absolute directory path, found 'doc'" in str(err.value)
 
 
 def test_page_requests_reads_only_sbatch_lines_in_code_blocks():
@@ -193,7 +193,7 @@ def test_any_gres_the_model_renders_gets_request_lines():
 
 def test_the_role_ships_exactly_the_templates_the_page_names():
     with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
-        installed = yaml.safe_load(handle)["__slurm_gres_users_guide_templates"]
+        installed = yaml.safe_load(handle)["__hpc_gres_users_guide_templates"]
     names = [name for name, _purpose, _key in TEMPLATES]
     assert installed == names
     assert sorted(os.listdir(TEMPLATE_DIR)) == sorted(names)
@@ -226,7 +226,7 @@ def test_templates_are_shellcheck_clean():
 def test_requeue_delay_follows_the_credential_lifetime():
     default = guide(guide_clusters.shards_model())["USERS.md"]
     assert "may start again 121 s after the requeue" in default
-    short = guide(guide_clusters.shards_model(slurm_conf_options={"AuthInfo": "socket=/run/m.sock,cred_expire=30"}))
+    short = guide(guide_clusters.shards_model(hpc_gres_slurm_conf_options={"AuthInfo": "socket=/run/m.sock,cred_expire=30"}))
     assert "may start again 31 s after the requeue" in short["USERS.md"]
 
 
@@ -234,11 +234,11 @@ def test_the_inventory_group_decides_where_the_guide_says_it_is():
     model = guide_clusters.shards_model()
     files = render_all(model)
     none = users_guide.inventory_guide_files(model, files, {"login1": {}}, {"all": ["login1"]})
-    assert "`roles/slurm_gres_users_guide/files/job-templates/`" in none["USERS.md"]
-    groups = {"all": ["login1", "login2"], "slurm_gres_users_guide": ["login1", "login2"]}
+    assert "`roles/hpc_gres_users_guide/files/job-templates/`" in none["USERS.md"]
+    groups = {"all": ["login1", "login2"], "hpc_gres_users_guide": ["login1", "login2"]}
     default = users_guide.inventory_guide_files(model, files, {"login1": {}, "login2": {}}, groups)
     assert "`%s/job-templates/gpu-single.sbatch`" % DEFAULT_DIR in default["USERS.md"]
     with pytest.raises(GresError) as err:
-        users_guide.inventory_guide_files(model, files, {"login1": {"slurm_gres_users_guide_dir": "/srv/a"},
-                                                         "login2": {"slurm_gres_users_guide_dir": "/srv/b"}}, groups)
-    assert "host login2: slurm_gres_users_guide_dir:" in str(err.value)
+        users_guide.inventory_guide_files(model, files, {"login1": {"hpc_gres_users_guide_dir": "/srv/a"},
+                                                         "login2": {"hpc_gres_users_guide_dir": "/srv/b"}}, groups)
+    assert "host login2: hpc_gres_users_guide_dir:" in str(err.value)

@@ -28,7 +28,7 @@ def test_second_lock_refused_naming_the_holder(tmp_path):
         rr.acquire_lock(str(tmp_path), OTHER, where="ctl01")
     message = str(exc.value)
     for text in ("run 20261201T111500Z-3fa9", "user alice", "host admin01", "pid 4242", "started 2026-12-01T11:15:00Z",
-                 "state locked", "on ctl01", "-e slurm_gres_break_lock=20261201T111500Z-3fa9", "nothing was changed"):
+                 "state locked", "on ctl01", "-e hpc_gres_break_lock=20261201T111500Z-3fa9", "nothing was changed"):
         assert text in message
     assert exc.value.holder == OWNER
     assert rr.read_lock(str(tmp_path)) == OWNER

@@ -122,10 +122,10 @@ def test_invalid_layout_model_mismatch_and_missing_gpu_refuse_everything():
     plan = mig_plan.plan_node("gpu-a30", {0: ["4g.24gb", "1g.6gb"], 5: ["4g.24gb"]}, [a30_gpu()],
                               models={0: "A30-24GB"})
     fields = sorted(p.field for p in plan["problems"])
-    assert fields == ["slurm_gres_gpus[0].mig", "slurm_gres_gpus[5].mig"]
+    assert fields == ["hpc_gres_gpus[0].mig", "hpc_gres_gpus[5].mig"]
     assert plan["commands"] == []
     mismatch = mig_plan.plan_gpu("gpu-a30", ["1g.10gb"], a30_gpu(), model="A100-80GB")
-    assert [p.field for p in mismatch["problems"]] == ["slurm_gres_gpus[0].model"]
+    assert [p.field for p in mismatch["problems"]] == ["hpc_gres_gpus[0].model"]
     assert "A30-24GB" in mismatch["problems"][0].expected
 
 

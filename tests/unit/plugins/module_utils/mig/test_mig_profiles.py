@@ -300,22 +300,22 @@ def one_problem(problems):
 def test_unknown_profile_lists_the_valid_ones_and_where_it_belongs():
     p = one_problem(mig.validate_layout("gpu-a01", 2, "A100-80GB", ["3g.40gb", "1g.5gb"]))
     assert p.host == "gpu-a01"
-    assert p.field == "slurm_gres_gpus[2].mig[1]"
+    assert p.field == "hpc_gres_gpus[2].mig[1]"
     assert p.found == "'1g.5gb'"
     assert "1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb" in p.expected
     assert "A100-40GB" in p.hint
-    assert str(p).startswith("host gpu-a01: slurm_gres_gpus[2].mig[1]: expected a A100-80GB MIG profile")
+    assert str(p).startswith("host gpu-a01: hpc_gres_gpus[2].mig[1]: expected a A100-80GB MIG profile")
 
 
 def test_compute_instance_profiles_are_not_gpu_instance_profiles():
     p = one_problem(mig.validate_layout("gpu-a01", 0, "A100-80GB", ["1c.3g.40gb"]))
-    assert p.field == "slurm_gres_gpus[0].mig[0]"
+    assert p.field == "hpc_gres_gpus[0].mig[0]"
     assert "compute-instance profile" in p.hint
 
 
 def test_too_many_instances_of_a_profile():
     p = one_problem(mig.validate_layout("gpu-a01", 0, "A100-80GB", ["2g.20gb"] * 4))
-    assert p.field == "slurm_gres_gpus[0].mig"
+    assert p.field == "hpc_gres_gpus[0].mig"
     assert p.expected == "at most 3 x 2g.20gb on a A100-80GB"
     assert p.found == "4 x 2g.20gb"
 
@@ -329,7 +329,7 @@ def test_two_media_extension_instances():
 
 def test_unplaceable_layout_explains_slices_and_placements():
     p = one_problem(mig.validate_layout("gpu-a01", 1, "A100-80GB", ["3g.40gb", "3g.40gb", "1g.10gb"]))
-    assert p.field == "slurm_gres_gpus[1].mig"
+    assert p.field == "hpc_gres_gpus[1].mig"
     assert p.found.startswith("[3g.40gb, 3g.40gb, 1g.10gb]")
     assert "8 memory slices" in p.expected
     assert "needs 9 of 8 memory slices" in p.hint
@@ -338,7 +338,7 @@ def test_unplaceable_layout_explains_slices_and_placements():
 
 def test_unknown_model_and_missing_model():
     p = one_problem(mig.validate_layout("gpu-a01", 0, "RTX4090", ["1g.10gb"]))
-    assert p.field == "slurm_gres_gpus[0].model"
+    assert p.field == "hpc_gres_gpus[0].model"
     assert "A100-80GB" in p.expected and p.found == "'RTX4090'"
     p = one_problem(mig.validate_layout("gpu-a01", 0, None, ["1g.10gb"]))
     assert p.found == "no model"

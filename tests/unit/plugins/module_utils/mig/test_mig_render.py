@@ -178,10 +178,10 @@ def test_live_devices_match_declared_layout_in_any_order():
 def test_live_devices_differing_are_named_by_profile_counts():
     problems = mig_render.check_live_against_layout(
         ["3g.40gb", "2g.20gb", "2g.20gb"], ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"],
-        host="gpu-a01", field="slurm_gres_gpus[0].mig", gpu=0)
+        host="gpu-a01", field="hpc_gres_gpus[0].mig", gpu=0)
     assert len(problems) == 1
     p = problems[0]
-    assert p.host == "gpu-a01" and p.field == "slurm_gres_gpus[0].mig"
+    assert p.host == "gpu-a01" and p.field == "hpc_gres_gpus[0].mig"
     assert p.expected == "GPU 0 live MIG devices 2 x 2g.20gb, 1 x 3g.40gb"
     assert p.found == "2 x 1g.10gb, 1 x 2g.20gb, 1 x 3g.40gb"
     assert "missing 1 x 2g.20gb" in p.hint and "not declared 2 x 1g.10gb" in p.hint

@@ -32,12 +32,12 @@ def rendered(mig=("2g.12gb", "1g.6gb", "1g.6gb"), autodetect=None, minor=None, g
     gpus = [gpu0, {"index": 1, "type": gtype, "cores": "0-7"}]
     if gtype is None:
         gpus = [{k: v for k, v in g.items() if k != "type"} for g in gpus]
-    hv = {"ctl": {}, "gpu-a30": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8,
-                                 "slurm_node_threads_per_core": 1, "slurm_node_real_memory": 1000,
-                                 "slurm_gres_gpus": gpus}}
+    hv = {"ctl": {}, "gpu-a30": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8,
+                                 "hpc_gres_node_threads_per_core": 1, "hpc_gres_node_real_memory": 1000,
+                                 "hpc_gres_gpus": gpus}}
     if node_autodetect:
-        hv["gpu-a30"]["slurm_node_autodetect"] = node_autodetect
-    cluster = {"slurm_gres_autodetect": autodetect} if autodetect else {}
+        hv["gpu-a30"]["hpc_gres_node_autodetect"] = node_autodetect
+    cluster = {"hpc_gres_autodetect": autodetect} if autodetect else {}
     m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["gpu-a30"]}, cluster)
     files = render.render_all(m)
     return render.gres_spec(m, m["nodes"][0]), files["gpu-a30/gres.conf"], files["slurm.conf"]
@@ -112,7 +112,7 @@ def test_mig_off_on_the_node_is_refused():
     with pytest.raises(GresError) as err:
         complete(spec, facts)
     assert str(err.value).startswith(
-        "host gpu-a30: slurm_gres_gpus (index 0).mig: expected GPU 0 in MIG mode with 2 x 1g.6gb, 1 x 2g.12gb, "
+        "host gpu-a30: hpc_gres_gpus (index 0).mig: expected GPU 0 in MIG mode with 2 x 1g.6gb, 1 x 2g.12gb, "
         "found MIG mode Disabled")
     assert "`ansible-playbook playbooks/mig-reconfigure.yml --limit gpu-a30`" in str(err.value)
 
@@ -161,8 +161,8 @@ def test_untyped_whole_gpus_next_to_mig_are_refused_and_an_untyped_mig_gpu_is_na
     # MIG instances are typed by their profile: slurmctld refuses untyped GPUs next to them on one node
     with pytest.raises(GresError, match="typed and untyped GPUs"):
         rendered(gtype=None)
-    hv = {"ctl": {}, "n1": {"slurm_node_sockets": 1, "slurm_node_cores_per_socket": 8, "slurm_node_threads_per_core": 1,
-                            "slurm_gres_gpus": [{"index": 0, "model": "A30-24GB", "mig": ["2g.12gb", "2g.12gb"]}]}}
+    hv = {"ctl": {}, "n1": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1,
+                            "hpc_gres_gpus": [{"index": 0, "model": "A30-24GB", "mig": ["2g.12gb", "2g.12gb"]}]}}
     m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["n1"]}, {})
     text = render.render_all(m)["n1/gres.conf"]
     assert "# MIG: GPU 0 (untyped, /dev/nvidia0) 2g.12gb,2g.12gb: MultipleFiles lines are completed on the node" in text

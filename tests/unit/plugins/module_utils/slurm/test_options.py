@@ -38,7 +38,7 @@ def test_every_release_that_matters_is_in_the_table():
 
 
 def test_the_table_parser_reads_a_real_slurm_block():
-    block = '''s_p_options_t slurm_conf_options[] = {
+    block = '''s_p_options_t hpc_gres_slurm_conf_options[] = {
 \t{"AccountingStorageTRES", S_P_STRING},
 \t{"ExtSensorsFreq", S_P_UINT16, _defunct_option},
 \t{"DefCPUPerGPU" , S_P_UINT64},\t/* a comment */
@@ -59,7 +59,7 @@ def test_the_table_parser_reads_a_real_slurm_block():
      "Removed deprecated parameters AllowedKmemSpace, ConstrainKmemSpace"),
     ("slurm.conf", "SlurmctldPlugstack", "24.05", "SlurmctldPlugstack (removed in Slurm 23.02)",
      "Removed SlurmctldPlugstack option"),
-    ("cgroup.conf", "SystemdTimeout", "22.05", "SystemdTimeout (added in Slurm 24.05)", "set slurm_version to 24.05"),
+    ("cgroup.conf", "SystemdTimeout", "22.05", "SystemdTimeout (added in Slurm 24.05)", "set hpc_gres_slurm_version to 24.05"),
     ("partition", "MaxTme", "22.05", "unknown option MaxTme", "did you mean MaxTime?"),
     ("slurm.conf", "Frobnicate", "26.05", "unknown option Frobnicate", None),
     # read, then logged as renamed, moved or obsolete (read_config.c, cgroup.c)

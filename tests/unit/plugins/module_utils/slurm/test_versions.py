@@ -180,9 +180,9 @@ def test_inventory_disagreement_names_the_host():
     problems = v.version_problems("24.11", daemons(("ctl", "slurmctld", "slurm-wlm 22.05.8"),
                                                    ("gpu01", "slurmd", "slurm-wlm 22.05.8")))
     text = [str(p) for p in problems]
-    assert text[0].startswith("host ctl: slurmctld -V: expected Slurm 24.11 (slurm_version), found 22.05.8")
-    assert 'set slurm_version: "22.05"' in text[0]
-    assert text[1].startswith("host gpu01: slurmd -V: expected Slurm 24.11 (slurm_version), found 22.05.8")
+    assert text[0].startswith("host ctl: slurmctld -V: expected Slurm 24.11 (hpc_gres_slurm_version), found 22.05.8")
+    assert 'set hpc_gres_slurm_version: "22.05"' in text[0]
+    assert text[1].startswith("host gpu01: slurmd -V: expected Slurm 24.11 (hpc_gres_slurm_version), found 22.05.8")
 
 
 def test_slurmd_newer_than_slurmctld_is_an_unsupported_mix():
@@ -201,7 +201,7 @@ def test_slurmd_too_old_for_slurmctld():
 
 def test_older_slurmd_within_the_window_still_disagrees_with_the_inventory():
     problems = v.version_problems("24.11", daemons(("ctl", "slurmctld", "24.11.5"), ("gpu01", "slurmd", "24.05.8")))
-    assert [(p.host, p.expected) for p in problems] == [("gpu01", "Slurm 24.11 (slurm_version)")]
+    assert [(p.host, p.expected) for p in problems] == [("gpu01", "Slurm 24.11 (hpc_gres_slurm_version)")]
     assert "upgrade this node first" in problems[0].hint
 
 

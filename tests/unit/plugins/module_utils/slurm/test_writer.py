@@ -13,8 +13,8 @@ def written(*lines):
 
 
 def test_a_clean_file_reads_back_as_meant():
-    conf = written([("ClusterName", "c", ("ctl", "slurm_cluster_name"))],
-                   [("InteractiveStepOptions", "--pty $SHELL", ("ctl", "slurm_conf_options.InteractiveStepOptions"))])
+    conf = written([("ClusterName", "c", ("ctl", "hpc_gres_cluster_name"))],
+                   [("InteractiveStepOptions", "--pty $SHELL", ("ctl", "hpc_gres_slurm_conf_options.InteractiveStepOptions"))])
     assert conf.text() == '# header\nClusterName=c\nInteractiveStepOptions="--pty $SHELL"\n'
     assert read_back_problems("slurm.conf", conf.text(), conf.meant, "ctl") == []
 
@@ -37,12 +37,12 @@ def test_a_comment_cannot_start_a_line():
     ("ClusterName=c\nMaxJobCount=1000 stray\n", "and unreadable 'stray'"),
 ])
 def test_a_text_that_reads_differently_is_a_problem_naming_the_origin(text, found):
-    meant = written([("ClusterName", "c")], [("MaxJobCount", "1000", ("ctl", "slurm_conf_options.MaxJobCount"))]).meant
+    meant = written([("ClusterName", "c")], [("MaxJobCount", "1000", ("ctl", "hpc_gres_slurm_conf_options.MaxJobCount"))]).meant
     problems = read_back_problems("slurm.conf", text, meant, "ctl")
     assert len(problems) == 1
     assert found in problems[0].found
     if "extra line" not in found:
-        assert (problems[0].host, problems[0].field) == ("ctl", "slurm_conf_options.MaxJobCount")
+        assert (problems[0].host, problems[0].field) == ("ctl", "hpc_gres_slurm_conf_options.MaxJobCount")
 
 
 def test_a_value_that_cannot_be_written_is_never_written():
