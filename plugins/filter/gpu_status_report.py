@@ -11,7 +11,7 @@ short_description: Report GPU use on a node and the CUDA_VISIBLE_DEVICES line fo
 description:
   - From C(hpc_gres_hw) (M(hpc.slurm_gres.gpu_facts)), one entry per GPU with memory used and free, its
     processes (pid, user, elapsed time, command, MiB) and a state, C(free), C(busy), C(mig) or C(unknown).
-  - A GPU is free when it runs no process, is not in MIG mode and has at least O(hpc_gres_status_min_free_mib) MiB free.
+  - A GPU is free when it runs no process, is not in MIG mode and has at least O(min_free_mib) MiB free.
   - nvidia-smi numbers GPUs in PCI bus order, so C(CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=<free
     indexes>) selects exactly the free GPUs.
 positional: _input, host
@@ -24,7 +24,7 @@ options:
     description: The name to start each report line with.
     type: str
     required: true
-  hpc_gres_status_min_free_mib:
+  min_free_mib:
     description: Free memory a GPU needs to count as free.
     type: int
     default: 0
@@ -52,16 +52,16 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import gpu_status, status_lines
 
 
-def gpu_status_report(hw, host, hpc_gres_status_min_free_mib=0):
+def gpu_status_report(hw, host, min_free_mib=0):
     if not isinstance(hw, dict) or "gpus" not in hw:
         raise AnsibleFilterError("gpu_status_report: input must be ansible_facts.hpc_gres_hw from "
                                  "hpc.slurm_gres.gpu_facts, found %s" % type(hw).__name__)
     try:
-        hpc_gres_status_min_free_mib = int(hpc_gres_status_min_free_mib or 0)
+        min_free_mib = int(min_free_mib or 0)
     except (TypeError, ValueError):
-        raise AnsibleFilterError("gpu_status_report: hpc_gres_status_min_free_mib: expected an integer (MiB), found %r"
-                                 % (hpc_gres_status_min_free_mib,))
-    report = gpu_status(hw, hpc_gres_status_min_free_mib)
+        raise AnsibleFilterError("gpu_status_report: min_free_mib: expected an integer (MiB), found %r"
+                                 % (min_free_mib,))
+    report = gpu_status(hw, min_free_mib)
     report["lines"] = status_lines(str(host), report)
     return report
 

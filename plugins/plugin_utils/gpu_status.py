@@ -2,7 +2,7 @@
 
 Input is ``hpc_gres_hw`` from gpu_facts: GPUs with memory figures and their processes (joined by uuid).
 A GPU is free when no process runs on it, it is not in MIG mode (a whole-GPU index is no use there), and at
-least ``hpc_gres_status_min_free_mib`` of its memory is free. nvidia-smi's index order is PCI bus order, so with
+least ``min_free_mib`` of its memory is free. nvidia-smi's index order is PCI bus order, so with
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` CUDA's device numbers are the same indexes.
 """
 
@@ -21,9 +21,9 @@ def _int(value):
         return None
 
 
-def gpu_status(hw, hpc_gres_status_min_free_mib=0):
+def gpu_status(hw, min_free_mib=0):
     """``{"gpus": [...], "free": [indexes], "cuda_env": str or None}`` for one node."""
-    hpc_gres_status_min_free_mib = int(hpc_gres_status_min_free_mib or 0)
+    min_free_mib = int(min_free_mib or 0)
     gpus = []
     for gpu in sorted((hw or {}).get("gpus") or [], key=lambda g: g["index"]):
         total = _int(gpu.get("memory_total_mib"))
@@ -45,9 +45,9 @@ def gpu_status(hw, hpc_gres_status_min_free_mib=0):
             state, why = "mig", "MIG mode: use its MIG devices (nvidia-smi -L)"
         elif free_mib is None:
             state, why = "unknown", "memory not reported"
-        elif free_mib < hpc_gres_status_min_free_mib:
+        elif free_mib < min_free_mib:
             state, why = "busy", "%d MiB free < %d MiB asked (memory in use, no visible process)" % (
-                free_mib, hpc_gres_status_min_free_mib)
+                free_mib, min_free_mib)
         else:
             state, why = "free", "%d MiB free" % free_mib
         gpus.append({"index": gpu["index"], "name": gpu.get("name"), "uuid": gpu.get("uuid"),

@@ -21,7 +21,7 @@ HW = {"cpu": {"sockets": 2, "cores_per_socket": 48, "threads_per_core": 2}, "gpu
 
 
 def test_states():
-    report = gpu_status(HW, hpc_gres_status_min_free_mib=40000)
+    report = gpu_status(HW, min_free_mib=40000)
     assert [(g["index"], g["state"]) for g in report["gpus"]] == [
         (0, "busy"), (7, "busy"), (8, "free"), (9, "busy"), (10, "mig")]
     assert report["free"] == [8]
@@ -36,7 +36,7 @@ def test_without_a_memory_threshold_memory_alone_does_not_block():
 
 
 def test_process_fields_and_lines():
-    report = gpu_status(HW, hpc_gres_status_min_free_mib=40000)
+    report = gpu_status(HW, min_free_mib=40000)
     proc = report["gpus"][0]["processes"][0]
     assert proc == {"pid": 1328667, "user": "alice", "elapsed": "1-02:03:04",
                     "command": "/usr/local/bin/python3.10", "used_mib": 130004}
