@@ -16,7 +16,7 @@ or None, "restart_enabled": bool (False with hpc_gres_slurmd_restart / hpc_gres_
 import difflib
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 NODE_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 CONTROLLER_FILES = ("slurm.conf", "cgroup.conf")

@@ -10,7 +10,7 @@ gres.conf again from live MIG facts (``spec``) and to apply its layout (``layout
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import CLUSTER_VARS
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import gres_spec, render_all, summarize
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
 

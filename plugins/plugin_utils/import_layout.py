@@ -9,7 +9,7 @@ import yaml
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import PER_NODE_OPTIONS
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 CLUSTER_ORDER = ("hpc_gres_cluster_name", "hpc_gres_slurm_version", "hpc_gres_autodetect", "hpc_gres_types",
                  "hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options", "hpc_gres_partitions")

@@ -4,13 +4,13 @@ per slurm.conf option, partition and cgroup.conf option. Any difference refuses 
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
+    cgroup_options,
     node_definition,
     parse_slurm_conf,
     partition_definition,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import parse_cgroup_conf
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
     IGNORED_OPTIONS,
     ImportRefused,
@@ -87,8 +87,8 @@ def compare(imported, files, source):
     if _controllers(old) != _controllers(new):
         diffs.append("controllers %s != rendered %s" % (_controllers(old), _controllers(new)))
     if source.get("cgroup.conf") is not None:
-        old_cg = {k.lower(): v for k, v in parse_cgroup_conf(source["cgroup.conf"]).items()}
-        new_cg = {k.lower(): v for k, v in parse_cgroup_conf(files["cgroup.conf"]).items()}
+        old_cg = cgroup_options(source["cgroup.conf"])
+        new_cg = cgroup_options(files["cgroup.conf"])
         if old_cg != new_cg:
             diffs.append("cgroup.conf %s != rendered %s" % (old_cg, new_cg))
     return diffs

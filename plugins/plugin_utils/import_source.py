@@ -3,7 +3,6 @@ one per node), cgroup.conf. Line numbers stay those of the file each line came f
 import os
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 
 _INCLUDE_RE = re.compile(r"^\s*include\s+(\S+)\s*$", re.IGNORECASE)
 
@@ -51,23 +50,6 @@ def combine_slurm_conf(text, includes, name="slurm.conf", origin=None, depth=0):
 def include_targets(text):
     """The files a slurm.conf (or an included file) names in Include lines."""
     return [m.group(1) for m in (_INCLUDE_RE.match(line.split("#", 1)[0]) for line in text.split("\n")) if m]
-
-
-def parse_cgroup_conf(text):
-    """cgroup.conf -> ordered {key as written: value}; ConfSyntaxError names a line slurmd cannot read."""
-    options = {}
-    for lineno, raw in enumerate(text.split("\n"), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if "=" not in line:
-            raise ConfSyntaxError("cgroup.conf line %d: expected Key=Value, found %r" % (lineno, line))
-        key, value = line.split("=", 1)
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] == '"':
-            value = value[1:-1]
-        options[key.strip()] = value
-    return options
 
 
 def _read(path):

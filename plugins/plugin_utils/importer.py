@@ -7,7 +7,7 @@ line and node. ``import_proof.prove`` then renders the result and compares it wi
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_cgroup_conf, parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     SHARED_NAMES,
@@ -16,12 +16,10 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres i
     node_view,
     view_counts,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model as model_mod
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import (
-    SourceError,
-    combine_slurm_conf,
-    parse_cgroup_conf,
-)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key, short_name
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_schema
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_cluster import cluster_name_problem
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import SourceError, combine_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_gres import NODE_OPTION_KEYS
 
 NVIDIA_FILE_RE = re.compile(r"^/dev/nvidia(\d+)$")
@@ -147,7 +145,7 @@ def import_cluster(source, hosts=None, slurm_version=None):
         cluster["hpc_gres_slurm_version"] = str(slurm_version)
     controllers = _controllers(imp, conf)
     node_vars = {}
-    for name in sorted(conf["nodes"], key=model_mod.natural_key):
+    for name in sorted(conf["nodes"], key=natural_key):
         node_vars[name] = _node(imp, conf, name)
     _autodetect_modes(imp, node_vars, cluster)
     cluster["hpc_gres_partitions"] = _partitions(imp, conf)
@@ -159,7 +157,7 @@ def import_cluster(source, hosts=None, slurm_version=None):
     hostvars = {}
     for name, values in node_vars.items():
         host = node_hosts[name]
-        if model_mod.short_name(host) != name:
+        if short_name(host) != name:
             values["hpc_gres_node_name"] = name
         hostvars[host] = values
     ctl_hosts = []
@@ -168,7 +166,7 @@ def import_cluster(source, hosts=None, slurm_version=None):
         values = hostvars.setdefault(host, {})
         if ctl["addr"]:
             values["hpc_gres_controller_addr"] = ctl["addr"]
-        if model_mod.short_name(host) != ctl["name"]:
+        if short_name(host) != ctl["name"]:
             values.setdefault("hpc_gres_node_name", ctl["name"])
         ctl_hosts.append(host)
     groups = {"slurmctld": ctl_hosts, "slurmd": [node_hosts[n] for n in node_vars]}
@@ -199,7 +197,7 @@ def _cluster_options(imp, conf):
         seen[low] = where
         if low == "clustername":
             cluster["hpc_gres_cluster_name"] = entry["value"]
-            problem = model_mod.cluster_name_problem(entry["value"])
+            problem = cluster_name_problem(entry["value"])
             if problem:
                 imp.refuse(where, None, "ClusterName=%s" % entry["value"], "expected %s" % problem)
         elif low in ("slurmctldhost", "grestypes") or low in LEGACY_CONTROLLER_KEYS:
@@ -222,7 +220,7 @@ def _cluster_options(imp, conf):
         imp.refuse("slurm.conf", None, "no ClusterName", "slurmctld and slurmd stop: ClusterName needs to be specified")
     present = {k.lower() for k in options}
     dropped = []
-    for key, _unused in model_mod.DEFAULT_SLURM_CONF:
+    for key, _unused in model_schema.DEFAULT_SLURM_CONF:
         if key.lower() not in present:
             options[key] = None
             dropped.append(key)
@@ -357,7 +355,7 @@ def _node_gres(imp, conf, name, values):
             imp.note("%s, node %s: slurmd: %s; not imported (slurmd ignores it too)" % (at(msg["line"]), name, text_))
     declared = view["declared"]
     autodetect = view["autodetect"]
-    if autodetect and autodetect not in model_mod.AUTODETECT_CHOICES:
+    if autodetect and autodetect not in model_schema.AUTODETECT_CHOICES:
         imp.refuse(at(view["autodetect_line"]), name, "AutoDetect=%s" % autodetect,
                    "the collection deploys NVIDIA GPUs (AutoDetect off, nvml or nvidia)")
         return
@@ -664,7 +662,7 @@ def _cgroup(imp, source, cluster):
     if text is None:
         imp.note("WARNING: no cgroup.conf in the source: a deploy would install the collection's (%s); put the "
                  "site's cgroup.conf next to slurm.conf to keep it" % ", ".join(
-                     "%s=%s" % kv for kv in model_mod.DEFAULT_CGROUP_CONF))
+                     "%s=%s" % kv for kv in model_schema.DEFAULT_CGROUP_CONF))
         return
     try:
         options = parse_cgroup_conf(text)
@@ -672,7 +670,7 @@ def _cgroup(imp, source, cluster):
         imp.refuse("cgroup.conf", None, str(exc))
         return
     present = {k.lower() for k in options}
-    for key, _unused in model_mod.DEFAULT_CGROUP_CONF:
+    for key, _unused in model_schema.DEFAULT_CGROUP_CONF:
         if key.lower() not in present:
             options[key] = None
     cluster["hpc_gres_cgroup_conf_options"] = options

@@ -13,14 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
-    CTLD_GROUP,
-    HOST_VAR_PREFIXES,
-    HOST_VARS,
-    MAX_PROBLEMS,
-    SLURMD_GROUP,
-    build_cluster_model,
-)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CTLD_GROUP, MAX_PROBLEMS, SLURMD_GROUP
 
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
@@ -137,7 +132,7 @@ def _host_schema_vars(hostvars, host, wanted, cache, problems):
 
 def _schema_var(name):
     # A YAML vars file may hold non-string keys (1.5: x); Ansible keeps them, and none is a schema variable.
-    return isinstance(name, str) and (name in HOST_VARS or name.startswith(HOST_VAR_PREFIXES))
+    return namespace.ours(name)
 
 
 def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):

@@ -7,7 +7,7 @@ otherwise it raises GresError.
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf, options
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import gres_conf, options, versions
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import consistency_problems
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import (
     GENERATED,
@@ -19,9 +19,9 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists imp
     slurm_hostlist,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText, read_back_problems
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import (
     gres_types,
-    natural_key,
     node_autodetect,
     node_gres_elements,
     target_version,
@@ -36,7 +36,7 @@ SUMMARY_WARNINGS = 20  # warning lines the summary shows; a 4,096-node cluster c
 
 def hostlist_expr(names, version):
     """A Slurm hostlist of `names` in a form the target release parses (``hostlists.slurm_hostlist``)."""
-    return slurm_hostlist(names, options.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE)
+    return slurm_hostlist(names, versions.parse_version(options.release_for(version)) >= HOSTLIST_SUFFIX_SINCE)
 
 
 def _node_pairs(node, elements):

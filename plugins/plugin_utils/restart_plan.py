@@ -17,6 +17,7 @@ go up and another go down (then the drain is resumed at the end).
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
+    cgroup_options,
     node_definition,
     parse_slurm_conf,
     partition_definition,
@@ -95,15 +96,11 @@ def _gres_meaning(slurm_text, gres_text, node_name):
 
 
 def _cgroup_meaning(text):
-    if text is None:
-        return None
-    options = {}
-    for raw in text.split("\n"):
-        line = raw.split("#", 1)[0].strip()
-        key, sep, value = line.partition("=")
-        options[key.strip().lower()] = value.strip().strip('"') if sep else line
-    options.pop("", None)
-    return options
+    """The options slurmd reads from a cgroup.conf, or the text itself when slurmd cannot read it."""
+    try:
+        return ("options", cgroup_options(text))
+    except ConfSyntaxError:
+        return ("text", text)
 
 
 def same_meaning(name, node_name, applied, new):

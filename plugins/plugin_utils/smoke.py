@@ -5,26 +5,17 @@ Slurm sets ``CUDA_VISIBLE_DEVICES`` from the GRES it allocated. With device conf
 (``task/none``, seen live on 22.05) the job sees the node's own device positions, numbered in the order of the
 node's slurm.conf ``Gres=`` types, so an h100 pair after three a100 reads ``3,4``. Both are checked exactly.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_gres_conf, parse_slurm_conf
-
-
-def parse_cgroup_conf(text):
-    """{lower-cased key: value} of a cgroup.conf."""
-    options = {}
-    for raw in (text or "").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if "=" not in line:
-            continue
-        key, value = line.split("=", 1)
-        options[key.strip().lower()] = value.strip()
-    return options
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, cgroup_options, parse_gres_conf, parse_slurm_conf
 
 
 def devices_confined(slurm_text, cgroup_text):
     """True when jobs see only their GPUs (task/cgroup plus ConstrainDevices=yes)."""
     options = parse_slurm_conf(slurm_text)["options"]
     plugins = [p.strip().lower() for p in options.get("taskplugin", "").split(",")]
-    constrain = parse_cgroup_conf(cgroup_text).get("constraindevices", "no").lower()
+    try:
+        constrain = cgroup_options(cgroup_text).get("constraindevices", "no").lower()
+    except ConfSyntaxError:  # a cgroup.conf slurmd cannot read confines nothing
+        constrain = "no"
     return "task/cgroup" in plugins and constrain in ("yes", "true", "1")
 
 

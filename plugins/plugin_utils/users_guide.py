@@ -15,12 +15,9 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import schema_hostvars
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
-    mig_gres_type,
-    natural_key,
-    node_gres,
-    target_version,
-)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import node_gres, target_version
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import hostlist_expr
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import devices_confined
 

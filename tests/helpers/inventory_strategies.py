@@ -17,19 +17,16 @@ from hypothesis import strategies as st
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import RELEASES
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import parse_version
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import parse_version
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     parse_gres_conf,
     parse_slurm_conf,
     read_records,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
-    CLUSTER_VARS,
-    HOST_VAR_PREFIXES,
-    HOST_VARS,
-    build_cluster_model,
-    node_gres,
-)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import NAMESPACE
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import node_gres
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS, HOST_VARS
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import users_guide_files
 
@@ -286,7 +283,7 @@ def inventories(draw, slurm_version=None):
 # An inventory field as a refusal must name it: a schema variable, optionally indexed or dotted into.
 _FIELD_RE = re.compile(r"\A(groups\.[a-z]+|hpc_gres_[a-z_]+)(\[[0-9]+\]|\[[^\]]*\]|\.[^\s]+)*\Z")
 KNOWN_ROOTS = set(HOST_VARS) | set(CLUSTER_VARS) | {"hpc_gres_slurm_version"}
-UNKNOWN_VAR_PREFIXES = HOST_VAR_PREFIXES  # a misspelt schema variable is named as written
+UNKNOWN_VAR_PREFIXES = (NAMESPACE,)  # a misspelt variable of the namespace is named as written
 
 
 class Rendered(object):

@@ -28,7 +28,7 @@ import slurmd_oracle
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig import profiles as mig
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.render import render_mig_gres_block
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_minors
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model as model_mod
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model as model_mod, model_schema
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
 
@@ -62,7 +62,7 @@ def ansible_inventory(path):
 def cluster_vars(hostvars, groups):
     """The cluster-wide variables (group_vars/all), read from the controller as the render play does."""
     ctl = groups["slurmctld"][0]
-    return {k: hostvars[ctl][k] for k in model_mod.CLUSTER_VARS if k in hostvars[ctl]}
+    return {k: hostvars[ctl][k] for k in model_schema.CLUSTER_VARS if k in hostvars[ctl]}
 
 
 def complete_mig_lines(node, gres_text):

@@ -14,7 +14,7 @@ import guide_clusters
 import slurm_loopback
 from rendered_slurm import RenderedSlurm
 
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import node_gres
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import node_gres
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import page_requests, users_guide_files
 

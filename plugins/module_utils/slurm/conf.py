@@ -12,6 +12,7 @@ import functools
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
 
@@ -45,8 +46,27 @@ class ConfSyntaxError(ValueError):
     """A line Slurm itself would refuse; the message names the file and line."""
 
 
-def _natural_key(text):
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
+def parse_cgroup_conf(text):
+    """cgroup.conf -> {key as written: value} in file order (one pair of double quotes removed); ConfSyntaxError
+    names a line slurmd cannot read. Keys are case-insensitive in Slurm: compare them with ``cgroup_options``."""
+    options = {}
+    for lineno, raw in enumerate((text or "").split("\n"), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "=" not in line:
+            raise ConfSyntaxError("cgroup.conf line %d: expected Key=Value, found %r" % (lineno, line))
+        key, value = line.split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        options[key.strip()] = value
+    return options
+
+
+def cgroup_options(text):
+    """{lower-cased key: value} of a cgroup.conf, for comparing and looking up keys; ConfSyntaxError as above."""
+    return {key.lower(): value for key, value in parse_cgroup_conf(text).items()}
 
 
 # isspace() in the C locale: what Slurm's parser treats as whitespace (not Python's wider str.isspace()).
@@ -389,7 +409,7 @@ def partition_definition(part):
         out["nodes"] = "ALL"
     elif nodes:
         try:
-            out["nodes"] = ",".join(sorted(hostlist.expand_hostlist(nodes), key=_natural_key))
+            out["nodes"] = ",".join(sorted(hostlist.expand_hostlist(nodes), key=natural_key))
         except hostlist.BadHostlist:
             pass
     return out
@@ -589,7 +609,7 @@ def consistency_problems(slurm_text, gres_texts, deferred=None):
     nodes = conf["nodes"]
     gres_nodes = {n for n, d in nodes.items() if d["gres"]}
     proven = set()
-    for node in sorted(set(gres_texts) | gres_nodes, key=_natural_key):
+    for node in sorted(set(gres_texts) | gres_nodes, key=natural_key):
         text = gres_texts.get(node)
         key = None
         if text is not None and node in nodes:

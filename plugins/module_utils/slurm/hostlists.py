@@ -11,6 +11,7 @@ it is), the form the import writes into an inventory and every release reads bac
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 HOSTLIST_SUFFIX_SINCE = (23, 11)
 _TOKEN_SPLIT_RE = re.compile(r",(?![^\[]*\])")
@@ -34,15 +35,11 @@ def slurm_hostlist(names, suffix=False):
 _TRAILING = re.compile(r"^(.*?)(\d+)$")
 
 
-def _natural(text):
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text)]
-
-
 def trailing_hostlist(names):
     """Comma-separated hostlist of ``names`` (natural order) with ranges on trailing numbers only."""
     groups = {}
     order = []
-    for name in sorted(set(names), key=_natural):
+    for name in sorted(set(names), key=natural_key):
         match = _TRAILING.match(name)
         key = match.group(1) if match else None
         if key is None or "[" in name or "," in name:

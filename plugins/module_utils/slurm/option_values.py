@@ -11,7 +11,8 @@ their characters: plugin names and the other flag lists (DebugFlags, PrologFlags
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import VALUE_KEYWORDS
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import parse_version, release_for
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import release_for
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import parse_version
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import describe
 
 # log_string2num (slurm_protocol_defs.c): a name, or anything starting with a digit (atoi).

@@ -15,15 +15,9 @@ import functools
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import HISTORY, RELEASES
-
-try:
-    # Issue 9 (Slurm versions) owns the cluster's target version and its default.
-    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import DEFAULT_SLURM_VERSION
-except ImportError:  # pragma: no cover - until versions.py lands: the release Debian 12 ships, which the tests run
-    DEFAULT_SLURM_VERSION = "22.05"
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import DEFAULT_SLURM_VERSION, parse_version
 
 TABLES = tuple(HISTORY)
-_VERSION_RE = re.compile(r"\A([0-9]{2})\.([0-9]{2})(\.[0-9]+)?\Z")
 _CACHE = {}
 # The option a renamed one's message names: "has been renamed to X", "has moved to X", "has been replaced with X".
 _SUCCESSOR_RE = re.compile(r"(?:renamed to|moved to|replaced with) ([A-Za-z]+)")
@@ -38,21 +32,6 @@ class OptionError(ValueError):
         self.expected = expected
         self.found = found
         self.hint = hint
-
-
-@functools.lru_cache(maxsize=64)
-def _parse(version):
-    match = _VERSION_RE.match(version)
-    if not match:
-        raise ValueError("not a Slurm version MAJOR.MINOR: %r" % (version,))
-    return int(match.group(1)), int(match.group(2))
-
-
-def parse_version(version):
-    """``"23.11"`` (or ``"23.11.4"``) -> (23, 11); ValueError otherwise."""
-    if not isinstance(version, str):
-        raise ValueError("not a Slurm version MAJOR.MINOR: %r" % (version,))
-    return _parse(version)
 
 
 def release_for(version=None):

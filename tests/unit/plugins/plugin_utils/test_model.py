@@ -2,11 +2,9 @@
 import copy
 import json
 
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import (
-    build_cluster_model,
-    mig_gres_type,
-    node_gres,
-)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import node_gres
 
 
 def a100_node(**extra):

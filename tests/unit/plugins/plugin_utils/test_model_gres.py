@@ -4,7 +4,8 @@ import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model, node_gres
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import node_gres
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 LAYOUT = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}

@@ -1,0 +1,142 @@
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collection's one variable namespace: every variable it reads or sets starts with ``NAMESPACE``.
+
+Other roles' variables (``slurm_*``, ``openhpc_*``, ...) are never read and never refused. Inside the namespace
+every name is known: the inventory schema (``model_schema``), the roles' options (their ``meta/argument_specs.yml``,
+read here so that the two cannot drift), the playbooks' extra variables and the facts the plays set. A name in the
+namespace that is none of these is a typo and is refused, with the closest known name as a hint.
+"""
+import difflib
+import functools
+import os
+
+import yaml
+
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS, HOST_VARS, NAMESPACE
+
+# Extra variables of the playbooks (-e, or the inventory), each documented in the playbook that reads it.
+PLAYBOOK_VARS = (
+    "hpc_gres_break_lock",
+    "hpc_gres_deploy_max_fail_percentage",
+    "hpc_gres_deploy_serial",
+    "hpc_gres_deploy_smoke_test",
+    "hpc_gres_discover_dir",
+    "hpc_gres_discover_hosts",
+    "hpc_gres_discover_memory",
+    "hpc_gres_discover_nvidia_smi",
+    "hpc_gres_discover_sysfs_root",
+    "hpc_gres_discover_topology_source",
+    "hpc_gres_discover_type_patterns",
+    "hpc_gres_import_config_dir",
+    "hpc_gres_import_dest",
+    "hpc_gres_import_live",
+    "hpc_gres_import_slurm_version",
+    "hpc_gres_import_src",
+    "hpc_gres_rollback",
+    "hpc_gres_status_hosts",
+    "hpc_gres_status_min_free_mib",
+    "hpc_gres_status_nvidia_smi",
+    "hpc_gres_status_sysfs_root",
+)
+
+# Facts and registered results the plays and modules set on hosts (a later render in the same run sees them).
+STATE_VARS = (
+    "hpc_gres_check_report",
+    "hpc_gres_deploy",
+    "hpc_gres_discover_existing",
+    "hpc_gres_discover_proposal",
+    "hpc_gres_hw",
+    "hpc_gres_import_controller_texts",
+    "hpc_gres_import_live_result",
+    "hpc_gres_import_node_name",
+    "hpc_gres_import_node_text",
+    "hpc_gres_import_result",
+    "hpc_gres_mig_applied",
+    "hpc_gres_mig_drain",
+    "hpc_gres_mig_live",
+    "hpc_gres_mig_status",
+    "hpc_gres_render_result",
+    "hpc_gres_run_changes",
+    "hpc_gres_run_failure",
+    "hpc_gres_run_lock",
+    "hpc_gres_run_owner",
+    "hpc_gres_run_recorded",
+    "hpc_gres_run_rolled_back",
+    "hpc_gres_run_undo",
+    "hpc_gres_run_undo_controller",
+    "hpc_gres_run_undo_id",
+    "hpc_gres_run_undo_late",
+    "hpc_gres_run_undo_node",
+    "hpc_gres_run_undo_skipped",
+    "hpc_gres_slurmctld_check_installed",
+    "hpc_gres_slurmctld_daemon_versions",
+    "hpc_gres_slurmctld_install_result",
+    "hpc_gres_slurmctld_new_files",
+    "hpc_gres_slurmctld_plan",
+    "hpc_gres_slurmctld_running_files",
+    "hpc_gres_slurmctld_smoke",
+    "hpc_gres_slurmctld_smoke_plan",
+    "hpc_gres_slurmd_check_installed",
+    "hpc_gres_slurmd_confirmed",
+    "hpc_gres_slurmd_daemon_version",
+    "hpc_gres_slurmd_done",
+    "hpc_gres_slurmd_gres_conf",
+    "hpc_gres_slurmd_install_result",
+    "hpc_gres_slurmd_new_files",
+    "hpc_gres_slurmd_plan",
+    "hpc_gres_slurmd_registration",
+    "hpc_gres_slurmd_restarted",
+    "hpc_gres_slurmd_running_files",
+    "hpc_gres_slurmd_verified",
+    "hpc_gres_status_report",
+    "hpc_gres_verify_rendered",
+    "hpc_gres_verify_result",
+    "hpc_gres_verify_staged",
+)
+
+_ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles")
+
+
+@functools.lru_cache(maxsize=1)
+def role_options():
+    """Every option of every entry point of the collection's roles (their meta/argument_specs.yml)."""
+    names = set()
+    try:
+        roles = sorted(os.listdir(_ROLES_DIR))
+    except OSError:
+        return frozenset()
+    for role in roles:
+        path = os.path.join(_ROLES_DIR, role, "meta", "argument_specs.yml")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            specs = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+        for entry in specs.values():
+            names.update((entry or {}).get("options") or {})
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=1)
+def settings():
+    """The names an admin sets: the inventory schema, the roles' options and the playbooks' extra variables."""
+    return frozenset(HOST_VARS) | frozenset(CLUSTER_VARS) | role_options() | frozenset(PLAYBOOK_VARS)
+
+
+@functools.lru_cache(maxsize=1)
+def known():
+    return settings() | frozenset(STATE_VARS)
+
+
+def ours(name):
+    return isinstance(name, str) and name.startswith(NAMESPACE)
+
+
+def unknown(name):
+    """(expected, found, hint) for a name in the namespace that the collection does not know, else None."""
+    if not ours(name) or name in known():
+        return None
+    close = difflib.get_close_matches(name, sorted(settings()), n=1)
+    return ("a variable of hpc.slurm_gres (docs/inventory.md, the roles' argument specs and the playbooks list "
+            "every %s* name)" % NAMESPACE, "unknown variable %s" % name,
+            "did you mean %s?" % close[0] if close else None)
