@@ -34,6 +34,10 @@ description:
   - Errors fail the task with a table of findings; warnings are returned and shown. Changes nothing on the node.
   - The files are given as paths of staged files or as their content (one module run, nothing written on the node;
     the C(slurmd) cross-check copies them into a private temporary directory).
+  - "With O(plan), the same run also reads what the node has: the installed files, the files slurmd last started
+    with (kept by the deploy in O(plan.state_dir)), their ownership and permissions, and with O(read_version) the
+    version of slurmd; and it decides whether anything is to be installed and whether slurmd needs a restart for the
+    verified files (RV(plan)). The deploy reads and verifies a node in this one module run."
 options:
   gres_conf:
     description: Path of the staged gres.conf on the node. One of O(gres_conf) and O(gres_conf_content) is required.
@@ -51,7 +55,7 @@ options:
     description:
       - What the node's gres.conf was rendered from (C(cluster_name), C(autodetect) and the cluster model's C(node)),
         as the render step publishes it for nodes with MIG GPUs (C(mig_nodes[host].spec) of
-        M(hpc.slurm_gres.gres_render_cluster)).
+        M(hpc.slurm_gres.gres_render)).
       - The gres.conf is rendered again from it with the node's live MIG facts, after checking that without them it
         renders exactly the given gres.conf.
     type: dict
@@ -91,6 +95,61 @@ options:
     description: Seconds the slurmd cross-check may take.
     type: int
     default: 60
+  read_version:
+    description:
+      - The node's slurmd command (a name on PATH or a path). Its C(slurmd -V) is returned as RV(daemon_version)
+        and, unless O(slurmd_version) is set, the release rules are judged for it. A slurmd that does not run is
+        reported in RV(daemon_version), not failed here (the deploy refuses it with every other daemon's version).
+    type: str
+  verify:
+    description:
+      - V(false) skips the hardware checks (no nvidia-smi, no device files) and only reads and plans (O(plan)); the
+        rollback of a run plans the previous files this way.
+    type: bool
+    default: true
+  plan:
+    description: Read the node's installed and recorded files and plan the install and the slurmd restart.
+    type: dict
+    suboptions:
+      files:
+        description:
+          - The rendered files of this node by their name in the render (C(slurm.conf), C(cgroup.conf),
+            C(<node>/gres.conf) or in configless mode C(gres.conf), the include file in include mode). The
+            gres.conf to install is the verified one (RV(gres_conf_text)).
+        type: dict
+        required: true
+      config_mode:
+        description: How the node gets its files, V(files), V(configless) or V(include).
+        type: str
+        choices: [files, configless, include]
+        default: files
+      include_file:
+        description: Include mode, the file the site's slurm.conf includes.
+        type: str
+      config_dir:
+        description: Where slurmd reads its files.
+        type: path
+        default: /etc/slurm
+      configless_dir:
+        description: Configless mode, where slurmd keeps the files it fetched from slurmctld.
+        type: path
+        default: /run/slurm/conf
+      state_dir:
+        description: Where the deploy keeps a copy of the files slurmd last started with.
+        type: path
+        default: /var/lib/slurm-gres/slurmd
+      owner:
+        description: Owner the install gives the files.
+        type: str
+        default: root
+      group:
+        description: Group the install gives the files.
+        type: str
+        default: root
+      mode:
+        description: Permissions the install gives the files.
+        type: str
+        default: "0644"
   type_patterns:
     description:
       - GRES type to a regular expression searched case-insensitively in the nvidia-smi name, merged over the
@@ -220,6 +279,24 @@ commands:
   returned: success
   type: list
   elements: list
+daemon_version:
+  description: With O(read_version), what C(slurmd -V) printed (C(version)) or why it could not be read (C(error)).
+  returned: with O(read_version)
+  type: dict
+  sample: {"host": "gpu-a01", "daemon": "slurmd", "version": "slurm-wlm 24.11.5", "error": null}
+plan:
+  description:
+    - With O(plan). C(restart) (bool) and C(reasons); C(install) (false when the installed files are the new ones
+      with the wanted attributes, and in configless mode); C(not_installed) (new files whose installed text
+      differs); C(expected_gres) and C(applied_gres) (the node's Gres in the new and in the running slurm.conf) and
+      C(gres_changed); C(new_files) (file name to the text slurmd is to run with), C(running_files) (what it runs
+      with, the recorded files, else the installed ones), C(recorded) (the deploy recorded them before),
+      C(installed) (the installed files), C(install_names) and C(record_names) (the files this config mode
+      installs and records, in order).
+  returned: with O(plan)
+  type: dict
+  sample: {"restart": true, "reasons": ["gres.conf changed"], "install": true, "not_installed": ["gres.conf"],
+           "expected_gres": {"gpu:a100": 8}, "applied_gres": {"gpu:a100": 8}, "gres_changed": false}
 """
 
 import os
@@ -230,6 +307,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, read_tree
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
@@ -243,6 +321,8 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import 
     summarize,
     verify_node,
 )
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import deploy_files, node_plan
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import deferred_gres, node_gres_conf
 
 
@@ -265,6 +345,52 @@ def _slurmd_version(module, slurmd, commands):
         module.fail_json(msg="%s -V failed with exit code %d: %s" % (slurmd, rc, (err or out).strip()[:300]),
                          commands=commands)
     return (out or err).strip()
+
+
+def _daemon_version(module, command, commands):
+    """What ``<slurmd> -V`` prints, or why it could not be read; never fails the task."""
+    entry = {"host": module.params["node_name"], "daemon": "slurmd", "version": None, "error": None}
+    path = command if os.path.isabs(command) else module.get_bin_path(command)
+    if not path:
+        entry["error"] = "%s -V: no %s on PATH" % (command, command)
+        return entry
+    argv = [path, "-V"]
+    commands.append(argv)
+    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+    if rc == 0 and (out or err).strip():
+        entry["version"] = (out or err).strip()
+    else:
+        entry["error"] = "%s -V: %s" % (command, ((err or out).strip() or "exit code %d" % rc)[:300])
+    return entry
+
+
+def _plan(module, node, gres_text):
+    """The node's installed and recorded files read once, and its install and restart plan for the new files."""
+    spec = module.params["plan"]
+    mode, include = spec["config_mode"], spec["include_file"]
+    if mode == "include" and not include:
+        module.fail_json(msg="plan.include_file: expected the include file's name in include mode, found none")
+    deploy = deploy_files(spec["files"], "node", node, mode, include)
+    new = dict(deploy["files"])
+    if mode == "files" and new.get("gres.conf") is not None:
+        new["gres.conf"] = gres_text  # a MIG node's, completed from its live devices
+    installed_dir = spec["configless_dir"] if mode == "configless" else spec["config_dir"]
+    try:
+        read = read_tree({"installed": installed_dir, "applied": spec["state_dir"]}, deploy["record"])
+    except TreeError as exc:
+        module.fail_json(msg="node %s: %s" % (node, exc))
+    recorded = read["present"]["applied"] > 0
+    running = read["contents"]["applied"] if recorded else read["contents"]["installed"]
+    wanted = {"mode": spec["mode"], "owner": spec["owner"], "group": spec["group"]}
+    try:
+        plan = node_plan(new, running, node, read["contents"]["installed"], read["attributes"]["installed"],
+                         wanted, mode, include)
+    except (ConfSyntaxError, ValueError) as exc:
+        module.fail_json(msg="node %s: the files slurmd runs with cannot be compared with the new ones: %s"
+                             % (node, exc))
+    plan.update(new_files=new, running_files=running, recorded=recorded, installed=read["contents"]["installed"],
+                install_names=deploy["install"], record_names=deploy["record"])
+    return plan
 
 
 _SPOOL_LINE = re.compile(r"(?im)^[ \t]*SlurmdSpoolDir[ \t]*=.*$")
@@ -334,6 +460,19 @@ def main():
             slurmd_timeout=dict(type="int", default=60),
             type_patterns=dict(type="dict", default={}),
             slurm_plugin_dir=dict(type="path"),
+            read_version=dict(type="str"),
+            verify=dict(type="bool", default=True),
+            plan=dict(type="dict", options=dict(
+                files=dict(type="dict", required=True),
+                config_mode=dict(type="str", choices=["files", "configless", "include"], default="files"),
+                include_file=dict(type="str"),
+                config_dir=dict(type="path", default="/etc/slurm"),
+                configless_dir=dict(type="path", default="/run/slurm/conf"),
+                state_dir=dict(type="path", default="/var/lib/slurm-gres/slurmd"),
+                owner=dict(type="str", default="root"),
+                group=dict(type="str", default="root"),
+                mode=dict(type="str", default="0644"),
+            )),
             **COLLECT_ARGS
         ),
         mutually_exclusive=[("gres_conf", "gres_conf_content"), ("slurm_conf", "slurm_conf_content")],
@@ -344,15 +483,31 @@ def main():
     node = params["node_name"]
     slurm_text = _text(module, "slurm_conf", "slurm_conf_content")
     gres_text = _text(module, "gres_conf", "gres_conf_content")
+    commands = []
+    daemon = _daemon_version(module, params["read_version"], commands) if params["read_version"] else None
+    version = params["slurmd_version"] or (daemon or {}).get("version")
+
+    if not params["verify"]:
+        if params["gres_spec"]:
+            module.fail_json(msg="gres_spec: the MIG lines are written from the live devices, which verify=false does "
+                                 "not read; give the completed gres.conf instead")
+        result = dict(changed=False, findings=[], errors=0, warnings_count=0, gres_conf_text=gres_text,
+                      gres_conf_completed=False, slurmd_version=None, commands=commands)
+        if daemon:
+            result["daemon_version"] = daemon
+        if params["plan"]:
+            result["plan"] = _plan(module, node, gres_text)
+        module.exit_json(**result)
 
     def run(argv):
         return module.run_command(argv, check_rc=False, environ_update={"LC_ALL": "C"})
 
     try:
-        hw, warnings, commands = collect(run, params["sysfs_root"], params["nvidia_smi"],
-                                         which=module.get_bin_path)
+        hw, warnings, collected = collect(run, params["sysfs_root"], params["nvidia_smi"],
+                                          which=module.get_bin_path)
     except CollectError as exc:
         module.fail_json(msg="gres_verify on node %s: %s" % (node, exc), **exc.details)
+    commands.extend(collected)
     for warning in warnings:
         module.warn(warning)
 
@@ -364,7 +519,6 @@ def main():
     staged = parse_staged(node, slurm_text, gres_text)
     dev_stat = stat_device_files(device_paths(staged["records"] or []), params["dev_root"])
 
-    version = params["slurmd_version"]
     slurmd_g = {"ran": False, "reason": "no slurmd given"}
     if params["slurmd"]:
         slurmd = params["slurmd"]
@@ -412,11 +566,16 @@ def main():
         hw=hw,
         commands=commands,
     )
+    if daemon:
+        result["daemon_version"] = daemon
     for f in findings:
         if f["severity"] == "warning":
             module.warn("node %s: %s%s: expected %s, found %s%s" % (
                 node, f["check"], "" if f["gpu"] is None else " (GPU %s)" % f["gpu"], f["expected"], f["found"],
                 "; %s" % f["hint"] if f["hint"] else ""))
+    if params["plan"]:
+        # read on a refused node too: a check run shows what its files would become
+        result["plan"] = _plan(module, node, gres_text)
     if counts["errors"]:
         # the table is the message; the bulky facts would bury it in the failure output
         for key in ("table", "hw", "commands", "gres_conf_text"):

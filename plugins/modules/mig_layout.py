@@ -103,6 +103,13 @@ changed:
   description: Whether a command that changes the GPUs ran (in check mode, whether one would run).
   type: bool
   returned: always
+live:
+  description:
+    - GPU index to the GPU-instance profiles it had before the run (one entry per instance, sorted by name), or
+      null for a GPU with MIG off; in check mode, what the GPUs have now.
+  type: dict
+  returned: always
+  sample: {"0": [1g.10gb, 1g.10gb, 2g.20gb, 3g.40gb], "1": null}
 plan:
   description: Per GPU named in O(layouts), what was (or would be) done.
   type: list
@@ -190,6 +197,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.apply import ApplyError, apply_layouts
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.plan import live_layouts
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS
 
 
@@ -221,6 +229,7 @@ def main():
         module.fail_json(msg=str(exc), **details)
     for warning in result.pop("warnings"):
         module.warn(warning)
+    result["live"] = live_layouts(result["plan"])
     module.exit_json(**result)
 
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Render once: inventory -> model -> proven files, and the small maps the deploy plays read (controller only).
 
-This is the body of the ``gres_render_cluster`` action. The model is built and consumed here and never leaves:
+This is the body of the ``gres_render`` action. The model is built and consumed here and never leaves:
 what the plays get is the files, a summary, ``{host: node name}`` (the node-name rule applied once, by the model)
 and, for hosts whose GPUs have a ``model`` or ``mig``, what the node and the MIG runbook need to render its
 gres.conf again from live MIG facts (``spec``) and to apply its layout (``layouts``, ``models``).

@@ -2,73 +2,181 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The deploy's cross-host decisions, made once each from what every host reported (pure; controller side).
 
-``playbooks/deploy-gres.yml`` runs per host; whatever depends on *other* hosts is decided here, at four points,
-by the ``gres_deploy_plan`` action, and the plays only read the result:
+``playbooks/deploy_gres.yml`` runs per host; whatever depends on *other* hosts is decided here, by the
+``gres_plan`` action, and the plays only read the result:
 
-``gate``       after verification: the targeted nodes, their Slurm names, the targeted controllers; refused
-               unless every targeted node passed (nothing is installed anywhere then).
-``order``      after the read-only restart plans: refused when a node's Gres changes and no slurmctld is
-               targeted; whether slurmd restarts can check the registered Gres at once (not when slurmctld
-               restarts after them, for a count that goes up); the Gres each node must register with.
+``gate``       after every targeted node was read and verified (one ``gres_verify`` run each) and every controller's
+               files and every daemon's version were read: the targets and their Slurm names; refused unless every
+               targeted node passed and every daemon runs the release the files are rendered for (nothing is
+               installed anywhere then); each controller's plan (when slurmctld restarts, before or after the slurmd
+               restarts); refused when a node's Gres changes and no slurmctld is targeted, or slurm.conf changes the
+               Gres of a node the run does not restart; the Gres each node must register with; in check mode, the
+               report of what the deploy would do.
 ``restarted``  after the slurmd restarts: the nodes that did not finish (slurmctld then holds back new counts).
-``confirmed``  after the confirmation: the nodes the smoke test may use and the ones it should prefer.
+``confirmed``  after the confirmation: the nodes the smoke test may use, the ones it should prefer, its sruns.
 
-Each function takes ``state``: ``{host: {fact name: value}}`` of the facts the roles publish
-(``hpc_gres_slurmd_verified``, ``hpc_gres_slurmd_plan``, ``hpc_gres_slurmd_done``, ``hpc_gres_slurmd_restarted``,
-``hpc_gres_slurmd_confirmed``, ``hpc_gres_slurmctld_plan``), and returns the plan so far with ``refusal`` set
-(a message) when the deploy must stop.
+Each function takes ``state``: ``{host: {variable: value}}`` of what the hosts hold (``STAGE_FACTS``), and returns
+the plan so far with ``refusal`` set (a message) when the deploy must stop.
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import version_problems
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import check_report
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import smoke_plan
 
-# The facts each stage reads from every host.
+# What the roles register: a node's one gres_verify run (verification, its files, its plan, slurmd -V), a
+# controller's read of its files, the slurmctld/slurmdbd -V of every controller and slurmdbd host.
+VERIFY = "hpc_gres_verify_result"
+CTLD_READ = "hpc_gres_slurmctld_read"
+CTLD_VERSIONS = "hpc_gres_slurmctld_versions"
 STAGE_FACTS = {
-    "gate": ("hpc_gres_slurmd_verified",),
-    "order": ("hpc_gres_slurmd_plan", "hpc_gres_slurmctld_plan"),
+    "gate": (VERIFY, CTLD_READ, CTLD_VERSIONS, "hpc_gres_slurmd_restart", "hpc_gres_slurmctld_restart",
+             "hpc_gres_slurmctld_file_mode", "hpc_gres_slurmctld_file_owner", "hpc_gres_slurmctld_file_group",
+             "hpc_gres_slurmctld_config_dir", "hpc_gres_slurmd_config_dir"),
     "restarted": ("hpc_gres_slurmd_done",),
-    "confirmed": ("hpc_gres_slurmd_confirmed", "hpc_gres_slurmd_restarted"),
+    "confirmed": ("hpc_gres_slurmd_confirmed", "hpc_gres_slurmd_restarted", CTLD_READ),
 }
 
 
-def gate(play_hosts, groups, names, state, check_mode=False):
-    """Targets (play hosts in ``slurmd``), their node names, targeted controllers; refusal unless all verified.
+def verified(result):
+    """Whether a node's gres_verify run passed (a failed or skipped task, or none, did not)."""
+    return bool(result) and not result.get("failed") and not result.get("skipped") and "plan" in result
 
-    In check mode the refusal is kept as ``check_refusal`` instead: the check run goes on planning the nodes that
-    passed, reports what the deploy would do and ends with this refusal (``check_report``).
+
+def controller_versions(results):
+    """{host, daemon, version, error} of each ``DAEMON -V`` the controller role ran (its registered loop)."""
+    out = []
+    for item in (results or {}).get("results") or []:
+        host, daemon = (item.get("item") or [None, None])[:2]
+        ok = item.get("rc") == 0 and (item.get("stdout") or "").strip()
+        error = None if ok else "%s -V: %s" % (daemon, ((item.get("stderr") or "").strip() or item.get("msg")
+                                                         or "exit code %s" % item.get("rc")))
+        out.append({"host": host, "daemon": daemon, "version": (item.get("stdout") or "").strip() if ok else "",
+                    "error": error})
+    return out
+
+
+def controller_plan(files, read, targeted_nodes=None, mode="files", include_file=None, wanted=None):
+    """A controller's plan for the rendered ``files``, from its ``config_tree`` read of the installed and recorded
+    ones: ``config_modes.controller_plan`` plus ``new_files``, ``running_files`` (what slurmctld runs with, per
+    file), ``recorded`` (this role recorded them before), ``install`` (the installed files are not the new ones
+    with the ``wanted`` mode and owner), ``install_names`` and ``site`` (the installed slurm.conf and cgroup.conf,
+    which decide device confinement in include mode)."""
+    names = config_modes.controller_file_names(mode, include_file)
+    new = {name: files.get(name) for name in names}
+    contents = (read or {}).get("contents") or {}
+    installed = contents.get("installed") or {}
+    applied = {name: (contents.get("applied") or {}).get(name) for name in names}
+    recorded = any(text is not None for text in applied.values())
+    baseline = applied if recorded else {name: installed.get(name) for name in names}
+    plan = config_modes.controller_plan(new, baseline, targeted_nodes, mode, include_file)
+    not_installed = [n for n in names if new[n] is not None and installed.get(n) != new[n]]
+    attributes = ((read or {}).get("attributes") or {}).get("installed") or {}
+    wanted = wanted or {}
+    plan.update(
+        new_files=new,
+        running_files={n: baseline.get(n) if baseline.get(n) is not None else installed.get(n) for n in names},
+        recorded=recorded, install_names=names, not_installed=not_installed,
+        install=bool(not_installed) or not all(
+            attributes_match(attributes.get(n), wanted.get("mode", "0644"), wanted.get("owner", "root"),
+                             wanted.get("group", "root")) for n in names if new[n] is not None),
+        site={"slurm.conf": installed.get("slurm.conf"), "cgroup.conf": installed.get("cgroup.conf")})
+    return plan
+
+
+def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
+    """Targets, names, controllers and their plans, the refusal; see the module docstring.
+
+    ``render``: the render result (``files``, ``nodes``: host to Slurm name, ``config_mode``, ``include_file``,
+    ``summary.slurm_version``). In check mode the refusal is kept as ``check_refusal`` and the plan carries the
+    report of what the deploy would do (``report``: lines and diffs), with the refused nodes' diffs too.
     """
     slurmd = set(groups.get("slurmd") or [])
     slurmctld = set(groups.get("slurmctld") or [])
+    names = render.get("nodes") or {}
+    files = render.get("files") or {}
+    mode, include = render.get("config_mode") or "files", render.get("include_file")
     targets = [h for h in play_hosts if h in slurmd]
-    plan = {
-        "targets": targets,
-        "names": {h: names.get(h, h) for h in targets},
-        "controllers": [h for h in play_hosts if h in slurmctld],
-        "unverified": [h for h in targets if not state.get(h, {}).get("hpc_gres_slurmd_verified")],
-        "refusal": None,
-    }
+    controllers = [h for h in play_hosts if h in slurmctld]
+    plan = {"targets": targets, "names": {h: names.get(h, h) for h in targets}, "controllers": controllers,
+            "refusal": None}
+    results = {h: state.get(h, {}).get(VERIFY) or {} for h in targets}
+    plan["unverified"] = [h for h in targets if not verified(results[h])]
+    reasons = []
     if plan["unverified"]:
-        plan["refusal"] = ("nothing installed, nothing restarted: %d of %d targeted node(s) did not pass "
-                           "verification: %s (their findings are above)"
-                           % (len(plan["unverified"]), len(targets), ", ".join(plan["unverified"])))
+        reasons.append("%d of %d targeted node(s) did not pass verification: %s (their findings are above)"
+                       % (len(plan["unverified"]), len(targets), ", ".join(plan["unverified"])))
+    daemons = [results[h]["daemon_version"] for h in targets if (results[h].get("daemon_version") or {}).get("host")]
+    read_by = [h for h in controllers if state.get(h, {}).get(CTLD_VERSIONS)] or [
+        h for h in play_hosts if state.get(h, {}).get(CTLD_VERSIONS)]
+    if read_by:
+        daemons += controller_versions(state[read_by[0]][CTLD_VERSIONS])
+    release = (render.get("summary") or {}).get("slurm_version")
+    problems = [str(p) for p in version_problems(release, daemons)] if release and daemons else []
+    plan["version_problems"] = problems
+    if problems:
+        reasons.append("%d Slurm daemon(s) do not run Slurm %s (hpc_gres_slurm_version), the release the files are "
+                       "rendered and proven for: %s" % (len(problems), release, "; ".join(problems)))
+
+    node_plans = {h: results[h].get("plan") or {} for h in targets}
+    plan["gres_changing"] = [h for h in targets if node_plans[h].get("gres_changed")]
+    plan["expected_gres"] = {plan["names"][h]: node_plans[h]["expected_gres"] for h in targets
+                             if node_plans[h].get("expected_gres") is not None}
+    targeted_names = sorted(plan["names"].values())
+    plan["controller_plans"] = {}
+    for host in controllers:
+        facts = state.get(host, {})
+        wanted = {"mode": facts.get("hpc_gres_slurmctld_file_mode", "0644"),
+                  "owner": facts.get("hpc_gres_slurmctld_file_owner", "root"),
+                  "group": facts.get("hpc_gres_slurmctld_file_group", "root")}
+        plan["controller_plans"][host] = controller_plan(files, facts.get(CTLD_READ), targeted_names, mode, include,
+                                                         wanted)
+    untargeted = sorted({n for p in plan["controller_plans"].values() for n in p["untargeted"]})
+    if untargeted:
+        reasons.append("slurm.conf changes the Gres of %s, which this run does not restart: expected every node whose "
+                       "GRES definition changes among the targeted hosts (check --limit); restarting slurmctld "
+                       "without them would drain them" % ", ".join(untargeted))
+    plan["slurmctld_restart_after"] = any(p["restart_after"] for p in plan["controller_plans"].values())
+    plan["check_gres_on_restart"] = not plan["slurmctld_restart_after"]
+    if plan["gres_changing"] and not controllers:
+        reasons.append("the Gres of %s changes, which needs slurmctld restarted, but no slurmctld host is targeted; "
+                       "add the slurmctld group to --limit" % ", ".join(plan["names"][h] for h in plan["gres_changing"]))
+    if reasons:
+        plan["refusal"] = "nothing installed, nothing restarted: " + "; ".join(reasons)
     if check_mode:
         plan["check_refusal"], plan["refusal"] = plan["refusal"], None
+        plan["report"] = check_report.check_report(_report_entries(plan, state, files), plan["check_refusal"],
+                                                   None if serial is None else str(serial))
     return plan
 
 
-def order(plan, state):
-    """Refuse a GRES change without slurmctld; decide whether slurmd restarts may check the Gres at once."""
-    plan = dict(plan, refusal=None)
-    node_plans = {h: state.get(h, {}).get("hpc_gres_slurmd_plan") or {} for h in plan["targets"]}
-    plan["gres_changing"] = [h for h in plan["targets"] if node_plans[h].get("gres_changed")]
-    # what each node must register with, by node name: the confirmation reads every node in one scontrol call
-    plan["expected_gres"] = {plan["names"][h]: node_plans[h]["expected_gres"] for h in plan["targets"]
-                             if node_plans[h].get("expected_gres") is not None}
-    controller_plans = [state.get(h, {}).get("hpc_gres_slurmctld_plan") or {} for h in plan["controllers"]]
-    plan["slurmctld_restart_after"] = any(p.get("restart_after") for p in controller_plans)
-    plan["check_gres_on_restart"] = not plan["slurmctld_restart_after"]
-    if plan["gres_changing"] and not plan["controllers"]:
-        plan["refusal"] = ("nothing installed, nothing restarted: the Gres of %s changes, which needs slurmctld "
-                           "restarted, but no slurmctld host is targeted; add the slurmctld group to --limit"
-                           % ", ".join(plan["names"][h] for h in plan["gres_changing"]))
-    return plan
+def _report_entries(plan, state, files):
+    entries = []
+    for host in plan["targets"]:
+        facts = state.get(host, {})
+        result = facts.get(VERIFY) or {}
+        node_plan = result.get("plan")
+        name = plan["names"][host]
+        entries.append({
+            "host": host, "name": name, "role": "slurmd", "verified": verified(result),
+            "findings": result.get("findings"), "plan": node_plan,
+            # a node whose installed files were not read (unreachable) shows no diff
+            "config_dir": facts.get("hpc_gres_slurmd_config_dir", "/etc/slurm") if node_plan else None,
+            "installed": (node_plan or {}).get("installed"),
+            "new": {n: t for n, t in (node_plan or {}).get("new_files", {}).items()
+                    if n in (node_plan or {}).get("install_names", ())},
+            "restart_enabled": facts.get("hpc_gres_slurmd_restart", True)})
+    for host in plan["controllers"]:
+        facts = state.get(host, {})
+        ctl = plan["controller_plans"][host]
+        read = facts.get(CTLD_READ)
+        entries.append({
+            "host": host, "name": host, "role": "slurmctld", "plan": ctl,
+            "config_dir": facts.get("hpc_gres_slurmctld_config_dir", "/etc/slurm") if read else None,
+            "installed": ((read or {}).get("contents") or {}).get("installed"),
+            "new": ctl["new_files"] if read else {},
+            "restart_enabled": facts.get("hpc_gres_slurmctld_restart", True)})
+    return entries
 
 
 def restarted(plan, state):
@@ -79,8 +187,9 @@ def restarted(plan, state):
     return plan
 
 
-def confirmed(plan, state):
-    """Nodes slurmctld shows registered (ok or resumed), not drained, not DOWN; those this run restarted go first."""
+def confirmed(plan, state, files, mode="files"):
+    """Nodes slurmctld shows registered (ok or resumed), not drained, not DOWN, those this run restarted first, and
+    the smoke test's sruns on them (one per GPU type; the site's own files decide confinement in include mode)."""
     plan = dict(plan, refusal=None)
     usable, preferred = [], []
     for host in plan["targets"]:
@@ -96,4 +205,9 @@ def confirmed(plan, state):
             preferred.append(plan["names"][host])
     plan["smoke_nodes"] = usable
     plan["smoke_preferred_nodes"] = preferred
+    site = None
+    if mode == "include":
+        sites = [p["site"] for p in (plan.get("controller_plans") or {}).values() if p.get("site")]
+        site = sites[0] if sites else None
+    plan["smoke"] = smoke_plan(files, usable, preferred, site)
     return plan

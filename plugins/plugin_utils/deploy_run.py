@@ -3,7 +3,7 @@
 """The run record's input and the end-of-run summary (pure; controller side).
 
 ``run_changes`` turns what the plays know per host (the files each daemon runs with, the files this run brings)
-into the record the module ``gres_run_record`` keeps on the controller host: per host and file the previous and
+into the record the module ``gres_run`` keeps on the controller host: per host and file the previous and
 new sha256, and each distinct previous content once (slurm.conf is the same on every host).
 
 ``run_summary`` says per host what it runs now, one line each, with the run id and the command that undoes or
@@ -12,6 +12,9 @@ finishes the run.
 from __future__ import annotations
 
 import hashlib
+import os
+import pwd
+import socket
 
 
 def _sha(text):
@@ -122,7 +125,7 @@ def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
     """Lines: the run and its outcome, one line per host of the record, the command that undoes or finishes it.
 
     ``statuses``: ``{host: {"phase": recorded|installed|restarted|rolled_back|rollback_failed, "unreachable": bool,
-    "error": text}}``; ``nodes``: slurm_node_info's ``nodes`` (node name to record) for the nodes of the record.
+    "error": text}}``; ``nodes``: slurm_node's ``nodes`` (node name to record) for the nodes of the record.
     """
     run_id = record.get("run_id", "?")
     state = record.get("state", "?")
@@ -147,3 +150,40 @@ def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
     elif hosts:
         lines.append("to undo this run: %s" % undo)
     return lines
+
+
+def process_is_ansible(pid):
+    """Whether process ``pid`` of this machine runs Ansible (/proc), or at least exists (elsewhere)."""
+    if not pid:
+        return False
+    if os.path.isdir("/proc/self"):
+        try:
+            with open("/proc/%d/cmdline" % int(pid), "rb") as handle:
+                return b"ansible" in handle.read()
+        except OSError:
+            return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_owner(command, holder=None, parent_pid=None):
+    """Who runs this deploy, and whether the lock's ``holder`` is an interrupted run of this control machine.
+
+    ``{"owner": {user, control_host, pid, command}, "holder_gone": bool}``: ``pid`` is ansible-playbook's (the
+    parent of the worker process an action runs in); a holder ran from this machine and whose process no longer
+    runs Ansible is gone, so its lock may be taken over (the next run finishes what it left).
+    """
+    try:
+        user = os.environ.get("USER") or pwd.getpwuid(os.getuid())[0]
+    except KeyError:
+        user = str(os.getuid())
+    owner = {"user": user, "control_host": socket.gethostname(),
+             "pid": int(parent_pid if parent_pid is not None else os.getppid()), "command": command}
+    gone = bool(holder) and holder.get("control_host") == owner["control_host"] and \
+        not process_is_ansible(holder.get("pid"))
+    return {"owner": owner, "holder_gone": gone}

@@ -2,8 +2,7 @@
 
 The runbook (role ``hpc_gres_mig``) changes one node at a time. While it works on one node, slurm.conf must
 carry that node's new ``Gres=`` and every other node's ``Gres=`` as its GPUs are *now*, or slurmctld would drain
-the nodes whose turn has not come. :func:`live_layouts` reads what a node's GPUs have from a ``mig_layout``
-result, :func:`step_model` builds the model of one step from it, and :func:`runbook_status` decides whether a
+the nodes whose turn has not come. :func:`step_model` builds the model of one step from it, and :func:`runbook_status` decides whether a
 node needs the runbook at all (so a rerun continues where a run stopped).
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
@@ -11,28 +10,11 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf imp
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, same_drain_reason
 
 
-def live_layouts(plan):
-    """``{gpu index: [profiles] or None}`` from a ``mig_layout`` result's ``plan`` (what the GPUs have now).
-
-    A GPU in MIG mode lists its GPU-instance profiles (sorted by name, one entry per instance); MIG off, or a
-    GPU that cannot do MIG, gives None.
-    """
-    out = {}
-    for gpu in plan or ():
-        mode = str(gpu.get("mig_mode") or "")
-        counts = gpu.get("current") or {}
-        if mode == "Enabled" and counts:
-            out[int(gpu["index"])] = [p for p in sorted(counts) for _copy in range(int(counts[p]))]
-        else:
-            out[int(gpu["index"])] = None
-    return out
-
-
 def step_model(model, host, live):
     """The cluster model for one step of a serial MIG reconfiguration.
 
     ``host`` (an inventory host) keeps the layout the inventory declares; every other host named in ``live``
-    (``{host: {gpu index: [profiles] or None}}``, see :func:`live_layouts`) gets the layout its GPUs have now,
+    (``{host: {gpu index: [profiles] or None}}``, see ``mig.plan.live_layouts``) gets the layout its GPUs have now,
     so the slurm.conf of this step changes the Gres of ``host`` only. Hosts not in ``live`` keep the inventory's
     layout. Returns a new model; the input is not changed.
     """
@@ -57,8 +39,8 @@ def runbook_status(host, check, node, files_read, step, reason):
     """Whether the MIG runbook can leave ``host`` alone: ``{"done": bool, "why": [...], "ours": bool}``.
 
     ``check``: the node's ``mig_layout`` check-mode result (``changed``, ``hw``); ``node``: its
-    ``slurm_node_info`` record; ``files_read``: ``slurm_conf_files`` of the installed and the applied (what slurmd
-    last started with) ``gres.conf`` and ``slurm.conf``; ``step``: the step's ``gres_render_cluster`` result;
+    ``slurm_node`` record; ``files_read``: ``config_tree`` read of the installed and the applied (what slurmd
+    last started with) ``gres.conf`` and ``slurm.conf``; ``step``: the step's ``gres_render`` result;
     ``reason``: the runbook's drain reason. The node is done when its GPUs have the declared layout, the gres.conf
     rendered from its live MIG devices is installed and is what slurmd runs with, slurm.conf is the step's, and it
     is not drained by the runbook (a run that stopped after the drain is finished by the next).

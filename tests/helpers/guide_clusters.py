@@ -4,7 +4,7 @@ The model refuses MIG and shards in one cluster (Slurm 22.05 cannot have both), 
 """
 from render_helpers import EXAMPLE, load_inventory
 
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import model_from_inventory
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 
 

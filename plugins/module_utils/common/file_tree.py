@@ -84,7 +84,7 @@ def plan(dest, files, mode, uid=None, gid=None):
 
 
 def file_attributes(st):
-    """What an installed file's ownership and permissions are, as slurm_conf_files reports them."""
+    """What an installed file's ownership and permissions are, as config_tree (state read) reports them."""
     attrs = {"mode": "%04o" % stat.S_IMODE(st.st_mode), "uid": st.st_uid, "gid": st.st_gid, "owner": None,
              "group": None}
     try:
@@ -120,6 +120,36 @@ def attributes_match(attrs, mode, owner=None, group=None):
         elif attrs.get(name_key) != str(wanted):
             return False
     return True
+
+
+def read_tree(dirs, names, max_size=4 * 1024 * 1024):
+    """Read each of ``names`` (plain file names) in each directory of ``dirs`` ({label: directory}).
+
+    ``{"contents": {label: {name: text or None}}, "present": {label: count}, "attributes": {label: {name:
+    file_attributes or None}}}``, None for a file that does not exist. TreeError for a name with a slash, a file
+    larger than ``max_size`` bytes or one that cannot be read as UTF-8 text.
+    """
+    out = {"contents": {}, "present": {}, "attributes": {}}
+    for label, directory in sorted(dirs.items()):
+        contents, attributes = out["contents"].setdefault(label, {}), out["attributes"].setdefault(label, {})
+        out["present"][label] = 0
+        for name in names:
+            if not isinstance(name, str) or "/" in name or name in ("", ".", ".."):
+                raise TreeError("names: %r is not a plain file name" % (name,))
+            path = os.path.join(str(directory), name)
+            try:
+                st = os.stat(path)
+                if st.st_size > max_size:
+                    raise TreeError("%s is larger than %d bytes" % (path, max_size))
+                with open(path, "rb") as handle:
+                    contents[name] = handle.read().decode("utf-8")
+                attributes[name] = file_attributes(st)
+                out["present"][label] += 1
+            except FileNotFoundError:
+                contents[name] = attributes[name] = None
+            except (OSError, UnicodeError) as exc:
+                raise TreeError("cannot read %s: %s" % (path, exc))
+    return out
 
 
 def backup_name(path):
@@ -201,12 +231,13 @@ def parse_mode(value, name):
 
 
 def apply_tree(dest, files, mode, directory_mode, check_mode=False, diff=False, owner=None, group=None,
-               backup=False):
-    """Plan, then (unless ``check_mode``) write; the result a task reports.
+               backup=False, absent=()):
+    """Plan, then (unless ``check_mode``) write, then remove the files of ``absent`` that exist; the result a task
+    reports.
 
-    ``{"changed", "dest", "files", "written": [rel], "unchanged": n, "backups": {rel: path}}`` plus ``diff``
-    (before/after of each changed file) when asked. Raises TreeError (nothing written) or OSError (from the
-    final renames).
+    ``{"changed", "dest", "files", "written": [rel], "unchanged": n, "backups": {rel: path}, "removed": [rel]}``
+    plus ``diff`` (before/after of each changed file) when asked. Raises TreeError (nothing written) or OSError
+    (from the final renames).
     """
     dest = os.path.abspath(dest)
     mode = parse_mode(mode, "mode")
@@ -221,6 +252,30 @@ def apply_tree(dest, files, mode, directory_mode, check_mode=False, diff=False, 
     if diff and todo["changed"]:
         result["diff"] = [dict(before_header=os.path.join(dest, rel), after_header=os.path.join(dest, rel),
                                before=todo["before"][rel] or "", after=files[rel]) for rel in todo["changed"]]
+    gone = []
+    for rel in absent or ():
+        check_relpath(rel)
+        if rel in files:
+            raise TreeError("file %s: expected in files or in absent, found in both" % rel)
+        if os.path.lexists(os.path.join(dest, rel)):
+            gone.append(rel)
+    result["removed"] = gone
+    result["changed"] = result["changed"] or bool(gone)
+    if diff and gone:
+        result.setdefault("diff", []).extend(
+            dict(before_header=os.path.join(dest, rel), after_header="(removed)", before=_read_text(dest, rel),
+                 after="") for rel in gone)
     if todo["changed"] and not check_mode:
         result["backups"] = write(dest, files, todo["changed"], mode, directory_mode, uid, gid, backup)
+    if gone and not check_mode:
+        for rel in gone:
+            os.remove(os.path.join(dest, rel))
     return result
+
+
+def _read_text(dest, rel):
+    try:
+        with open(os.path.join(dest, rel), "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -269,3 +269,20 @@ def check_applied(host, desired, gpu, model=None, field=None):
                         "MIG mode %s, GPU instances %s" % (_get(gpu, "mig_mode", "mig.mode.current"), found),
                         hint="the layout did not take; see the nvidia-smi output above")]
     return []
+
+
+def live_layouts(plan):
+    """``{gpu index: [profiles] or None}`` from a ``mig_layout`` result's ``plan`` (what the GPUs have now).
+
+    A GPU in MIG mode lists its GPU-instance profiles (sorted by name, one entry per instance); MIG off, or a
+    GPU that cannot do MIG, gives None.
+    """
+    out = {}
+    for gpu in plan or ():
+        mode = str(gpu.get("mig_mode") or "")
+        counts = gpu.get("current") or {}
+        if mode == "Enabled" and counts:
+            out[int(gpu["index"])] = [p for p in sorted(counts) for _copy in range(int(counts[p]))]
+        else:
+            out[int(gpu["index"])] = None
+    return out

@@ -1,13 +1,14 @@
 """The check run's report (plugins/plugin_utils/check_report.py): verdicts, restart order, diffs grouped by hostlist.
 
 The files are real renders of a small cluster (model -> render_all) and the plans come from restart_plan and the
-gres_node_plan filter, as in a check run of deploy-gres.yml.
+node plan gres_verify returns, as in a check run of deploy-gres.yml.
 """
 import copy
 
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_node_plan import gres_node_plan
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import check_report, restart_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import restart_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import node_plan
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import check_report
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
@@ -44,7 +45,7 @@ def entries(installed, new, unverified=None):
         entry = {"host": name, "name": name, "role": "slurmd", "config_dir": "/etc/slurm", "installed": have,
                  "new": want, "verified": name not in (unverified or {}), "findings": (unverified or {}).get(name)}
         if entry["verified"]:
-            entry["plan"] = gres_node_plan(want, have, name, have, ATTRIBUTES, WANTED)
+            entry["plan"] = node_plan(want, have, name, have, ATTRIBUTES, WANTED)
         out.append(entry)
     out.append({"host": "ctl", "name": "ctl", "role": "slurmctld", "config_dir": "/etc/slurm",
                 "installed": {"slurm.conf": installed["slurm.conf"], "cgroup.conf": installed["cgroup.conf"]},
@@ -130,7 +131,7 @@ def test_a_pending_restart_and_a_file_not_installed_yet():
     node["plan"] = dict(node["plan"], restart=True, reasons=["cgroup.conf changed"])
     fresh = items[1]
     fresh["installed"] = dict(fresh["installed"], **{"gres.conf": None})
-    fresh["plan"] = gres_node_plan(fresh["new"], fresh["installed"], fresh["name"], fresh["installed"], ATTRIBUTES,
+    fresh["plan"] = node_plan(fresh["new"], fresh["installed"], fresh["name"], fresh["installed"], ATTRIBUTES,
                                    WANTED)
     report = check_report.check_report(items)
     assert report["verdicts"]["slurmd"]["gpu-a001"] == "slurmd would restart (cgroup.conf changed)"

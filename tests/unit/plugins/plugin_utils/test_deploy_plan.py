@@ -1,13 +1,34 @@
-"""The deploy's cross-host decisions (plugins/plugin_utils/deploy_plan.py), made by the gres_deploy_plan action."""
+"""The deploy's cross-host decisions (plugins/plugin_utils/deploy_plan.py), made by the gres_plan action."""
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan
 
 GROUPS = {"slurmctld": ["ctl"], "slurmd": ["n1.lab", "n2.lab", "n3.lab"]}
 NAMES = {"n1.lab": "n1", "n2.lab": "n2", "n3.lab": "n3"}
+SLURM = ("ClusterName=c\nSlurmctldHost=ctl\nGresTypes=gpu\nNodeName=n1 Gres=gpu:a100:8\nNodeName=n2 Gres=gpu:a100:%d\n"
+         "NodeName=n3\nPartitionName=main Nodes=ALL Default=YES\n")
+RENDER = {"files": {"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n"}, "nodes": NAMES,
+          "config_mode": "files", "summary": {"slurm_version": "24.11"}}
 
 
-def gate(play_hosts=("ctl", "n1.lab", "n2.lab"), verified=("n1.lab", "n2.lab")):
-    state = {h: {"hpc_gres_slurmd_verified": True} for h in verified}
-    return deploy_plan.gate(list(play_hosts), GROUPS, NAMES, state)
+def verified(plan=None, version="slurm-wlm 24.11.5", host="n1.lab"):
+    return {"plan": dict({"gres_changed": False, "expected_gres": {"gpu:a100": 8}}, **(plan or {})),
+            "daemon_version": {"host": host, "daemon": "slurmd", "version": version, "error": None}}
+
+
+def controller(applied=None, version="slurm-wlm 24.11.5"):
+    files = {"slurm.conf": applied if applied is not None else SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n"}
+    return {deploy_plan.CTLD_READ: {"contents": {"installed": dict(files), "applied": dict(files)},
+                                    "attributes": {"installed": {}}},
+            deploy_plan.CTLD_VERSIONS: {"results": [{"item": ["ctl", "slurmctld"], "rc": 0, "stdout": version}]}}
+
+
+def state(nodes=("n1.lab", "n2.lab"), **ctl):
+    out = {h: {deploy_plan.VERIFY: verified(host=h)} for h in nodes}
+    out["ctl"] = controller(**ctl)
+    return out
+
+
+def gate(play_hosts=("ctl", "n1.lab", "n2.lab"), st=None, render=None, **kwargs):
+    return deploy_plan.gate(list(play_hosts), GROUPS, render or RENDER, st if st is not None else state(), **kwargs)
 
 
 def test_gate_targets_are_the_play_hosts_in_slurmd_and_all_must_have_passed():
@@ -16,84 +37,112 @@ def test_gate_targets_are_the_play_hosts_in_slurmd_and_all_must_have_passed():
     assert plan["controllers"] == ["ctl"]
     assert plan["names"] == {"n1.lab": "n1", "n2.lab": "n2"}
     assert plan["refusal"] is None
-    refused = gate(verified=("n1.lab",))
+    st = state()
+    st["n2.lab"][deploy_plan.VERIFY] = dict(st["n2.lab"][deploy_plan.VERIFY], failed=True)
+    refused = gate(st=st)
     assert refused["unverified"] == ["n2.lab"]
     assert refused["refusal"] == ("nothing installed, nothing restarted: 1 of 2 targeted node(s) did not pass "
                                   "verification: n2.lab (their findings are above)")
 
 
-def test_order_refuses_a_gres_change_without_slurmctld_and_names_the_node():
-    plan = gate(play_hosts=("n1.lab", "n2.lab"))
-    state = {"n1.lab": {"hpc_gres_slurmd_plan": {"gres_changed": False}},
-             "n2.lab": {"hpc_gres_slurmd_plan": {"gres_changed": True}}}
-    out = deploy_plan.order(plan, state)
-    assert out["gres_changing"] == ["n2.lab"]
-    assert out["refusal"] == ("nothing installed, nothing restarted: the Gres of n2 changes, which needs slurmctld "
-                              "restarted, but no slurmctld host is targeted; add the slurmctld group to --limit")
+def test_gate_refuses_a_daemon_on_another_release_naming_host_and_command():
+    st = state()
+    st["n2.lab"][deploy_plan.VERIFY] = verified(version="slurm-wlm 22.05.8", host="n2.lab")
+    plan = gate(st=st)
+    assert plan["version_problems"][0].startswith("host n2.lab: slurmd -V: expected a release slurmctld accepts")
+    assert "1 Slurm daemon(s) do not run Slurm 24.11" in plan["refusal"]
+    # slurmctld -V that does not run is a refusal too, and says why
+    st = state()
+    st["ctl"][deploy_plan.CTLD_VERSIONS]["results"][0].update(rc=2, stdout="", stderr="No such file or directory")
+    assert "slurmctld -V: No such file or directory" in gate(st=st)["refusal"]
+
+
+def test_gate_refuses_a_gres_change_without_slurmctld_and_names_the_node():
+    st = state()
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"gres_changed": True}, host="n2.lab")
+    plan = gate(play_hosts=("n1.lab", "n2.lab"), st=st)
+    assert plan["gres_changing"] == ["n2.lab"]
+    assert plan["refusal"] == ("nothing installed, nothing restarted: the Gres of n2 changes, which needs slurmctld "
+                               "restarted, but no slurmctld host is targeted; add the slurmctld group to --limit")
     # without a GRES change a node-only limit is fine
-    state["n2.lab"]["hpc_gres_slurmd_plan"]["gres_changed"] = False
-    assert deploy_plan.order(plan, state)["refusal"] is None
+    assert gate(play_hosts=("n1.lab", "n2.lab"))["refusal"] is None
 
 
-def test_order_names_the_gres_each_node_must_register_with_by_node_name():
-    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab"))
-    state = {"n1.lab": {"hpc_gres_slurmd_plan": {"gres_changed": False, "expected_gres": {"gpu:a100": 8}}},
-             "n2.lab": {"hpc_gres_slurmd_plan": {"gres_changed": True, "expected_gres": {"gpu:1g.10gb": 7}}}}
-    assert deploy_plan.order(plan, state)["expected_gres"] == {"n1": {"gpu:a100": 8}, "n2": {"gpu:1g.10gb": 7}}
-    # a node without a plan (its tasks were skipped) is left to confirm itself
-    assert deploy_plan.order(plan, {"n1.lab": state["n1.lab"]})["expected_gres"] == {"n1": {"gpu:a100": 8}}
+def test_gate_refuses_a_gres_change_of_a_node_the_run_does_not_restart():
+    # slurmctld runs gpu:a100:4 on n2; the render says 8; n2 is not targeted
+    plan = gate(play_hosts=("ctl", "n1.lab"), st=state(nodes=("n1.lab",), applied=SLURM % 4))
+    assert plan["refusal"].startswith("nothing installed, nothing restarted: slurm.conf changes the Gres of n2, which "
+                                      "this run does not restart")
+
+
+def test_gate_names_the_gres_each_node_must_register_with_by_node_name():
+    st = state()
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"expected_gres": {"gpu:1g.10gb": 7}}, host="n2.lab")
+    assert gate(st=st)["expected_gres"] == {"n1": {"gpu:a100": 8}, "n2": {"gpu:1g.10gb": 7}}
 
 
 def test_slurmd_restarts_check_the_gres_at_once_unless_slurmctld_restarts_after_them():
-    plan = gate()
-    up = {"ctl": {"hpc_gres_slurmctld_plan": {"restart_before": False, "restart_after": True}}}
-    down = {"ctl": {"hpc_gres_slurmctld_plan": {"restart_before": True, "restart_after": False}}}
-    assert deploy_plan.order(plan, up)["check_gres_on_restart"] is False
-    assert deploy_plan.order(plan, down)["check_gres_on_restart"] is True
-    assert deploy_plan.order(plan, {})["check_gres_on_restart"] is True
+    up = gate(st=state(applied=SLURM % 4))
+    assert up["controller_plans"]["ctl"]["restart_after"] and up["check_gres_on_restart"] is False
+    down = gate(st=state(applied=SLURM % 9))
+    assert down["controller_plans"]["ctl"]["restart_before"] and down["check_gres_on_restart"] is True
+    assert gate()["check_gres_on_restart"] is True
+
+
+def test_a_controller_plan_installs_only_what_differs():
+    plan = gate()["controller_plans"]["ctl"]
+    assert plan["install"] is True  # attributes not read: the install decides on the host
+    st = state()
+    attrs = {"mode": "0644", "uid": 0, "gid": 0, "owner": "root", "group": "root"}
+    st["ctl"][deploy_plan.CTLD_READ]["attributes"]["installed"] = {"slurm.conf": attrs, "cgroup.conf": attrs}
+    plan = gate(st=st)["controller_plans"]["ctl"]
+    assert plan["install"] is False and plan["not_installed"] == [] and plan["recorded"] is True
 
 
 def test_restarted_names_the_nodes_that_did_not_finish_by_slurm_name():
-    plan = deploy_plan.order(gate(), {})
+    plan = gate()
     out = deploy_plan.restarted(plan, {"n1.lab": {"hpc_gres_slurmd_done": True}})
     assert out["failed_nodes"] == ["n2"]
     assert out["refusal"] is None
     assert out["targets"] == plan["targets"]  # the plan so far is kept
 
 
-def test_confirmed_selects_registered_undrained_nodes_and_prefers_the_restarted_ones():
-    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), verified=("n1.lab", "n2.lab", "n3.lab"))
-    state = {
+def test_confirmed_selects_registered_undrained_nodes_prefers_the_restarted_ones_and_plans_the_sruns():
+    files = {"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n",
+             "n1/gres.conf": "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-7]\n",
+             "n2/gres.conf": "NodeName=n2 Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"}
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=state(nodes=("n1.lab", "n2.lab", "n3.lab")))
+    st = {
         "n1.lab": {"hpc_gres_slurmd_confirmed": {"status": "ok", "node": {"state_flags": []}},
                    "hpc_gres_slurmd_restarted": True},
         "n2.lab": {"hpc_gres_slurmd_confirmed": {"status": "resumed", "node": {"state_flags": []}}},
         "n3.lab": {"hpc_gres_slurmd_confirmed": {"status": "ok", "node": {"state_flags": ["DRAIN"]}}},
     }
-    out = deploy_plan.confirmed(plan, state)
+    out = deploy_plan.confirmed(plan, st, files)
     assert out["smoke_nodes"] == ["n1", "n2"]
     assert out["smoke_preferred_nodes"] == ["n1"]
-    failed = dict(state, **{"n1.lab": {"hpc_gres_slurmd_confirmed": {"status": "failed"}}})
-    assert deploy_plan.confirmed(plan, failed)["smoke_nodes"] == ["n2"]
+    assert out["smoke"] == [{"type": "a100", "node": "n1", "count": 8, "gres": "gpu:a100:8",
+                             "expected": "0,1,2,3,4,5,6,7"}]
+    failed = dict(st, **{"n1.lab": {"hpc_gres_slurmd_confirmed": {"status": "failed"}}})
+    assert deploy_plan.confirmed(plan, failed, files)["smoke_nodes"] == ["n2"]
     # registered but left DOWN (an admin's State=DOWN, or ReturnToService=0): srun could not use it
-    down = dict(state, **{"n2.lab": {"hpc_gres_slurmd_confirmed": {"status": "ok", "node": {
+    down = dict(st, **{"n2.lab": {"hpc_gres_slurmd_confirmed": {"status": "ok", "node": {
         "state_base": "DOWN", "state_flags": []}}}})
-    assert deploy_plan.confirmed(plan, down)["smoke_nodes"] == ["n1"]
+    assert deploy_plan.confirmed(plan, down, files)["smoke_nodes"] == ["n1"]
 
 
-def test_each_stage_names_the_facts_it_reads():
-    assert set(deploy_plan.STAGE_FACTS) == {"gate", "order", "restarted", "confirmed"}
-    assert all(name.startswith(("hpc_gres_slurmd_", "hpc_gres_slurmctld_"))
-               for names in deploy_plan.STAGE_FACTS.values() for name in names)
+def test_each_stage_names_what_it_reads_from_the_hosts():
+    assert set(deploy_plan.STAGE_FACTS) == {"gate", "restarted", "confirmed"}
+    assert all(name.startswith("hpc_gres_") for names in deploy_plan.STAGE_FACTS.values() for name in names)
 
 
-def test_check_mode_defers_the_gate_refusal_to_the_report_and_later_stages_keep_it():
-    state = {"n1.lab": {"hpc_gres_slurmd_verified": True}}
-    plan = deploy_plan.gate(["ctl", "n1.lab", "n2.lab"], GROUPS, NAMES, state, check_mode=True)
+def test_check_mode_defers_the_gate_refusal_and_reports_every_node():
+    st = state(nodes=("n1.lab",))
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab"), st=st, check_mode=True)
     assert plan["refusal"] is None
     assert plan["check_refusal"].startswith("nothing installed, nothing restarted: 1 of 2 targeted node(s) did not "
                                             "pass verification: n2.lab")
-    ordered = deploy_plan.order(plan, {"n1.lab": {"hpc_gres_slurmd_plan": {"gres_changed": False}}})
-    assert ordered["refusal"] is None and ordered["check_refusal"] == plan["check_refusal"]
+    assert plan["report"]["verdicts"]["slurmd"]["n2"].startswith("would be refused at verify")
     # nothing to defer when every node passed
-    assert deploy_plan.gate(["ctl", "n1.lab"], GROUPS, NAMES, state, check_mode=True)["check_refusal"] is None
-    assert "check_refusal" not in deploy_plan.gate(["ctl", "n1.lab", "n2.lab"], GROUPS, NAMES, state)
+    assert gate(play_hosts=("ctl", "n1.lab"), st=st, check_mode=True)["check_refusal"] is None
+    assert "check_refusal" not in gate(play_hosts=("ctl", "n1.lab", "n2.lab"), st=st)

@@ -42,7 +42,7 @@ def test_step_model_changes_only_the_node_whose_turn_it_is():
 
 
 def test_live_layouts_from_a_mig_layout_plan():
-    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import live_layouts
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.plan import live_layouts
     plan = [{"index": 0, "mig_mode": "Enabled", "current": {"3g.40gb": 1, "1g.10gb": 2}},
             {"index": 1, "mig_mode": "Disabled", "current": {}},
             {"index": 2, "mig_mode": "[N/A]", "current": {}}]

@@ -1,8 +1,12 @@
 """What each config mode installs where, and how the restart planner sees it."""
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_controller_plan import gres_controller_plan
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_deploy_files import gres_deploy_files
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_node_plan import gres_node_plan
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_files import configless_restart
+import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import (
+    configless_restart,
+    controller_plan,
+    deploy_files,
+    node_plan,
+)
 
 SLURM = "ClusterName=c\nSlurmctldHost=ctl\nGresTypes=gpu\nNodeName=n1 Gres=gpu:a:2\n"
 NODE_GRES = "NodeName=n1 Name=gpu Type=a File=/dev/nvidia[0-1]\n"
@@ -12,38 +16,38 @@ FILES = {"slurm.conf": SLURM, "cgroup.conf": "ConstrainDevices=yes\n", "n1/gres.
 
 
 def test_files_mode():
-    node = gres_deploy_files(FILES, "node", "n1")
+    node = deploy_files(FILES, "node", "n1")
     assert node["install"] == node["record"] == ["gres.conf", "cgroup.conf", "slurm.conf"]
     assert node["files"]["gres.conf"] == NODE_GRES
-    assert gres_deploy_files(FILES, "controller")["install"] == ["cgroup.conf", "slurm.conf"]
+    assert deploy_files(FILES, "controller")["install"] == ["cgroup.conf", "slurm.conf"]
 
 
 def test_configless_installs_nothing_on_the_node_but_records_what_slurmd_fetches():
-    node = gres_deploy_files(FILES, "node", "n1", "configless")
+    node = deploy_files(FILES, "node", "n1", "configless")
     assert node["install"] == [] and node["record"] == ["gres.conf", "cgroup.conf", "slurm.conf"]
     assert node["files"]["gres.conf"] == FILES["gres.conf"]  # the cluster-wide one slurmctld serves
-    installed = gres_deploy_files(FILES, "controller", mode="configless")["install"]
+    installed = deploy_files(FILES, "controller", mode="configless")["install"]
     assert installed == ["cgroup.conf", "gres.conf", "slurm.conf"]
 
 
 def test_include_mode_installs_the_include_file_and_gres_conf():
-    node = gres_deploy_files(FILES, "node", "n1", "include", "inc.conf")
+    node = deploy_files(FILES, "node", "n1", "include", "inc.conf")
     assert node["install"] == ["gres.conf", "inc.conf"]
-    assert gres_deploy_files(FILES, "controller", mode="include", include_file="inc.conf")["install"] == ["inc.conf"]
+    assert deploy_files(FILES, "controller", mode="include", include_file="inc.conf")["install"] == ["inc.conf"]
 
 
 def test_node_plan_reads_the_include_file_as_slurm_conf():
-    new = gres_deploy_files(FILES, "node", "n1", "include", "inc.conf")["files"]
-    same = gres_node_plan(new, dict(new), "n1", installed=dict(new), mode="include", include_file="inc.conf")
+    new = deploy_files(FILES, "node", "n1", "include", "inc.conf")["files"]
+    same = node_plan(new, dict(new), "n1", installed=dict(new), mode="include", include_file="inc.conf")
     assert not same["restart"] and same["expected_gres"] == {"gpu:a": 2} and same["not_installed"] == []
     more = dict(new, **{"inc.conf": "GresTypes=gpu\nNodeName=n1 Gres=gpu:a:3\n"})
-    plan = gres_node_plan(more, new, "n1", installed=new, mode="include", include_file="inc.conf")
+    plan = node_plan(more, new, "n1", installed=new, mode="include", include_file="inc.conf")
     assert plan["restart"] and plan["gres_changed"] and plan["not_installed"] == ["inc.conf"]
 
 
 def test_configless_node_plan_never_reports_files_not_installed():
-    new = gres_deploy_files(FILES, "node", "n1", "configless")["files"]
-    plan = gres_node_plan(new, {}, "n1", installed={}, mode="configless")
+    new = deploy_files(FILES, "node", "n1", "configless")["files"]
+    plan = node_plan(new, {}, "n1", installed={}, mode="configless")
     assert plan["restart"] and plan["not_installed"] == []
 
 
@@ -58,6 +62,13 @@ def test_configless_controller_restarts_first_whenever_a_served_file_changes():
     assert configless_restart(applied, cores) == [
         "gres.conf changed for n1 (configless nodes fetch it from slurmctld)"]
     up = dict(cores, **{"slurm.conf": SLURM.replace("gpu:a:2", "gpu:a:3")})
-    plan = gres_controller_plan(up["slurm.conf"], SLURM, ["n1"], configless={"new": up, "applied": applied})
+    plan = controller_plan(up, applied, ["n1"], mode="configless")
     # a count going up would restart slurmctld after the nodes; configless nodes fetch the files from it: before
     assert plan["restart_before"] and not plan["restart_after"]
+
+
+def test_an_unknown_mode_or_role_is_refused():
+    with pytest.raises(ValueError, match="config mode: expected one of files, configless, include"):
+        deploy_files(FILES, "node", "n1", "pull")
+    with pytest.raises(ValueError, match="role: expected node or controller"):
+        deploy_files(FILES, "login")

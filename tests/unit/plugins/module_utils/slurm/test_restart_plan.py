@@ -1,7 +1,7 @@
 """Which daemons restart, and in which order, for a change of files."""
 import pytest
 
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import restart_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import restart_plan
 
 HEAD = """ClusterName=demo
 SlurmctldHost=ctl

@@ -4,7 +4,7 @@
 """Module: the deploy's lock and run record on the controller host."""
 
 DOCUMENTATION = r"""
-module: gres_run_record
+module: gres_run
 author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.2.0"
 short_description: Lock the cluster for one deploy and record what the run changes, on the controller host
@@ -93,7 +93,7 @@ attributes:
 
 EXAMPLES = r"""
 - name: Take the lock before anything is installed
-  hpc.slurm_gres.gres_run_record:
+  hpc.slurm_gres.gres_run:
     step: lock
     owner: {user: alice, control_host: admin01, pid: 4242, command: deploy}
   delegate_to: "{{ groups['slurmctld'][0] }}"
@@ -101,7 +101,7 @@ EXAMPLES = r"""
   register: run
 
 - name: Release it when the run is done
-  hpc.slurm_gres.gres_run_record:
+  hpc.slurm_gres.gres_run:
     step: finish
     run_id: "{{ run.run_id }}"
     state: done

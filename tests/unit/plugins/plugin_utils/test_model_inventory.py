@@ -1,11 +1,9 @@
-"""Schema variables read from a real Ansible inventory (templates, group_vars, vault-free): the filter and the
-render action's body (plugin_utils/inventory_vars.py, plugin_utils/cluster_render.py)."""
+"""Schema variables read from a real Ansible inventory (templates, group_vars, vault-free): the render action's body
+(plugin_utils/inventory_vars.py, plugin_utils/cluster_render.py)."""
 import pytest
 from ansible.release import __version__ as ANSIBLE_VERSION
-from ansible.errors import AnsibleFilterError
 from render_helpers import load_inventory, write_inventory
 
-from ansible_collections.hpc.slurm_gres.plugins.filter.gres_cluster_model import gres_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import cluster_vars, render_cluster
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
@@ -44,10 +42,9 @@ def test_duplicate_index_from_group_vars_fails_with_host_and_index(tmp_path):
     bad = dict(GPU_GROUP, hpc_gres_gpus=[{"index": 0, "type": "a100"}, {"index": 0, "type": "a100"}])
     source = write_inventory(tmp_path, HOSTS, group_vars={"gpu": bad})
     hostvars, groups, cluster = load_inventory(source)
-    with pytest.raises(AnsibleFilterError) as err:
-        gres_cluster_model(hostvars, groups, cluster)
+    with pytest.raises(GresError) as err:
+        model_from_inventory(hostvars, groups, cluster)
     message = str(err.value)
-    assert "nothing was rendered or written" in message
     assert "host gpu-a01.lab: hpc_gres_gpus[1].index: expected unique GPU index, found 0" in message
     assert "host gpu-a03.lab: hpc_gres_gpus[1].index" in message
 
@@ -116,7 +113,7 @@ def test_plain_dict_hostvars_work_too():
     hostvars = {"ctl01": {}, "n1": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 4,
                                     "hpc_gres_node_threads_per_core": 1, "hpc_gres_gpus": [{"index": 0, "type": "t4"}]}}
     groups = {"all": ["ctl01", "n1"], "slurmctld": ["ctl01"], "slurmd": ["n1"]}
-    assert gres_cluster_model(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
+    assert model_from_inventory(hostvars, groups)["nodes"][0]["gpus"][0]["type"] == "t4"
 
 
 def test_a_vars_file_with_non_string_keys_is_read_not_crashed_on(tmp_path):

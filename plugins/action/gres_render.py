@@ -1,6 +1,6 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action: render the whole cluster once on the controller (documentation: plugins/modules/gres_render_cluster.py)."""
+"""Action: render the whole cluster once on the controller (documentation: plugins/modules/gres_render.py)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail

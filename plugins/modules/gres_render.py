@@ -1,10 +1,10 @@
 #!/usr/bin/python
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Documentation of the gres_render_cluster action (plugins/action/gres_render_cluster.py), run on the controller."""
+"""Documentation of the gres_render action (plugins/action/gres_render.py), run on the controller."""
 
 DOCUMENTATION = r"""
-module: gres_render_cluster
+module: gres_render
 author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
 short_description: Render and prove the whole cluster's Slurm GPU configuration once, on the controller
@@ -76,7 +76,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Render and prove the cluster's files, keep them for the deploy plays
-  hpc.slurm_gres.gres_render_cluster:
+  hpc.slurm_gres.gres_render:
   register: rendered
 
 - name: Each node verifies its own gres.conf
@@ -88,7 +88,7 @@ EXAMPLES = r"""
     node: "{{ hostvars['localhost'].rendered.nodes[inventory_hostname] }}"
 
 - name: Render-only, into a directory on the controller
-  hpc.slurm_gres.gres_render_cluster:
+  hpc.slurm_gres.gres_render:
     dest: /srv/slurm-render
 """
 

@@ -204,7 +204,7 @@ def expected_gres(slurm_text, node_name):
 
 def install_needed(new, not_installed, installed_attributes, wanted):
     """Whether the install must run: unless the installed files are known to be the new ones, with the wanted
-    ``mode``/``owner``/``group`` (``installed_attributes`` as slurm_conf_files reads them), it must.
+    ``mode``/``owner``/``group`` (``installed_attributes`` as config_tree reads them), it must.
 
     ``not_installed`` (new files whose installed content differs) None means the installed files were not read.
     """

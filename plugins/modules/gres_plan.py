@@ -1,0 +1,150 @@
+#!/usr/bin/python
+# Copyright: hpc.slurm_gres contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documentation of the gres_plan action (plugins/action/gres_plan.py); it runs on the controller."""
+
+DOCUMENTATION = r"""
+module: gres_plan
+author: hpc.slurm_gres contributors (@hpc-slurm-gres)
+version_added: "0.1.0"
+short_description: The cross-host decisions of the deploy, the rollback and the MIG runbook (used by the playbooks)
+description:
+  - The decisions of C(hpc.slurm_gres.deploy_gres), C(hpc.slurm_gres.rollback_gres) and
+    C(hpc.slurm_gres.mig_reconfigure) that depend on more than one host, each made once in Python on the control
+    machine from what the hosts reported; the plays only read RV(plan). It is part of those playbooks, not an
+    interface for plays of your own.
+  - "O(stage=gate), after every targeted node ran M(hpc.slurm_gres.gres_verify) (registered as
+    C(hpc_gres_verify_result)) and the controllers read their files and the daemons' versions: the targeted nodes
+    (play hosts in group C(slurmd)) and their Slurm names, the targeted controllers and each one's plan (restart
+    slurmctld before or after the slurmd restarts, or reconfigure), the Gres each node must register with. Fails,
+    naming them, unless every targeted node passed verification and every daemon runs the release the files are
+    rendered for, when a node's Gres changes without a targeted slurmctld, and when slurm.conf changes the Gres of
+    a node the run does not restart. Nothing is installed anywhere then. In check mode the refusal is deferred
+    (C(plan.check_refusal)) and RV(report_lines) say what the deploy would do, with the diffs grouped by hostlist."
+  - "O(stage=restarted): C(plan.failed_nodes), the targeted nodes whose slurmd restart did not finish."
+  - "O(stage=confirmed): C(plan.smoke_nodes) (registered, not drained, not DOWN), C(plan.smoke_preferred_nodes)
+    (restarted by this run) and C(plan.smoke), the sruns of the smoke test with the C(CUDA_VISIBLE_DEVICES) each
+    must print."
+  - "O(stage=controller): one controller's plan for O(files), from its M(hpc.slurm_gres.config_tree) read O(read)
+    (the MIG runbook and a rollback plan with files other than the render's)."
+  - "O(stage=owner): who runs this deploy (user, control machine, ansible-playbook's pid) and whether the lock
+    holder O(lock) is an interrupted run of this control machine whose lock may be taken over."
+  - "O(stage=changes): what the run changes per host (the files each daemon runs with against the new ones, from
+    the hosts' plans), for M(hpc.slurm_gres.gres_run)'s record."
+  - "O(stage=summary): the end of a run, one line per host of the O(record), its final state."
+  - "O(stage=mig_status): whether the MIG runbook can leave O(host) alone."
+options:
+  stage:
+    description: Which decision to make.
+    type: str
+    required: true
+    choices: [gate, restarted, confirmed, controller, owner, changes, summary, mig_status]
+  plan:
+    description: The RV(plan) of the gate (O(stage=restarted), V(confirmed), V(changes)).
+    type: dict
+  serial:
+    description: O(stage=gate) in check mode, the slurmd restart batch size the report names.
+    type: raw
+  files:
+    description: O(stage=controller), the files to plan for (file name to text).
+    type: dict
+  read:
+    description: O(stage=controller) and V(mig_status), the host's M(hpc.slurm_gres.config_tree) read of its files.
+    type: dict
+  targeted_nodes:
+    description: O(stage=controller), the Slurm nodes this run restarts; a Gres change of any other is refused.
+    type: list
+    elements: str
+  wanted:
+    description: O(stage=controller), the C(mode), C(owner) and C(group) the install gives the files.
+    type: dict
+  command:
+    description: O(stage=owner), what the run does (C(deploy), C(rollback of RUN_ID)).
+    type: str
+    default: deploy
+  lock:
+    description: O(stage=owner), the lock as M(hpc.slurm_gres.gres_run) O(hpc.slurm_gres.gres_run#module:step=inspect)
+      returned it (its holder), or null.
+    type: dict
+  nodes:
+    description: O(stage=changes), the node hosts of the run.
+    type: list
+    elements: str
+  names:
+    description: O(stage=changes), node host to Slurm node name.
+    type: dict
+  controllers:
+    description: O(stage=changes), the controller hosts of the run.
+    type: list
+    elements: str
+  record:
+    description: O(stage=summary), the run record.
+    type: dict
+  late:
+    description: O(stage=summary), the run is being rolled back after a late failure.
+    type: bool
+    default: false
+  node_records:
+    description: O(stage=summary), node name to its record from M(hpc.slurm_gres.slurm_node).
+    type: dict
+  inventory_hint:
+    description: O(stage=summary), the inventory arguments shown in the commands of the summary.
+    type: str
+    default: -i INVENTORY
+  host:
+    description: O(stage=mig_status), the inventory host.
+    type: str
+  check:
+    description: O(stage=mig_status), the node's M(hpc.slurm_gres.mig_layout) result in check mode.
+    type: dict
+  node:
+    description: O(stage=mig_status), the node's record from M(hpc.slurm_gres.slurm_node).
+    type: dict
+  step:
+    description: O(stage=mig_status), the M(hpc.slurm_gres.gres_render) result of this step.
+    type: dict
+  reason:
+    description: O(stage=mig_status), the runbook's drain reason.
+    type: str
+extends_documentation_fragment:
+  - hpc.slurm_gres.attributes.no_diff
+  - hpc.slurm_gres.attributes.controller
+attributes:
+  check_mode:
+    support: full
+    description:
+      - The same decisions, except that a refusal of O(stage=gate) does not fail the task; it is returned as
+        C(plan.check_refusal) with the report, so that the check run reports every node before it ends with it.
+"""
+
+EXAMPLES = r"""
+- name: Install nothing unless every targeted node passed
+  hpc.slurm_gres.gres_plan:
+    stage: gate
+  run_once: true
+  register: hpc_gres_deploy
+
+- name: slurmd restarts check the Gres at once unless slurmctld restarts after them
+  ansible.builtin.debug:
+    msg: "{{ hpc_gres_deploy.plan.check_gres_on_restart }}"
+"""
+
+RETURN = r"""
+plan:
+  description:
+    - O(stage=gate), C(targets) (inventory hosts), C(names) (host to node name), C(controllers),
+      C(controller_plans) (host to its plan), C(unverified), C(version_problems), C(gres_changing),
+      C(slurmctld_restart_after), C(check_gres_on_restart), C(expected_gres) and C(refusal) (the message when the
+      deploy must stop, else null); in check mode C(check_refusal). O(stage=restarted) adds C(failed_nodes),
+      O(stage=confirmed) C(smoke_nodes), C(smoke_preferred_nodes) and C(smoke).
+    - The other stages return their decision (a controller plan, the owner, the changes, the summary, the status).
+  returned: always
+  type: dict
+  sample: {"targets": ["gpu-a01.example.org"], "names": {"gpu-a01.example.org": "gpu-a01"},
+           "controllers": ["ctl01"], "unverified": [], "refusal": null}
+report_lines:
+  description: O(stage=gate) in check mode, what the deploy would do (verdicts per group of nodes, the restarts in order).
+  returned: in check mode, with O(stage=gate)
+  type: list
+  elements: str
+"""
