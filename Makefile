@@ -8,7 +8,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 DEMO_DIR ?= out/demo
 
 .PHONY: setup system-deps images demo test lint sanity unit integration pytest package compat compat-min molecule \
-	galaxy-importer fresh bench clean
+	galaxy-importer release fresh bench clean
 
 setup: $(VENV)/.stamp .cache/collections/ansible_collections/hpc/slurm_gres
 
@@ -64,6 +64,11 @@ compat-min: system-deps setup
 # Galaxy's own import check on the built tarball (installs galaxy-importer in a throwaway venv)
 galaxy-importer: setup
 	bash scripts/galaxy-importer.sh
+
+# The release of galaxy.yml's version: changelog, tarball and its install (make package), Galaxy's importer, and
+# out/release/hpc-slurm_gres-VERSION.tar.gz
+release: setup
+	bash scripts/release.sh
 
 # make system-deps setup lint sanity pytest package in a pristine Debian 12 chroot (root; see the script)
 fresh:

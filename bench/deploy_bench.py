@@ -132,7 +132,7 @@ def seed(out, inventory, nodes, ctl):
     """Install the rendered files everywhere and record them as running, the way a previous deploy leaves them."""
     rendered = os.path.join(out, "rendered")
     shutil.rmtree(rendered, ignore_errors=True)
-    run([PLAYBOOK_BIN, "-i", inventory, "playbooks/deploy-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered])
+    run([PLAYBOOK_BIN, "-i", inventory, "playbooks/render-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered])
     with open(os.path.join(rendered, "slurm.conf")) as handle:
         slurm_text = handle.read()
     for node in nodes:

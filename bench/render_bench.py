@@ -106,7 +106,7 @@ def time_pure():
     t1 = time.perf_counter()
     files = render_all(model)
     t2 = time.perf_counter()
-    guide = users_guide_files(model, files)
+    guide = users_guide_files(model)
     t3 = time.perf_counter()
     node_lines = sum(1 for line in files["slurm.conf"].splitlines() if line.startswith("NodeName="))
     gpus = sum(len(n["gpus"]) for n in model["nodes"])
@@ -159,7 +159,7 @@ def main():
         print(json.dumps(result["pure"], indent=1))
         return 0
     runs = {"floor": [], "fresh": [], "rerun": []}
-    render = [playbook, "-i", inv, "playbooks/deploy-gres.yml", "-e", "hpc_gres_render_dir=%s" % render_dir]
+    render = [playbook, "-i", inv, "playbooks/render-gres.yml", "-e", "hpc_gres_render_dir=%s" % render_dir]
     for _run in range(opts.runs):
         runs["floor"].append(run_playbook([playbook, "-i", inv, floor_pb], env))
         if os.path.isdir(render_dir):

@@ -41,7 +41,7 @@ PYTEST_TARGETS=(
   tests/integration/test_gpu_facts_module.py
   tests/integration/test_gres_verify_module.py
   tests/integration/test_mig_layout_module.py
-  tests/integration/test_slurm_node_confirm.py
+  tests/integration/test_slurm_node_module.py
   tests/integration/test_verify_playbook.py
   tests/integration/test_deploy_playbook.py
 )

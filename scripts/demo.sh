@@ -8,7 +8,7 @@ export ANSIBLE_CONFIG="$root/ansible.cfg"
 playbook="$root/.venv/bin/ansible-playbook"
 [ -x "$playbook" ] || playbook=ansible-playbook
 
-"$playbook" -i inventories/example/hosts.yml playbooks/deploy-gres.yml -e "hpc_gres_render_dir=$dir"
+"$playbook" -i inventories/example/hosts.yml playbooks/render-gres.yml -e "hpc_gres_render_dir=$dir"
 
 echo
 echo "== $dir/slurm.conf (node lines)"

@@ -2,7 +2,7 @@
 
 Each inventory from tests/helpers/inventory_strategies.py is written as an inventory directory (hosts.yml,
 host_vars, group_vars/all.yml) and rendered with
-``ansible-playbook playbooks/deploy-gres.yml -i INV -e hpc_gres_render_dir=OUT``. Then:
+``ansible-playbook playbooks/render-gres.yml -i INV -e hpc_gres_render_dir=OUT``. Then:
 * a refusal must exit non-zero, write nothing, show no traceback, and name in its message exactly the hosts and
   fields the pure functions name for the same inventory (so Ansible's loading changes nothing);
 * a render must write the files the pure functions render, and every GPU node's gres.conf must pass the real
@@ -59,7 +59,7 @@ def write_inventory(path, inventory):
 
 def run_playbook(inventory_path, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/deploy-gres.yml", "-i",
+    cmd = [os.path.join(ROOT, ".venv", "bin", "ansible-playbook"), "playbooks/render-gres.yml", "-i",
            inventory_path, "-e", "hpc_gres_render_dir=%s" % dest]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           check=False)

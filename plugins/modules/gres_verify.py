@@ -354,6 +354,9 @@ def _daemon_version(module, command, commands):
     if not path:
         entry["error"] = "%s -V: no %s on PATH" % (command, command)
         return entry
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        entry["error"] = "%s -V: no such executable" % command
+        return entry
     argv = [path, "-V"]
     commands.append(argv)
     rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
@@ -506,6 +509,8 @@ def main():
         hw, warnings, collected = collect(run, params["sysfs_root"], params["nvidia_smi"],
                                           which=module.get_bin_path)
     except CollectError as exc:
+        if daemon:
+            exc.details["daemon_version"] = daemon
         module.fail_json(msg="gres_verify on node %s: %s" % (node, exc), **exc.details)
     commands.extend(collected)
     for warning in warnings:

@@ -62,7 +62,7 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
         model = step_model(model, mig_step, live or {})
     files = render_all(model)
     if mig_step is None:
-        files.update(inventory_guide_files(model, files, hostvars, groups))
+        files.update(inventory_guide_files(model, hostvars, groups))
     return {
         "files": files,
         "summary": summarize(model, files),

@@ -106,11 +106,13 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
     if plan["unverified"]:
         reasons.append("%d of %d targeted node(s) did not pass verification: %s (their findings are above)"
                        % (len(plan["unverified"]), len(targets), ", ".join(plan["unverified"])))
-    daemons = [results[h]["daemon_version"] for h in targets if (results[h].get("daemon_version") or {}).get("host")]
+    daemons = []
     read_by = [h for h in controllers if state.get(h, {}).get(CTLD_VERSIONS)] or [
         h for h in play_hosts if state.get(h, {}).get(CTLD_VERSIONS)]
     if read_by:
         daemons += controller_versions(state[read_by[0]][CTLD_VERSIONS])
+    # named by inventory host, as every other refusal (gres_verify knows the node by its Slurm name)
+    daemons += [dict(results[h]["daemon_version"], host=h) for h in targets if results[h].get("daemon_version")]
     release = (render.get("summary") or {}).get("slurm_version")
     problems = [str(p) for p in version_problems(release, daemons)] if release and daemons else []
     plan["version_problems"] = problems

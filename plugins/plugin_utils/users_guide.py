@@ -1,8 +1,8 @@
 """Cluster model -> the users' GPU guide (``USERS.md``) and a short login banner (``USERS.motd``).
 
-Everything on the page comes from the model the configuration files are rendered from, and from those rendered
-files (whether jobs are confined to their GPUs is read from ``slurm.conf`` and ``cgroup.conf`` exactly as the
-post-deploy smoke test reads it), so a GPU type renamed in the inventory changes the page in the same deploy.
+Everything on the page comes from the model the configuration files are rendered from (whether jobs are confined to
+their GPUs from the slurm.conf and cgroup.conf options the model renders), so a GPU type renamed in the inventory
+changes the page in the same deploy.
 
 What a node offers is read from ``node_gres`` (its slurm.conf ``Gres=``), so any GRES the model renders gets a
 request line: typed and untyped GPUs, MIG instances, sharing GRES (``shard``, ``mps``) and any other name.
@@ -19,7 +19,6 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.gres_type import mig_gres_type
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import node_gres, target_version
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import hostlist_expr
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import devices_confined
 
 GUIDE = "USERS.md"
 MOTD = "USERS.motd"
@@ -101,28 +100,38 @@ def _per_gpu(node, name):
     return [g.get(field) for g in node["gpus"] if g.get(field)]
 
 
-def _slurm_option(files, name):
-    """The value of a slurm.conf option in the rendered file (None when not set)."""
-    for line in files["slurm.conf"].splitlines():
-        key, _sep, value = line.partition("=")
-        if key.strip().lower() == name.lower():
-            return value.strip()
+def _option(model, conf, name):
+    """The value of an option the model renders into ``conf`` (slurm_conf, cgroup_conf); None when not set, and in
+    include mode, where the site's own slurm.conf and cgroup.conf hold the options."""
+    if model.get("config_mode") == "include":
+        return None
+    for key, value in model["settings"][conf].items():
+        if key.lower() == name.lower():
+            return str(value)
     return None
 
 
-def _requeue_delay(files):
+def _requeue_delay(model):
     """Seconds a requeued job waits before it may start again: the job credential's lifetime plus one
     (``AuthInfo=cred_expire=N``, 120 s by default; measured on 22.05: EligibleTime = requeue time + N + 1)."""
-    for item in (_slurm_option(files, "AuthInfo") or "").split(","):
+    for item in (_option(model, "slurm_conf", "AuthInfo") or "").split(","):
         key, _sep, value = item.partition("=")
         if key.strip().lower() == "cred_expire" and value.strip().isdigit():
             return int(value) + 1
     return 121
 
 
-def _multiple_sharing_per_job(files):
+def _multiple_sharing_per_job(model):
     """SelectTypeParameters=MULTIPLE_SHARING_GRES_PJ (23.11+) lets one job take shards of several GPUs."""
-    return "multiple_sharing_gres_pj" in (_slurm_option(files, "SelectTypeParameters") or "").lower()
+    return "multiple_sharing_gres_pj" in (_option(model, "slurm_conf", "SelectTypeParameters") or "").lower()
+
+
+def _devices_confined(model):
+    """Jobs see only their GPUs: TaskPlugin task/cgroup with ConstrainDevices=yes (in include mode the site's files
+    decide, which the model does not hold: not claimed)."""
+    plugins = [p.strip().lower() for p in (_option(model, "slurm_conf", "TaskPlugin") or "").split(",")]
+    constrain = (_option(model, "cgroup_conf", "ConstrainDevices") or "no").lower()
+    return "task/cgroup" in plugins and constrain in ("yes", "true", "1")
 
 
 def _with_gres(model):
@@ -380,8 +389,8 @@ def _glance(model):
     return rows
 
 
-def _confinement(model, files):
-    confined = devices_confined(files["slurm.conf"], files.get("cgroup.conf"))
+def _confinement(model):
+    confined = _devices_confined(model)
     out = ["## Inside a job: `CUDA_VISIBLE_DEVICES`", ""]
     if confined:
         out += [
@@ -465,7 +474,7 @@ def _free_gpus(model):
     ]
 
 
-def _templates(installed_dir, files, typed=True):
+def _templates(model, installed_dir, typed=True):
     if installed_dir:
         where = ("Working job scripts are installed next to this guide, in `%s/job-templates/`. Copy one, "
                  "then submit it with the request options above (options on the command line override the "
@@ -497,16 +506,16 @@ def _templates(installed_dir, files, typed=True):
         "exits on `SIGTERM` (sent 120 s before the time limit, and by Slurm on preemption, `scontrol requeue` "
         "or `scancel`). A checkpoint must take less than the cluster's `KillWait` "
         "(`scontrol show config | grep -E 'KillWait|GraceTime'`). A requeued job may start again %d s after "
-        "the requeue at the earliest (`squeue` shows it pending with reason `BeginTime`)." % _requeue_delay(files),
+        "the requeue at the earliest (`squeue` shows it pending with reason `BeginTime`)." % _requeue_delay(model),
     ]
     return out
 
 
-def render_users_guide(model, files, installed_dir=None):
-    """USERS.md text for the cluster. ``files``: ``render_all(model)``; ``installed_dir``: where the guide and
+def render_users_guide(model, installed_dir=None):
+    """USERS.md text for the cluster. ``installed_dir``: where the guide and
     its job templates are installed on the login nodes (None: not installed)."""
     model = _with_gres(model)
-    multiple_sharing = _multiple_sharing_per_job(files)
+    multiple_sharing = _multiple_sharing_per_job(model)
     typed = _typed(model)
     out = [
         "# GPUs on cluster %s" % model["cluster_name"],
@@ -565,9 +574,9 @@ def render_users_guide(model, files, installed_dir=None):
     notes.append("- `--gpus-per-node=%s` and `--gpus=%s` are the same GPUs as `--gres=gpu:%s`; use one form per job. "
                  "Add `--cpus-per-gpu=` and `--mem-per-gpu=` for CPUs and memory." % (spec, spec, spec))
     out += [""] + notes + [""]
-    out += _confinement(model, files) + [""]
+    out += _confinement(model) + [""]
     out += _free_gpus(model) + [""]
-    out += _templates(installed_dir, files, typed)
+    out += _templates(model, installed_dir, typed)
     return "\n".join(out) + "\n"
 
 
@@ -588,16 +597,16 @@ def render_motd(model, installed_dir=None):
     return "\n".join(out) + "\n"
 
 
-def users_guide_files(model, files, installed_dir=None):
+def users_guide_files(model, installed_dir=None):
     """{"USERS.md": text, "USERS.motd": text}: the entries the render step adds next to slurm.conf."""
     model = _with_gres(model)
-    return {GUIDE: render_users_guide(model, files, installed_dir), MOTD: render_motd(model, installed_dir)}
+    return {GUIDE: render_users_guide(model, installed_dir), MOTD: render_motd(model, installed_dir)}
 
 
-def inventory_guide_files(model, files, hostvars, groups):
+def inventory_guide_files(model, hostvars, groups):
     """What the render step adds to ``render_all(model)``'s files, reading the install directory from the
     inventory: ``hpc_gres_users_guide_dir`` of the hosts in group ``hpc_gres_users_guide`` (GresError when
     they differ). ``hostvars`` may be Ansible's hostvars or a plain dict."""
     hosts = list((groups or {}).get(INSTALL_GROUP) or [])
     directory = install_dir(schema_hostvars(hostvars, hosts, lambda name: name == DIR_VAR))
-    return users_guide_files(model, files, directory)
+    return users_guide_files(model, directory)

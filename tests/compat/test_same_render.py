@@ -2,7 +2,7 @@
 
 Run by scripts/compat.sh (``make compat``, ``make compat-min``), which passes the ansible-core installations to
 compare in ``SLURM_GRES_COMPAT_BINS`` ("2.16=/path/to/venv/bin 2.21=... venv=.venv/bin"). Each renders each
-inventory below with ``ansible-playbook hpc.slurm_gres.deploy_gres -e hpc_gres_render_dir=DIR``: the example,
+inventory below with ``ansible-playbook hpc.slurm_gres.render_gres -e hpc_gres_render_dir=DIR``: the example,
 one that sets no cluster-wide variable at all (what ``default(none)`` broke before ansible-core 2.19), one with
 every cluster-wide option, Jinja in group_vars and shards, and one that must be refused with the same message.
 """
@@ -76,7 +76,7 @@ INVENTORIES = {
 
 def render(bin_dir, inventory, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "hpc.slurm_gres.deploy_gres", "-i", inventory,
+    proc = subprocess.run([os.path.join(bin_dir, "ansible-playbook"), "hpc.slurm_gres.render_gres", "-i", inventory,
                            "-e", "hpc_gres_render_dir=%s" % dest], cwd=ROOT, env=env, check=False,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc.returncode, " ".join(proc.stdout.split())

@@ -304,7 +304,7 @@ def judge(inventory):
         return exc.problems
     check_files(model, files)
     # the render step also writes the users' guide from the same model (no install group in these inventories)
-    files.update(users_guide_files(model, files))
+    files.update(users_guide_files(model))
     return Rendered(model, files)
 
 

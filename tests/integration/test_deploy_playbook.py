@@ -20,10 +20,9 @@ from emulated_node import (
 )
 
 MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
-GATE = "Every targeted node passed verification"
-ORDER = "A GRES change needs slurmctld in the run; when slurmctld restarts relative to the nodes"
+# one task decides: every node verified, the controllers planned, the order; in check mode it also reports
+GATE = "Every node verified, every daemon on the release; plan each controller and the restart order"
 INSTALL = "Install the new files on the node (staged and renamed; the old ones kept as backups)"
-REPORT = "What the deploy would change, once per group of identical changes (the diffs, with --diff)"
 
 
 def added(result, path_end):
@@ -83,13 +82,13 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     plan = tasks[GATE]["ctl01"]["plan"]
     assert plan["targets"] == ["gpu-m01", "gpu-p01"] and plan["controllers"] == ["ctl01"]
     assert plan["names"] == {"gpu-m01": "gpu-m01", "gpu-p01": "gpu-p01"} and plan["refusal"] is None
-    order = tasks[ORDER]["ctl01"]["plan"]
+    order = plan
     # nothing ran before: every node is new, slurmctld restarts first, the restarts may check the Gres at once
     assert order["gres_changing"] == ["gpu-m01", "gpu-p01"] and order["check_gres_on_restart"] is True
     assert tasks[INSTALL]["gpu-m01"]["changed"] is True
     # the diffs come once, from the check report (per-host install diffs are off in check mode)
     assert "diff" not in tasks[INSTALL]["gpu-m01"]
-    result = tasks[REPORT]["ctl01"]
+    result = tasks[GATE]["ctl01"]
     report = result["report"]
     assert report["refusal"] is None and "diffs" not in report
     verdicts = report["verdicts"]["slurmd"]
@@ -119,7 +118,7 @@ def test_a_mig_layout_that_differs_is_refused_by_name_and_nothing_is_installed(t
             in text)
     assert INSTALL not in tasks
     # the check report gave every node its verdict before the refusal
-    report = tasks[REPORT]["ctl01"]["report"]
+    report = tasks[GATE]["ctl01"]["report"]
     assert report["verdicts"]["slurmd"]["gpu-m01"].startswith("would be refused at verify: mig: ")
     assert report["verdicts"]["slurmd"]["gpu-p01"] == (
         "passes verification; would install nothing: the deploy is refused")

@@ -65,7 +65,7 @@ def imported(tmp_path_factory):
     rc, log = run("playbooks/import-config.yml", "-e", "hpc_gres_import_src=%s" % src,
                   "-e", "hpc_gres_import_dest=%s" % dest)
     assert rc == 0, log
-    rc, render_log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % out)
+    rc, render_log = run("playbooks/render-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % out)
     assert rc == 0, render_log
     return src, dest, out, log
 
@@ -167,7 +167,7 @@ def test_live_import_keeps_the_inventory_host_names(tmp_path, configless):
     # the Slurm names are the short host names: only the controller's address is a host variable
     assert os.listdir(dest / "host_vars") == ["head01.site.example.yml"]
     rendered = tmp_path / "rendered"
-    rc, log = run("playbooks/deploy-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % rendered)
+    rc, log = run("playbooks/render-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % rendered)
     assert rc == 0, log
     assert "NodeName=mix01 Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-7 Links=-1,12 Flags=nvidia_gpu_env\n" in (
         rendered / "mix01" / "gres.conf").read_text()

@@ -44,7 +44,7 @@ def cluster():
     slurm_loopback.require("a loopback Slurm cannot run")
     the_model = model()
     files = render_all(the_model)
-    files.update(users_guide_files(the_model, files))
+    files.update(users_guide_files(the_model))
     with tempfile.TemporaryDirectory(prefix="slurm-confined-") as directory:
         slurm = RenderedSlurm(directory)
         try:

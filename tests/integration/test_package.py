@@ -125,7 +125,7 @@ def test_license_is_the_declared_gpl3(package):
 
 def test_installed_collection_renders_the_example_by_fqcn_byte_for_byte(package, tmp_path):
     inventory = package["installed"] / "inventories" / "example" / "hosts.yml"
-    rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", str(inventory),
+    rc, out = playbook(package, "hpc.slurm_gres.render_gres", "-i", str(inventory),
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     assert "cluster demo:" in out and "failed=0" in out
     assert tree(tmp_path / "out") == golden_example()
@@ -137,7 +137,7 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
     node = {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8, "hpc_gres_node_threads_per_core": 1,
             "hpc_gres_gpus": [{"index": 0, "type": "l4", "cores": "0-7"}, {"index": 1, "type": "l4"}]}
     inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"slurmd": node})
-    rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", inventory,
+    rc, out = playbook(package, "hpc.slurm_gres.render_gres", "-i", inventory,
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     files = tree(tmp_path / "out")
     assert sorted(files) == ["USERS.md", "USERS.motd", "cgroup.conf", "n1/gres.conf", "n2/gres.conf", "n3/gres.conf",
@@ -146,7 +146,7 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
 
     bad = dict(node, hpc_gres_gpus=[{"index": 0, "type": "l4", "cores": "0-15"}])
     inventory = write_inventory(tmp_path / "bad", hosts, group_vars={"slurmd": node}, host_vars={"n2": bad})
-    rc, out = playbook(package, "hpc.slurm_gres.deploy_gres", "-i", inventory,
+    rc, out = playbook(package, "hpc.slurm_gres.render_gres", "-i", inventory,
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "bad-out"), check=False)
     assert rc != 0
     assert "host n2: hpc_gres_gpus[0].cores: expected Slurm logical core indices within 0-7" in out
@@ -155,7 +155,7 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
 
 def test_hyphenated_playbook_names_still_run_from_the_installed_copy(package, tmp_path):
     inventory = package["installed"] / "inventories" / "example" / "hosts.yml"
-    playbook(package, str(package["installed"] / "playbooks" / "deploy-gres.yml"), "-i", str(inventory),
+    playbook(package, str(package["installed"] / "playbooks" / "render-gres.yml"), "-i", str(inventory),
              "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     assert tree(tmp_path / "out") == golden_example()
 
@@ -176,7 +176,10 @@ def test_modules_and_roles_document_themselves_from_the_installed_copy(package):
     assert all(modules[name]["doc"].get("options") for name in listed), "a module without options"
     # options that come from the doc fragments
     assert {"nvidia_smi", "sysfs_root"} <= set(modules["hpc.slurm_gres.gpu_facts"]["doc"]["options"])
-    assert {"scontrol", "slurm_conf"} <= set(modules["hpc.slurm_gres.slurm_node_info"]["doc"]["options"])
+    assert {"scontrol", "slurm_conf"} <= set(modules["hpc.slurm_gres.slurm_node"]["doc"]["options"])
+    # the public surface frozen for 0.1.0: at most 12 plugins, modules and filters together
+    filters = json.loads(run([doc, "--json", "-t", "filter", "--list", "hpc.slurm_gres"], cwd=work, env=env).stdout)
+    assert len(listed) + len(filters) <= 12, sorted(listed) + sorted(filters)
     roles = json.loads(run([doc, "--json", "-t", "role"] + ["hpc.slurm_gres.%s" % r for r in ROLES],
                            cwd=work, env=env).stdout)
     assert sorted(roles) == ["hpc.slurm_gres.%s" % r for r in ROLES]

@@ -21,7 +21,7 @@ A100 = {
 
 def render(inventory, dest):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    cmd = [testpaths.ANSIBLE_PLAYBOOK, "playbooks/deploy-gres.yml", "-i", inventory,
+    cmd = [testpaths.ANSIBLE_PLAYBOOK, "playbooks/render-gres.yml", "-i", inventory,
            "-e", "hpc_gres_render_dir=%s" % dest]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           text=True)

@@ -38,7 +38,7 @@ def play(tmp_path, guide_dir, files, *args):
 def rendered(guide_dir):
     model = guide_clusters.shards_model()
     files = render_all(model)
-    files.update(users_guide_files(model, files, guide_dir))
+    files.update(users_guide_files(model, guide_dir))
     return {k: v for k, v in files.items() if k.startswith("USERS.")}
 
 

@@ -27,7 +27,7 @@ def cluster(request):
     slurm_loopback.require("a private slurmctld cannot run")
     model = CLUSTERS[request.param]()
     files = render_all(model)
-    files.update(users_guide_files(model, files))
+    files.update(users_guide_files(model))
     with tempfile.TemporaryDirectory(prefix="slurm-cloud-") as directory:
         ctld = RenderedSlurm(directory)
         try:

@@ -8,7 +8,7 @@ import pytest
 from emulated_node import Node, apply_mig_layout, flat, node_nvidia_smi, run_playbook_json, write_inventory
 
 SUMMARY = "One line per node (counts per GPU type as slurm.conf/gres.conf/nvidia-smi)"
-VERIFY = "Verify the rendered files against this node"
+VERIFY = "Verify the rendered files against this node; with a plan, also read what it has and plan the install"
 
 
 def run(tmp_path, nodes, *extra):

@@ -26,6 +26,7 @@ CONFIG_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY",
                          os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
 PLAYBOOK = os.path.join(PROJECT, "playbooks", "deploy-gres.yml")
+RENDER = os.path.join(PROJECT, "playbooks", "render-gres.yml")
 ROLLBACK = os.path.join(PROJECT, "playbooks", "rollback-gres.yml")
 RUNS = "/var/lib/slurm-gres/runs"
 FAULT_PLUGINS = os.path.join(os.path.dirname(__file__), "..", "callback_plugins")
@@ -104,7 +105,8 @@ def lock():
 def render(extra_inventories=()):
     """Render-only run into a temporary directory: {relative path: content} of what the deploy installs."""
     with tempfile.TemporaryDirectory(prefix="gres-render-") as out_dir:
-        rc, out = run_playbook("-e", "hpc_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories)
+        rc, out = run_playbook("-e", "hpc_gres_render_dir=%s" % out_dir, extra_inventories=extra_inventories,
+                               playbook=RENDER)
         assert rc == 0, "render-only run failed:\n%s" % out
         files = {}
         for base, _subdirs, names in os.walk(out_dir):

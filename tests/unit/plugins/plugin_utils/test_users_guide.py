@@ -16,7 +16,6 @@ import testpaths
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import users_guide
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import (
     DEFAULT_DIR,
     TEMPLATES,
@@ -31,7 +30,7 @@ TEMPLATE_DIR = os.path.join(ROLE, "files", "job-templates")
 
 
 def guide(model, installed_dir=None):
-    return users_guide_files(model, render_all(model), installed_dir)
+    return users_guide_files(model, installed_dir)
 
 
 def check_golden(name, text):
@@ -232,13 +231,12 @@ def test_requeue_delay_follows_the_credential_lifetime():
 
 def test_the_inventory_group_decides_where_the_guide_says_it_is():
     model = guide_clusters.shards_model()
-    files = render_all(model)
-    none = users_guide.inventory_guide_files(model, files, {"login1": {}}, {"all": ["login1"]})
+    none = users_guide.inventory_guide_files(model, {"login1": {}}, {"all": ["login1"]})
     assert "`roles/hpc_gres_users_guide/files/job-templates/`" in none["USERS.md"]
     groups = {"all": ["login1", "login2"], "hpc_gres_users_guide": ["login1", "login2"]}
-    default = users_guide.inventory_guide_files(model, files, {"login1": {}, "login2": {}}, groups)
+    default = users_guide.inventory_guide_files(model, {"login1": {}, "login2": {}}, groups)
     assert "`%s/job-templates/gpu-single.sbatch`" % DEFAULT_DIR in default["USERS.md"]
     with pytest.raises(GresError) as err:
-        users_guide.inventory_guide_files(model, files, {"login1": {"hpc_gres_users_guide_dir": "/srv/a"},
+        users_guide.inventory_guide_files(model, {"login1": {"hpc_gres_users_guide_dir": "/srv/a"},
                                                          "login2": {"hpc_gres_users_guide_dir": "/srv/b"}}, groups)
     assert "host login2: hpc_gres_users_guide_dir:" in str(err.value)

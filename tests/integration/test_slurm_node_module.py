@@ -1,4 +1,4 @@
-"""slurm_node_confirm and slurm_node_info against a real slurmctld and slurmd on loopback.
+"""slurm_node (info, registered, drained, resumed) against a real slurmctld and slurmd on loopback.
 
 The drain/resume rules are the heart of "never leave a node drained by our own mistake, never resume an admin's
 drain"; the states here are produced by the real Slurm 22.05, not by fixtures.
@@ -75,7 +75,7 @@ def healthy(cluster):
 
 @pytest.mark.ansible_core
 def test_info_parses_the_live_node(healthy):
-    result = run_module("slurm_node_info", {"nodes": [NODE, "nosuchnode"], "expected_gres": {NODE: GOOD}}, healthy)
+    result = run_module("slurm_node", {"nodes": [NODE, "nosuchnode"], "expected_gres": {NODE: GOOD}}, healthy)
     assert not result.get("failed"), result
     node = result["nodes"][NODE]
     assert node["state_base"] == "IDLE" and node["state_flags"] == []
@@ -88,7 +88,7 @@ def test_info_parses_the_live_node(healthy):
 
 @pytest.mark.ansible_core
 def test_registered_node_is_ok_and_unchanged(healthy):
-    result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 5}, healthy)
+    result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "timeout": 5}, healthy)
     assert not result.get("failed"), result
     assert result["status"] == "ok" and result["changed"] is False
 
@@ -99,7 +99,7 @@ def test_refused_registration_fails_fast_with_scontrol_reason(healthy):
     healthy.restart_slurmctld()
     healthy.wait_state("INVALID_REG")
     start = time.monotonic()
-    result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": {"gpu:a100": 3, "gpu:h100": 2},
+    result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": {"gpu:a100": 3, "gpu:h100": 2},
                                                "timeout": 60}, healthy)
     assert result["failed"] and result["status"] == "failed"
     assert "gres/gpu count reported lower than configured (4 < 5)" in result["msg"]
@@ -117,12 +117,12 @@ def test_gres_drain_is_resumed_once_the_node_registers_as_declared(healthy):
     healthy.wait_state("State=IDLE+DRAIN ", "count reported lower")
     assert "INVALID_REG" not in healthy.node_line()
 
-    checked = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 5}, healthy,
+    checked = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "timeout": 5}, healthy,
                          check=True)
     assert checked["changed"] and checked["status"] == "resumed"
     assert "DRAIN" in healthy.node_line(), "check mode must not resume"
 
-    result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 20}, healthy)
+    result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "timeout": 20}, healthy)
     assert not result.get("failed"), result
     assert result["changed"] and result["resumed"] and result["status"] == "resumed"
     assert "State=IDLE " in healthy.node_line()
@@ -132,7 +132,7 @@ def test_gres_drain_is_not_resumed_while_the_gres_is_wrong(healthy):
     healthy.write_slurm_conf("gpu:a100:3,gpu:h100:2")
     healthy.restart_slurmctld()
     healthy.wait_state("INVALID_REG")
-    result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": {"gpu:a100": 3, "gpu:h100": 2},
+    result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": {"gpu:a100": 3, "gpu:h100": 2},
                                                "timeout": 5, "check_gres": False}, healthy)
     assert result["failed"] and not result["resumed"]
     assert "DRAIN" in healthy.node_line()
@@ -141,7 +141,7 @@ def test_gres_drain_is_not_resumed_while_the_gres_is_wrong(healthy):
 def test_admin_drain_is_left_alone(healthy):
     healthy.scontrol("update", "NodeName=" + NODE, "State=DRAIN", "Reason=admin: fan swap, ticket=42")
     healthy.wait_state("DRAIN")
-    result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 5}, healthy)
+    result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "timeout": 5}, healthy)
     assert not result.get("failed"), result
     assert result["status"] == "ok" and not result["resumed"] and result["changed"] is False
     assert "drained by someone else" in result["message"]
@@ -149,7 +149,7 @@ def test_admin_drain_is_left_alone(healthy):
 
 
 def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
-    before = run_module("slurm_node_info", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
+    before = run_module("slurm_node", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
     time.sleep(1.1)  # SlurmdStartTime has a resolution of one second
     # slurmd restarts only once the module polls (its scontrol leaves a line per call): however long ansible
     # takes to start on a loaded machine, the module must first see the old registration and keep waiting.
@@ -158,15 +158,15 @@ def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
     scontrol.write_text('#!/bin/sh\necho "$*" >>%s\nexec %s "$@"\n' % (polls, shutil.which("scontrol")))
     scontrol.chmod(0o755)
     result = {}
-    confirm = threading.Thread(target=lambda: result.update(run_module("slurm_node_confirm", {
-        "node": NODE, "expected_gres": GOOD, "since": before, "timeout": 60, "interval": 0.5,
+    confirm = threading.Thread(target=lambda: result.update(run_module("slurm_node", {
+        "state": "registered", "node": NODE, "gres": GOOD, "since": before, "timeout": 60, "interval": 0.5,
         "scontrol": str(scontrol)}, healthy)))
     confirm.start()
     try:
         deadline = time.monotonic() + 120
         while not polls.exists() and confirm.is_alive() and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert polls.exists(), "slurm_node_confirm never ran scontrol"
+        assert polls.exists(), "slurm_node never ran scontrol"
         time.sleep(1)
         healthy.restart_slurmd()
     finally:
@@ -178,18 +178,18 @@ def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
 
 
 def test_times_out_when_slurmd_does_not_come_back(healthy):
-    before = run_module("slurm_node_info", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
-    result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,
+    before = run_module("slurm_node", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
+    result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "since": before,
                                                "timeout": 3, "interval": 0.5}, healthy)
     assert result["failed"] and result["status"] == "timeout"
     assert "not registered as expected within 3 s" in result["msg"]
     assert "has not registered since the restart" in result["msg"]
 
 
-# --- slurm_node_drain: the runbook's drain and resume, against the real slurmctld ---------------------------------
+# --- slurm_node drained and resumed: the runbook's drain and resume, against the real slurmctld ---------------------------------
 
 def drain(cluster, check=False, **args):
-    return run_module("slurm_node_drain", dict({"node": NODE, "reason": "MIG reconfiguration"}, **args), cluster,
+    return run_module("slurm_node", dict({"state": "drained", "node": NODE, "reason": "MIG reconfiguration"}, **args), cluster,
                       check=check)
 
 
@@ -259,7 +259,7 @@ def test_a_drained_node_set_down_while_slurmd_was_stopped_registers_and_is_resum
         healthy.wait_state("State=DOWN", "Reason=MIG reconfiguration", timeout=90)
         healthy.start_slurmd()
         start = time.monotonic()
-        result = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "since": before,
+        result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "since": before,
                                                    "timeout": 90, "interval": 0.5}, healthy)
         assert not result.get("failed"), result.get("msg")
         assert result["status"] == "ok" and not result["resumed"], result
@@ -269,7 +269,7 @@ def test_a_drained_node_set_down_while_slurmd_was_stopped_registers_and_is_resum
 
         resumed = drain(healthy, state="resumed")
         assert not resumed.get("failed") and resumed["changed"] and resumed["ours"], resumed
-        final = run_module("slurm_node_confirm", {"node": NODE, "expected_gres": GOOD, "timeout": 60,
+        final = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "timeout": 60,
                                                   "interval": 0.5}, healthy)
         assert final["status"] == "ok", final
         assert final["node"]["state_base"] == "IDLE" and final["node"]["state_flags"] == [], final["node"]
