@@ -50,6 +50,21 @@ def test_valid_inventory_writes_every_file_and_a_rerun_changes_nothing(tmp_path)
     assert "GPUs: 12 (a100 12)" in out
     rc, out = render(inventory, dest)
     assert rc == 0 and "0 changed, 7 unchanged" in out and "changed=0" in out, out
+    # render-only prints only what ran: one play, nothing skipped
+    assert out.count("PLAY [") == 1 and "skipping" not in out and "no hosts matched" not in out, out
+
+
+def test_a_deploy_refuses_a_render_directory_before_contacting_any_host(tmp_path):
+    inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": A100})
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([testpaths.ANSIBLE_PLAYBOOK, "playbooks/deploy-gres.yml", "-i", inventory,
+                           "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out")], cwd=ROOT, env=env, check=False,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = " ".join(proc.stdout.split())
+    assert proc.returncode != 0
+    assert "hpc_gres_render_dir: expected unset in a deploy (it installs on the cluster)" in out, out
+    assert "ansible-playbook hpc.slurm_gres.render_gres -i INVENTORY -e hpc_gres_render_dir=" in out
+    assert not (tmp_path / "out").exists() and "gpu01" not in out
 
 
 def test_duplicate_index_fails_naming_host_and_index_and_writes_nothing(tmp_path):
