@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+import testpaths
 from render_helpers import ROOT, write_inventory
 
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -82,14 +83,6 @@ def render(bin_dir, inventory, dest):
     return proc.returncode, " ".join(proc.stdout.split())
 
 
-def tree(dest):
-    files = {}
-    for folder, _subdirs, names in os.walk(dest):
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as handle:
-                files[os.path.relpath(path, dest)] = handle.read()
-    return files
 
 
 @pytest.mark.parametrize("name", sorted(INVENTORIES))
@@ -100,7 +93,7 @@ def test_every_version_renders_the_bytes_the_newest_renders(tmp_path, name):
     for label, (_version, bin_dir, full) in sorted(found.items()):
         rc, out = render(bin_dir, inventory, tmp_path / label)
         assert rc == 0, "ansible-core %s (%s) failed to render %s: %s" % (full, label, name, out[-3000:])
-        trees[label] = tree(tmp_path / label)
+        trees[label] = testpaths.read_tree(tmp_path / label)
     newest = max(found, key=lambda label: found[label][0])
     assert "slurm.conf" in trees[newest] and any(path.endswith("/gres.conf") for path in trees[newest])
     for label, files in trees.items():

@@ -17,3 +17,14 @@ if not os.path.exists(os.path.join(BIN, "ansible-playbook")):
 ANSIBLE = os.path.join(BIN, "ansible")
 ANSIBLE_PLAYBOOK = os.path.join(BIN, "ansible-playbook")
 PYTHON = os.path.join(BIN, "python")
+
+
+def read_tree(path):
+    """Every file below path as {relative path: bytes}: what a render or an install wrote, to compare whole."""
+    out = {}
+    for folder, _subdirs, names in os.walk(str(path)):
+        for name in names:
+            full = os.path.join(folder, name)
+            with open(full, "rb") as handle:
+                out[os.path.relpath(full, str(path))] = handle.read()
+    return out

@@ -78,18 +78,11 @@ def playbook(package, *args, check=True):
     return proc.returncode, " ".join(proc.stdout.split())
 
 
-def tree(dest):
-    files = {}
-    for folder, _subdirs, names in os.walk(dest):
-        for name in names:
-            with open(os.path.join(folder, name), "rb") as handle:
-                files[os.path.relpath(os.path.join(folder, name), dest)] = handle.read()
-    return files
 
 
 def golden_example():
     """What rendering inventories/example writes: the golden configuration and the golden users' guide."""
-    files = tree(os.path.join(GOLDEN, "example"))
+    files = testpaths.read_tree(os.path.join(GOLDEN, "example"))
     for name, golden in (("USERS.md", "example.md"), ("USERS.motd", "example.motd")):
         with open(os.path.join(GOLDEN, "users_guide", golden), "rb") as handle:
             files[name] = handle.read()
@@ -128,7 +121,7 @@ def test_installed_collection_renders_the_example_by_fqcn_byte_for_byte(package,
     rc, out = playbook(package, "hpc.slurm_gres.render_gres", "-i", str(inventory),
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     assert "cluster demo:" in out and "failed=0" in out
-    assert tree(tmp_path / "out") == golden_example()
+    assert testpaths.read_tree(tmp_path / "out") == golden_example()
 
 
 def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(package, tmp_path):
@@ -139,7 +132,7 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
     inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"slurmd": node})
     rc, out = playbook(package, "hpc.slurm_gres.render_gres", "-i", inventory,
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
-    files = tree(tmp_path / "out")
+    files = testpaths.read_tree(tmp_path / "out")
     assert sorted(files) == ["USERS.md", "USERS.motd", "cgroup.conf", "n1/gres.conf", "n2/gres.conf", "n3/gres.conf",
                              "slurm.conf"]
     assert b"NodeName=n[1-3] Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 Gres=gpu:l4:2\n" in files["slurm.conf"]
@@ -157,7 +150,7 @@ def test_hyphenated_playbook_names_still_run_from_the_installed_copy(package, tm
     inventory = package["installed"] / "inventories" / "example" / "hosts.yml"
     playbook(package, str(package["installed"] / "playbooks" / "render-gres.yml"), "-i", str(inventory),
              "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
-    assert tree(tmp_path / "out") == golden_example()
+    assert testpaths.read_tree(tmp_path / "out") == golden_example()
 
 
 @pytest.mark.parametrize("name", PLAYBOOKS)

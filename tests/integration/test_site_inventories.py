@@ -66,13 +66,6 @@ def render(inventory, dest):
     return proc.returncode, _VOLATILE.sub("*", proc.stdout + proc.stderr)
 
 
-def tree(path):
-    out = {}
-    for base, _dirs, names in os.walk(path):
-        for name in names:
-            with open(os.path.join(base, name), "rb") as handle:
-                out[os.path.relpath(os.path.join(base, name), path)] = handle.read()
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +75,7 @@ def baseline(tmp_path_factory):
     shutil.copytree(os.path.join(ROOT, "inventories", "example"), inventory)
     rc, out = render(os.path.join(inventory, "hosts.yml"), str(work / "out"))
     assert rc == 0, out
-    return tree(str(work / "out")), out
+    return testpaths.read_tree(str(work / "out")), out
 
 
 def test_the_corpus_holds_real_inventories_of_each_role():
@@ -117,5 +110,5 @@ def test_a_site_inventory_shares_one_with_the_example(site, baseline, tmp_path):
     rc, out = render(os.path.join(inventory, "hosts.yml"), str(tmp_path / "out"))
     assert rc == 0, out
     files, expected_out = baseline
-    assert tree(str(tmp_path / "out")) == files
+    assert testpaths.read_tree(str(tmp_path / "out")) == files
     assert out.splitlines() == expected_out.splitlines()
