@@ -223,6 +223,7 @@ findings:
     severity: {description: C(error) or C(warning)., type: str}
     check:
       description: >-
+        C(privileges) (with O(plan), when the module does not run as root: an error, a warning in check mode),
         C(parse), C(release), C(count), C(present), C(type), C(mig), C(device), C(cores), C(socket_boundary),
         C(order), C(cpu_layout), C(autodetect) or C(slurmd_g).
       type: str
@@ -317,6 +318,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import 
     format_findings_table,
     parse_slurm_version,
     parse_staged,
+    privileges_finding,
     stat_device_files,
     summarize,
     verify_node,
@@ -490,7 +492,11 @@ def main():
     daemon = _daemon_version(module, params["read_version"], commands) if params["read_version"] else None
     version = params["slurmd_version"] or (daemon or {}).get("version")
 
+    needs_root = privileges_finding(os.geteuid(), module.check_mode) if params["plan"] else None
     if not params["verify"]:
+        if needs_root and needs_root["severity"] == "error":
+            module.fail_json(msg="node %s: privileges: expected %s, found %s; %s" % (
+                node, needs_root["expected"], needs_root["found"], needs_root["hint"]), findings=[needs_root])
         if params["gres_spec"]:
             module.fail_json(msg="gres_spec: the MIG lines are written from the live devices, which verify=false does "
                                  "not read; give the completed gres.conf instead")
@@ -549,6 +555,8 @@ def main():
                                slurmd_version=version, type_patterns=params["type_patterns"],
                                gpu_plugins=_gpu_plugins(params["slurm_plugin_dir"], staged), staged=staged,
                                deferred=deferred)
+    if needs_root:
+        findings = [needs_root] + list(findings)
     try:
         parsed_version = parse_slurm_version(version)
     except ValueError:

@@ -139,8 +139,8 @@ def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
         entry = hosts[host]
         node = (nodes or {}).get(entry.get("node")) if entry.get("node") else None
         lines.append(host_line(host, entry, statuses.get(host, {}), node))
-    undo = "ansible-playbook playbooks/rollback-gres.yml %s -e hpc_gres_rollback=%s" % (inventory_hint, run_id)
-    redo = "ansible-playbook playbooks/deploy-gres.yml %s" % inventory_hint
+    undo = "ansible-playbook hpc.slurm_gres.rollback_gres %s -e hpc_gres_rollback=%s" % (inventory_hint, run_id)
+    redo = "ansible-playbook hpc.slurm_gres.deploy_gres %s" % inventory_hint
     if state in ("rolled_back",):
         lines.append("the cluster runs the files it ran before this run; to try again: %s" % redo)
     elif state == "rollback_failed" or any(s.get("unreachable") or s.get("phase") == "installed"

@@ -468,7 +468,7 @@ def _free_gpus(model):
         "",
         "On shared GPU servers without Slurm, `nvidia-smi` shows memory in use and processes per GPU "
         "(`nvidia-smi --query-gpu=index,pci.bus_id,name,memory.used,memory.total --format=csv`). Your admins "
-        "can also run the gpu-status report of the hpc.slurm_gres collection (`playbooks/gpu-status.yml`): per "
+        "can also run the gpu-status report of the hpc.slurm_gres collection (`ansible-playbook hpc.slurm_gres.gpu_status`): per "
         "GPU the memory in use and every process with its user and run time, which GPUs are free, and per "
         "server the `CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=...` line to run with.",
     ]

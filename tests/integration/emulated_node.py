@@ -151,12 +151,12 @@ def _affinities(topo_text):
     return out
 
 
-def run_module(node, module, args, check=False, extra_env=None):
-    """Run ``ansible localhost -m MODULE -a JSON`` and return (rc, result dict)."""
+def run_module(node, module, args, check=False, extra_env=None, extra_args=()):
+    """Run ``ansible localhost -m MODULE -a JSON [extra_args]`` and return (rc, result dict)."""
     env = node.env
     env.update({"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "json"})
     env.update(extra_env or {})
-    argv = [ANSIBLE, "localhost", "-m", module, "-a", json.dumps(args)]
+    argv = [ANSIBLE, "localhost", "-m", module, "-a", json.dumps(args)] + list(extra_args)
     if check:
         argv.append("--check")
     proc = subprocess.run(argv, cwd=ROOT, env=env, check=False, capture_output=True, text=True, timeout=300)

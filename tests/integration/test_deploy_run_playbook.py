@@ -135,7 +135,7 @@ def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     assert rc == 0, out
     good = run_id(out)
     assert cluster.gres() != before
-    assert "to undo this run: ansible-playbook playbooks/rollback-gres.yml -i" in out
+    assert "to undo this run: ansible-playbook hpc.slurm_gres.rollback_gres -i" in out
     assert "-e hpc_gres_rollback=%s" % good in out
     rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good)
     assert rc == 0, out

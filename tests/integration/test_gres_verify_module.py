@@ -283,3 +283,33 @@ def test_one_mig_verification_parses_each_file_and_each_nvidia_smi_output_once(t
     assert counted == {"parse_slurm_conf": 1, "parse_gres_conf": 1, "parse_query_gpu": 1, "parse_query_apps": 1,
                        "parse_topo_matrix": 1, "parse_list_gpus": 1, "parse_mig_lgi": 1, "parse_mig_lci": 1,
                        "parse_mig_minors": 1}, counted
+
+
+def test_a_deploy_plan_as_another_user_than_root_is_refused_and_a_dry_run_is_not(tmp_path):
+    """The module itself runs as nobody (pipelined, through setpriv): what a deploy without -b meets on a node."""
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"):
+        fail_or_skip("needs root, setpriv and /usr/bin/python3 to run the module as another user")
+    import tempfile
+    base = tempfile.mkdtemp(prefix="gres-verify-nobody-")
+    try:
+        os.chmod(base, 0o755)
+        interpreter = os.path.join(base, "python-as-nobody")
+        with open(interpreter, "w") as handle:
+            handle.write('#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 "$@"\n')
+        os.chmod(interpreter, 0o755)
+        for sub in ("etc", "state"):
+            os.mkdir(os.path.join(base, sub))
+        files = {"slurm.conf": SLURM_CONF, "gres.conf": GRES_CONF}
+        args = {"node_name": "gpu-a01", "slurm_conf_content": SLURM_CONF, "gres_conf_content": GRES_CONF,
+                "verify": False, "plan": {"files": files, "config_dir": base + "/etc", "state_dir": base + "/state"}}
+        env = {"ANSIBLE_PIPELINING": "1"}
+        nobody = ("-e", "ansible_python_interpreter=" + interpreter)
+        rc, result = run_module(Node(tmp_path / "node"), "hpc.slurm_gres.gres_verify", args, extra_env=env,
+                                extra_args=nobody)
+        assert rc != 0 and result["msg"].startswith("node gpu-a01: privileges: expected root"), result
+        assert "found uid 65534" in result["msg"] and "-b (become)" in result["msg"]
+        rc, result = run_module(Node(tmp_path / "node2"), "hpc.slurm_gres.gres_verify", args, check=True,
+                                extra_env=env, extra_args=nobody)
+        assert rc == 0 and result["plan"]["install"], result
+    finally:
+        shutil.rmtree(base)

@@ -32,14 +32,23 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 )
 
 NVIDIA_MAJOR = 195
-CHECKS = ("parse", "release", "count", "present", "type", "mig", "device", "cores", "socket_boundary", "order",
-          "cpu_layout", "autodetect", "slurmd_g")
+CHECKS = ("privileges", "parse", "release", "count", "present", "type", "mig", "device", "cores", "socket_boundary",
+          "order", "cpu_layout", "autodetect", "slurmd_g")
 _AUTODETECT_ON = ("nvml", "nvidia", "full")
 
 
 def finding(severity, check, gpu, expected, found, hint=None):
     return {"severity": severity, "check": check, "gpu": gpu, "expected": expected, "found": found,
             "hint": hint}
+
+
+def privileges_finding(uid, check_mode):
+    """A deploy writes Slurm's files and restarts its daemons: root only. None when the module runs as root."""
+    if uid == 0:
+        return None
+    return finding("warning" if check_mode else "error", "privileges",
+                   None, "root (the deploy writes Slurm's files and restarts slurmd)", "uid %d" % uid,
+                   "connect as root or add -b (become) to the command")
 
 
 def parse_slurm_version(text):

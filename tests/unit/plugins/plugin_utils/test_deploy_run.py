@@ -62,7 +62,7 @@ def test_a_good_run_is_done_and_says_how_to_undo_it():
     assert out["lines"][0].startswith("run 20261201T111500Z-3fa9 (deploy by alice from admin01")
     assert "a01: new files, slurmd restarted [gres.conf, slurm.conf]" in out["lines"][1]
     assert "slurmctld: gpu-a01 IDLE" in out["lines"][1]
-    assert out["lines"][-1] == ("to undo this run: ansible-playbook playbooks/rollback-gres.yml -i inventories/prod "
+    assert out["lines"][-1] == ("to undo this run: ansible-playbook hpc.slurm_gres.rollback_gres -i inventories/prod "
                                 "-e hpc_gres_rollback=20261201T111500Z-3fa9")
 
 
@@ -74,7 +74,7 @@ def test_an_unreachable_node_is_named_with_what_it_last_received():
     line = [l for l in out["lines"] if l.startswith("a01:")][0]
     assert "UNREACHABLE; last received: NEW files installed, daemon not restarted" in line
     assert "[gres.conf, slurm.conf]" in line and "(drained or down: Not responding)" in line
-    assert out["lines"][-1].startswith("to finish this run: ansible-playbook playbooks/deploy-gres.yml")
+    assert out["lines"][-1].startswith("to finish this run: ansible-playbook hpc.slurm_gres.deploy_gres")
 
 
 def test_late_failure_rolled_back_or_not():

@@ -553,3 +553,12 @@ def test_a_gpus_own_device_file_must_exist_as_a_device_and_is_not_matched_to_nvi
         ("warning", "/dev/dxg, a character device (major 10, minor 63)")]
     found = only(run(slurm=slurm, gres=gres, facts=hw(count=1), dev=devs(1)), "device", "error")
     assert [f["found"] for f in found] == ["/dev/dxg does not exist"]
+
+
+def test_a_deploy_needs_root_and_a_dry_run_is_only_warned():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import privileges_finding
+    assert privileges_finding(0, check_mode=False) is None
+    refused = privileges_finding(1000, check_mode=False)
+    assert (refused["severity"], refused["check"], refused["found"]) == ("error", "privileges", "uid 1000")
+    assert "-b" in refused["hint"] and refused["expected"].startswith("root")
+    assert privileges_finding(1000, check_mode=True)["severity"] == "warning"
