@@ -10,6 +10,7 @@ matching fake sysfs tree from it with :func:`build_sysfs`.
 import hashlib
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -239,13 +240,19 @@ def load(name):
         return json.load(handle)
 
 
+# Profile keys that name a recorded output (``text`` or ``text_file``): ``topo -m``, ``-q``, a failure.
+RECORDED_KEYS = ("topo", "smi_q", "failure")
+
+
 def write(path, profile):
-    """Write a profile; a relative ``topo.text_file`` is rebased from PROFILES to the new file's directory."""
+    """Write a profile; a relative ``text_file`` (of ``topo``, ``smi_q``, ``failure``) is rebased from PROFILES to
+    the new file's directory."""
     profile = json.loads(json.dumps(profile))
-    topo = profile.get("topo") or {}
-    if "text_file" in topo and not os.path.isabs(topo["text_file"]):
-        absolute = os.path.normpath(os.path.join(PROFILES, topo["text_file"]))
-        topo["text_file"] = os.path.relpath(absolute, os.path.dirname(os.path.abspath(path)))
+    for key in RECORDED_KEYS:
+        spec = profile.get(key) or {}
+        if "text_file" in spec and not os.path.isabs(spec["text_file"]):
+            absolute = os.path.normpath(os.path.join(PROFILES, spec["text_file"]))
+            spec["text_file"] = os.path.relpath(absolute, os.path.dirname(os.path.abspath(path)))
     with open(path, "w") as handle:
         json.dump(profile, handle, indent=2)
         handle.write("\n")
@@ -253,17 +260,85 @@ def write(path, profile):
 
 
 def self_contained(profile):
-    """The profile with its recorded ``topo -m`` text inlined, so it works copied anywhere (molecule nodes)."""
+    """The profile with its recorded texts (``topo -m``, ``-q``, a failure) inlined, so it works copied anywhere
+    (molecule nodes)."""
     profile = json.loads(json.dumps(profile))
-    topo = profile.get("topo") or {}
-    if "text_file" in topo:
-        path = topo.pop("text_file")
-        if not os.path.isabs(path):
-            path = os.path.join(PROFILES, path)
-        with open(path) as handle:
-            text = handle.read()
-        head, sep, body = text.partition("\n# ---\n")
-        topo["text"] = body if sep and head.startswith("# source:") else text
+    for key in RECORDED_KEYS:
+        spec = profile.get(key) or {}
+        if "text_file" in spec:
+            path = spec.pop("text_file")
+            if not os.path.isabs(path):
+                path = os.path.join(PROFILES, path)
+            with open(path) as handle:
+                text = handle.read()
+            head, sep, body = text.partition("\n# ---\n")
+            spec["text"] = body if sep and head.startswith("# source:") else text
+    return profile
+
+
+# ----------------------------------------------------------------------------------------------------
+# readiness: recorded nvidia-smi -q texts and failures (tests/fixtures/readiness)
+
+def recording(*parts, **extra):
+    """A profile entry naming a recorded fixture (``{"text_file": ..., **extra}``, relative to profiles/ like
+    every stored path; :func:`write` rebases it)."""
+    entry = {"text_file": fixture_rel(*parts)}
+    entry.update(extra)
+    return entry
+
+
+def _fixture_body(*parts):
+    with open(os.path.join(FIXTURES, *parts)) as handle:
+        return handle.read().partition("\n# ---\n")[2]
+
+
+def smi_q_profile(name, cpu_layout=None):
+    """The machine of a recorded ``nvidia-smi -q`` (``tests/fixtures/readiness/nvidia-smi-q/<name>``): ``-q``
+    replays the text verbatim, and the GPUs (bus id, product name, UUID, minor number, MIG mode) are read off
+    the same text here with plain patterns (not the project's parser), so queries, ``-L`` and ``-q`` agree."""
+    body = _fixture_body("readiness", "nvidia-smi-q", name)
+    gpus = []
+    for block in re.split(r"^(?=GPU [0-9A-Fa-f]{8}:)", body, flags=re.M)[1:]:
+        def field(label, block=block):
+            m = re.search(r"^\s*%s\s*:\s*(.*?)\s*$" % re.escape(label), block, re.M)
+            return m.group(1) if m else None
+        minor = field("Minor Number")
+        mig = re.search(r"^\s*MIG Mode\s*\n\s*Current\s*:\s*(\S+)", block, re.M)
+        gpus.append(gpu(field("Product Name"), block.split()[1], None, None, None, uuid=field("GPU UUID"),
+                        mig_mode=mig.group(1) if mig and mig.group(1) != "N/A" else None,
+                        minor=int(minor) if minor and minor.isdigit() else None))
+    driver = re.search(r"^Driver Version\s*:\s*(\S+)", body, re.M)
+    profile = {
+        "source": "GPUs and -q text: tests/fixtures/readiness/nvidia-smi-q/%s (real, replayed verbatim); memory, "
+                  "CPU affinity and topology not recorded (topo generated)" % name,
+        "driver_version": driver.group(1) if driver else None,
+        "smi_q": recording("readiness", "nvidia-smi-q", name),
+        "gpus": gpus,
+        "processes": [],
+    }
+    if cpu_layout:
+        profile["cpu_layout"] = cpu_layout
+    return profile
+
+
+# Failures a whole node shows, from recorded nvidia-smi output: (fixture, lines of its body that nvidia-smi
+# printed, exit status). Exit statuses: 9 "NVIDIA driver not loaded" and 6 "query unsuccessful" as the emulator
+# already uses them (nvidia-smi man page); 18 for the version mismatch (NVML_ERROR_LIB_RM_VERSION_MISMATCH, as
+# a user recorded: https://github.com/anderskm/gputil/issues/55). The fixtures carry no exit status.
+FAILURES = {
+    "driver-library-mismatch": (("nvidia-smi-errors", "ci-550-driver-library-mismatch-nvml-version.txt"), [2, 3], 18),
+    "driver-library-mismatch-no-version": (
+        ("nvidia-smi-errors", "460-driver-library-mismatch-no-version-line.txt"), [2, 2], 18),
+    "no-devices": (("nvidia-smi-errors", "rtx5090-575-no-devices-were-found.txt"), [2, 2], 6),
+    "no-driver": (("nvidia-smi-errors", "gcp-debian11-couldnt-communicate-with-driver.txt"), [1, 1], 9),
+}
+
+
+def with_failure(profile, failure):
+    """A copy of ``profile`` whose every nvidia-smi call fails like the recorded ``FAILURES[failure]``."""
+    parts, lines, rc = FAILURES[failure]
+    profile = json.loads(json.dumps(profile))
+    profile["failure"] = recording("readiness", *parts, lines=lines, rc=rc)
     return profile
 
 

@@ -5,9 +5,11 @@ README.md beside it). Every call may be logged as one JSON line (its argv) to ``
 
 Answers, in the formats real nvidia-smi prints (copied from recorded outputs under tests/fixtures/):
 ``--query-gpu=<fields> --format=csv[,noheader][,nounits]``, ``--query-compute-apps=...``, ``-L``,
-``topo -m`` (verbatim recorded text, or a generated matrix), ``mig -lgi``, ``mig -lci``; ``-i`` selects
-GPUs. Unknown options fail like nvidia-smi (exit 2). Missing GPUs vanish from enumeration; unreachable
-ones print "Unable to determine the device handle ..." and make the command exit 15.
+``topo -m`` (verbatim recorded text, or a generated matrix), ``mig -lgi``, ``mig -lci``, ``-q`` (the
+profile's recorded ``nvidia-smi -q`` text, key ``smi_q``); ``-i`` selects GPUs. Unknown options fail like
+nvidia-smi (exit 2). Missing GPUs vanish from enumeration; unreachable ones print "Unable to determine the
+device handle ..." and make the command exit 15. A profile with ``failure`` fails every call with that
+recorded text and exit status (driver/library mismatch, no devices, ...).
 
 Extending: MIG mutations (``-mig``, ``mig -cgi/-cci/-dci/-dgi``) and more listings (``-lgip``, ``-lgipp``)
 are added as entries of ``MIG_ACTIONS`` / ``TOP_LEVEL_ACTIONS``; they get the loaded :class:`Machine`, can
@@ -16,6 +18,7 @@ change ``machine.profile`` and call ``machine.save()``.
 import hashlib
 import json
 import os
+import re
 import sys
 
 RC_OK = 0
@@ -130,13 +133,24 @@ class Machine(object):
         return lines
 
     def topo_text(self):
-        topo = self.profile.get("topo") or {}
-        if "text" in topo:
-            return topo["text"]
-        if "text_file" in topo:
-            with open(os.path.join(self.base, topo["text_file"])) as handle:
-                return _strip_fixture_header(handle.read())
-        return None
+        return self.recorded(self.profile.get("topo") or {})
+
+    def recorded(self, spec):
+        """A recorded output the profile names: ``{"text": "..."}`` or ``{"text_file": "<path relative to the
+        profile>"}`` (a fixture's ``# source:`` header left out); ``"lines": [first, last]`` keeps only those
+        lines of it (1-based, inclusive: a fixture's prompt or banner lines are not nvidia-smi's). None when
+        the spec names no text."""
+        if "text" in spec:
+            text = spec["text"]
+        elif "text_file" in spec:
+            with open(os.path.join(self.base, spec["text_file"])) as handle:
+                text = _strip_fixture_header(handle.read())
+        else:
+            return None
+        if spec.get("lines"):
+            first, last = spec["lines"]
+            text = "".join(line + "\n" for line in text.split("\n")[first - 1:last])
+        return text
 
     def mig_devices(self, gpu):
         """[(device index, gi, ci)] in NVML enumeration order: GPU instance id, then compute instance id."""
@@ -489,9 +503,75 @@ def run_mig(machine, argv):
 
 
 # ----------------------------------------------------------------------------------------------------
+# -q (recorded) and recorded failures
+
+_Q_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_Q_UUID = re.compile(r"^\s*GPU UUID\s*:\s*(\S+)\s*$", re.M)
+_Q_ATTACHED = re.compile(r"^(Attached GPUs\s*:\s*)\d+", re.M)
+
+
+def query_text(machine, ids):
+    """``nvidia-smi -q [-i ...]``: the profile's recorded ``-q`` text (key ``smi_q``), verbatim. GPU blocks whose
+    bus id is a profile GPU marked ``lost`` are taken out (``Attached GPUs`` counts the rest; an ``unreachable``
+    one also prints "Unable to determine the device handle" and exits 15); ``-i`` keeps the header and the
+    selected blocks (index in the recorded order, bus id or UUID)."""
+    text = machine.recorded(machine.profile.get("smi_q") or {})
+    if text is None:
+        raise Exit(255, "", "nvidia-smi emulator: the profile has no recorded -q output (key smi_q)\n")
+    head, blocks = [], []
+    for line in text.splitlines(True):
+        m = _Q_GPU.match(line.rstrip("\r\n"))
+        if m:
+            blocks.append((m.group(1), [line]))
+        elif blocks:
+            blocks[-1][1].append(line)
+        else:
+            head.append(line)
+    states = {_bus_key(g["pci_bus_id"]): machine.state(g) for g in machine.profile.get("gpus", [])}
+    kept = [(bus, body) for bus, body in blocks if states.get(_bus_key(bus), "ok") != "missing"]
+    lost = ["Unable to determine the device handle for GPU%d: %s: Unknown Error" % (i, _short_bus(bus))
+            for i, (bus, _body) in enumerate(kept) if states.get(_bus_key(bus)) == "unreachable"]
+    reachable = [(i, bus, body) for i, (bus, body) in enumerate(kept) if states.get(_bus_key(bus)) != "unreachable"]
+    if len(kept) != len(blocks):
+        head = [_Q_ATTACHED.sub(lambda m: m.group(1) + str(len(kept)), line) for line in head]
+    if not kept:
+        raise Exit(RC_QUERY_FAILED, "No devices were found\n")
+    if ids is not None:
+        chosen = []
+        for token in ids.split(","):
+            token = token.strip()
+            match = [item for item in reachable if token == str(item[0])
+                     or (":" in token and _bus_key(token) == _bus_key(item[1]))
+                     or (token.startswith("GPU-") and token in _Q_UUID.findall("".join(item[2])))]
+            if not match:
+                raise Exit(RC_INVALID_ARG, INVALID_ARGS + "\n")
+            chosen.extend(m for m in match if m not in chosen)
+        reachable = chosen
+        lost = []
+    out = "".join(head) + "".join("".join(body) for _i, _bus, body in reachable)
+    if lost:
+        raise Exit(RC_GPU_LOST, out, "".join(line + "\n" for line in lost))
+    return out
+
+
+def recorded_failure(machine):
+    """``failure``: every call prints the recorded text (``text``/``text_file``, ``lines``) on ``stream``
+    (stdout unless "stderr") and exits with ``rc``."""
+    spec = machine.profile.get("failure")
+    if not spec:
+        return
+    text = machine.recorded(spec) or ""
+    rc = spec.get("rc", 255)
+    if spec.get("stream") == "stderr":
+        raise Exit(rc, "", text)
+    raise Exit(rc, text, "")
+
+
+# ----------------------------------------------------------------------------------------------------
 # command line
 
 def run(argv, machine):
+    recorded_failure(machine)
     if machine.profile.get("driver") == "not_loaded":
         raise Exit(RC_NO_DRIVER, NO_DRIVER + "\n\n")
     if argv and argv[0] == "topo":
@@ -515,6 +595,8 @@ def run(argv, machine):
             i += 1
         elif arg in ("-L", "--list-gpus"):
             opts["-L"] = True
+        elif arg in ("-q", "--query"):
+            opts["-q"] = True
         elif key in TOP_LEVEL_ACTIONS:
             opts["action"] = (key, value if eq else (argv[i + 1] if i + 1 < len(argv) else None))
             if not eq:
@@ -531,6 +613,8 @@ def run(argv, machine):
         return query_apps(machine, opts["--query-compute-apps"], opts.get("--format"), opts.get("--id"))
     if opts.get("-L") and len([k for k in opts if k != "--id"]) == 1:
         return list_gpus(machine, opts.get("--id"))
+    if opts.get("-q") and len([k for k in opts if k != "--id"]) == 1:
+        return query_text(machine, opts.get("--id"))
     raise Exit(RC_INVALID_ARG, INVALID_ARGS + "\n")
 
 

@@ -1,0 +1,1113 @@
+"""GPU readiness rules: is this node's GPU stack fit to take jobs? Pure parsers and rules over recorded outputs.
+
+Inputs are texts a node gives cheaply and without side effects: ``nvidia-smi -q`` (:mod:`smi_q`), the rc and text
+of a failed nvidia-smi run, ``/proc/driver/nvidia/version``, ``lspci``, the kernel log since boot (``dmesg``,
+``dmesg -T``, ``journalctl -k``), the fabric manager's ``systemctl status``/journal, and an admin's
+acknowledgement file. Each parser turns one of them into plain data; each rule (``check_*``) reads parsed data
+and returns ``{"check", "applies", "reason", "findings"}``: ``applies`` False (with the reason) when the rule has
+nothing to look at on this node (no NVSwitch, a driver too old to have the field, an input not read), so a
+caller can say "does not apply" instead of "passed". :func:`readiness_findings` runs them all.
+
+Findings have the shape of the node verification's (``node.verify.finding``): ``{"severity": "error"|"warning",
+"check", "gpu", "expected", "found", "hint"}``; ``gpu`` is the nvidia-smi index when it is known, else the PCI bus
+id (``00000000:9B:00.0``), else None for the node as a whole. Every rule names its source (the full quotes are in
+tests/fixtures/readiness/FACTS.md; the user-facing rules in docs/health.md).
+"""
+from __future__ import annotations
+
+import re
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import find_lost_gpus, normalize_bus_id
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi_q import output_lines
+
+CHECKS = ("nvml", "driver_version", "persistence", "gpu_count", "fabric", "memory", "xid", "errors")
+
+SOURCES = {
+    "nvml": "nvidia-smi/NVML messages (observed: tests/fixtures/readiness/nvidia-smi-errors); "
+            "https://github.com/NVIDIA/open-gpu-kernel-modules (osapi.c RmPerformVersionCheck)",
+    "driver_version": "https://github.com/NVIDIA/open-gpu-kernel-modules (kernel-open/nvidia/nv-procfs.c, "
+                      "osapi.c RmPerformVersionCheck: 'have the same version')",
+    "persistence": "https://docs.nvidia.com/deploy/driver-persistence/persistence-daemon.html",
+    "gpu_count": "https://github.com/NVIDIA/open-gpu-kernel-modules (osapi.c: 'fallen off the bus and is not "
+                 "responding to commands'); "
+                 "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html (Xid 79)",
+    "fabric": "https://github.com/nvidia/yum-packaging-fabric-manager; "
+              "https://github.com/siderolabs/extensions/pull/717; "
+              "https://docs.nvidia.com/deploy/nvml-api/structnvmlGpuFabricInfo__t.html; "
+              "https://github.com/Azure/azhpc-images/pull/506",
+    "memory": "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html; "
+              "https://docs.nvidia.com/deploy/dpr-whitepaper/index.html",
+    "xid": "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
+    "errors": "nvidia-smi error markers (observed: tests/fixtures/readiness, FACTS.md section 3)",
+}
+
+_VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)*)\b")
+
+
+def _bus(text):
+    """A bus id in any form nvidia-smi, lspci or the kernel print (``0000:9b:00``, ``PCI:0000:9b:00``,
+    ``06:00.0``, ``00000000:9B:00.0``) -> ``00000000:9B:00.0``; None when it is not one."""
+    if text is None:
+        return None
+    text = text.strip()
+    if text.upper().startswith("PCI:"):
+        text = text[4:]
+    if re.match(r"^[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}\.[0-7]$", text):
+        text = "0000:" + text
+    elif re.match(r"^[0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}$", text):
+        text += ".0"
+    try:
+        return normalize_bus_id(text)
+    except ValueError:
+        return None
+
+
+def _result(check, applies, findings=None, reason=None, **extra):
+    out = {"check": check, "applies": applies, "reason": reason, "findings": findings or []}
+    out.update(extra)
+    return out
+
+
+def _not_applied(check, reason, **extra):
+    return _result(check, False, reason=reason, **extra)
+
+
+def gpu_indexes(smi_q):
+    """``{bus id: nvidia-smi index}`` from an ``nvidia-smi -q`` parse: the order of the listing, which is NVML's
+    index order, when the listing has every attached GPU (an ``-i`` run or an excerpt does not, and gives ``{}``);
+    a table's own GPU numbers."""
+    if not smi_q:
+        return {}
+    gpus = smi_q.get("gpus") or []
+    if all(g.get("index") is not None for g in gpus):
+        return {g["bus_id"]: g["index"] for g in gpus if g.get("bus_id")}
+    attached = smi_q.get("attached_gpus")
+    if attached is not None and attached == len(gpus) and all(g.get("bus_id") for g in gpus):
+        return {g["bus_id"]: n for n, g in enumerate(gpus)}
+    return {}
+
+
+def _label(bus_id, index_map):
+    if bus_id is None:
+        return None
+    return index_map.get(bus_id, bus_id)
+
+
+def _gpu_label(gpu, index_map):
+    if gpu.get("bus_id"):
+        return _label(gpu["bus_id"], index_map)
+    return gpu.get("index")
+
+
+# ----------------------------------------------------------------------------------------------------
+# nvml: a failed nvidia-smi run
+
+_MISMATCH = re.compile(r"Driver/library version mismatch", re.I)
+_NVML_VERSION = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)*)")
+_NO_DRIVER = re.compile(r"couldn't communicate with the NVIDIA driver", re.I)
+_NO_LIBRARY = re.compile(r"couldn't find libnvidia-ml\.so|libnvidia-ml\.so[^\n]*(?:not found|cannot open)", re.I)
+_NVML_INIT = re.compile(r"Failed to initialize NVML:\s*(.+)")
+_NO_DEVICES = re.compile(r"^\s*No devices were found\s*$", re.M)
+_GPU_LOST = re.compile(r"GPU is lost", re.I)
+_NOT_READY = re.compile(r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|"
+                        r"returned 802\b", re.I)
+
+SMI_FAILURES = ("ok", "driver_library_mismatch", "no_driver", "no_library", "nvml_init", "no_devices", "gpu_lost",
+                "device_handle", "system_not_ready", "other")
+
+
+def classify_smi_failure(rc, stdout="", stderr=""):
+    """What a failed ``nvidia-smi`` run (any command) says is wrong.
+
+    Returns ``{"kind", "rc", "nvml_version", "gpus": [{"bus_id", "reason"}], "message"}`` with ``kind`` one of
+    ``ok`` (rc 0 and no failure text), ``driver_library_mismatch`` ("Failed to initialize NVML: Driver/library
+    version mismatch", with ``nvml_version`` from the "NVML library version: 580.159" line drivers print from
+    about 550, else None), ``no_driver`` ("couldn't communicate with the NVIDIA driver"), ``no_library``,
+    ``nvml_init`` (another "Failed to initialize NVML: ..." reason), ``no_devices`` ("No devices were found"),
+    ``gpu_lost`` / ``device_handle`` ("Unable to determine the device handle for GPU<bus>: GPU is lost" /
+    ": Unknown Error"; ``gpus`` lists each bus id and reason), ``system_not_ready`` (CUDA error 802 "system not
+    yet initialized", an NVSwitch system whose fabric is not up) and ``other`` (non-zero rc, unknown text).
+    Prompts, ``> `` quotes and text around the message (a CI banner, ``cat /proc/...``) are tolerated.
+    """
+    text = "\n".join(line for _n, line in output_lines("%s\n%s" % (stdout or "", stderr or "")))
+    out = {"kind": "ok", "rc": rc, "nvml_version": None, "gpus": [], "message": None}
+
+    def first(regex):
+        m = regex.search(text)
+        if not m:
+            return None
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        return text[start:end if end >= 0 else len(text)].strip()
+
+    lost = []
+    for entry in find_lost_gpus(text):
+        reason = entry["message"].split(":")[-1].strip() if ":" in entry["message"] else entry["message"]
+        m = re.search(r"(?:GPU\s*)?[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]:\s*(.*)$", entry["message"])
+        if m:
+            reason = m.group(1).strip()
+        lost.append({"bus_id": entry["pci_bus_id"], "reason": re.sub(r"\s+", " ", reason)})
+    if _MISMATCH.search(text):
+        m = _NVML_VERSION.search(text)
+        out.update(kind="driver_library_mismatch", nvml_version=m.group(1) if m else None, message=first(_MISMATCH))
+    elif _NO_DRIVER.search(text):
+        out.update(kind="no_driver", message=first(_NO_DRIVER))
+    elif _NO_LIBRARY.search(text):
+        out.update(kind="no_library", message=first(_NO_LIBRARY))
+    elif _NVML_INIT.search(text):
+        out.update(kind="nvml_init", message=first(_NVML_INIT))
+    elif _NO_DEVICES.search(text):
+        out.update(kind="no_devices", message="No devices were found")
+    elif lost:
+        kind = "gpu_lost" if any(_GPU_LOST.search(g["reason"]) for g in lost) else "device_handle"
+        out.update(kind=kind, gpus=lost, message=first(re.compile(r"Unable to determine the device handle")))
+    elif _NOT_READY.search(text):
+        out.update(kind="system_not_ready", message=first(_NOT_READY))
+    elif rc not in (0, None):
+        lines = [line.strip() for line in text.split("\n") if line.strip()]
+        out.update(kind="other", message=lines[-1] if lines else "exit status %s" % rc)
+    return out
+
+
+_NVML_HINTS = {
+    "driver_library_mismatch": "the NVIDIA userspace libraries were upgraded while the old kernel module stays "
+                               "loaded (an unattended upgrade): reboot the node, or stop every GPU user and "
+                               "reload the nvidia modules",
+    "no_driver": "the nvidia kernel module is not loaded: after a kernel update it may not be built for the running "
+                 "kernel (DKMS); check 'lsmod | grep nvidia' and the kernel log",
+    "no_library": "libnvidia-ml.so is not installed or not found: reinstall the driver's userspace package",
+    "nvml_init": "NVML cannot start: check the kernel log (NVRM lines) and the driver installation",
+    "no_devices": "the driver sees no usable GPU: check lspci, the kernel log (RmInitAdapter failed, 'requires use "
+                  "of the NVIDIA open kernel modules', fallen off the bus) and the BIOS (Above 4G decoding)",
+    "gpu_lost": "NVML lost this GPU: reboot the node to recover it (nvidia-smi's own advice), then check the "
+                "kernel log for Xid 79",
+    "device_handle": "NVML cannot open this GPU (overheated, fell off the bus, or in a fault state): check the "
+                     "kernel log for Xid 79/119/...; reset the GPU or reboot",
+    "system_not_ready": "CUDA error 802: the NVLink fabric is not initialized; start nvidia-fabricmanager (and "
+                        "NVLSM on B200-class systems)",
+    "other": "nvidia-smi failed: read its message",
+}
+
+
+def check_nvml(smi_failure=None, smi_q=None, proc_version=None):
+    """nvidia-smi (NVML) must start and reach every GPU. An error per failure kind of
+    :func:`classify_smi_failure`; a version mismatch names both versions (NVML's from its message, the kernel
+    module's from ``/proc/driver/nvidia/version`` when read). Applies when nvidia-smi was run."""
+    if smi_failure is None:
+        if smi_q is None:
+            return _not_applied("nvml", "nvidia-smi was not run")
+        return _result("nvml", True)
+    kind = smi_failure.get("kind")
+    if kind == "ok":
+        return _result("nvml", True)
+    hint = _NVML_HINTS.get(kind, _NVML_HINTS["other"])
+    findings = []
+    if kind in ("gpu_lost", "device_handle") and smi_failure.get("gpus"):
+        for gpu in smi_failure["gpus"]:
+            findings.append(finding("error", "nvml", gpu["bus_id"], "NVML can open GPU %s" % (gpu["bus_id"] or "?"),
+                                    "Unable to determine the device handle: %s" % gpu["reason"],
+                                    _NVML_HINTS["gpu_lost" if _GPU_LOST.search(gpu["reason"]) else "device_handle"]))
+        return _result("nvml", True, findings)
+    if kind == "driver_library_mismatch":
+        kernel = (proc_version or {}).get("version")
+        found = "Driver/library version mismatch: NVML library %s, loaded kernel module %s" % (
+            smi_failure.get("nvml_version") or "version not printed",
+            kernel or "version not read (/proc/driver/nvidia/version)")
+        expected = "NVML library and loaded kernel module of the same driver version"
+    else:
+        found = smi_failure.get("message") or kind
+        expected = "nvidia-smi runs (exit 0)"
+    findings.append(finding("error", "nvml", None, expected, found, hint))
+    return _result("nvml", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# driver_version: /proc/driver/nvidia/version
+
+_NVRM_VERSION = re.compile(r"NVRM version:\s*(.*?)\s*$", re.M)
+_GCC_VERSION = re.compile(r"^\s*GCC version:\s*(.*?)\s*$", re.M)
+
+
+def parse_nvrm_id(ident):
+    """The driver's ID string (``NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build
+    (dvs-builder@U16-A24-9-2)  Thu Oct 10 12:15:00 UTC 2024`` / ``NVIDIA UNIX x86_64 Kernel Module  580.173.02
+    Tue Jun 23 ...``) -> ``{"version", "flavour": "open"|"proprietary", "arch", "build_type", "builder", "date",
+    "jetson"}``; None when no version is in it."""
+    ident = (ident or "").strip()
+    m = _VERSION.search(ident)
+    if not m:
+        return None
+    version = m.group(1)
+    arch = re.search(r"Module for (\S+)", ident) or re.search(r"UNIX (\S+) Kernel Module", ident)
+    build = re.search(r"\b((?:Release|Debug|Develop)\s+Build)\b", ident)
+    builder = re.search(r"\(([^()\s]*@[^()\s]*)\)", ident)
+    tail = ident[(builder or build or m).end():].strip()
+    major = int(version.split(".")[0])
+    return {
+        "version": version,
+        "flavour": "open" if "Open Kernel Module" in ident else "proprietary",
+        "arch": arch.group(1) if arch else None,
+        "build_type": re.sub(r"\s+", " ", build.group(1)) if build else None,
+        "builder": builder.group(1) if builder else None,
+        "date": re.sub(r"\s+", " ", tail) or None,
+        # Jetson (L4T) kernels print the L4T release (35.3.1), not a driver branch (>= 100 since R100).
+        "jetson": major < 100,
+    }
+
+
+def parse_proc_driver_version(text):
+    """``/proc/driver/nvidia/version`` (or ``/sys/module/nvidia/version``, a bare version) -> :func:`parse_nvrm_id`'s
+    dict plus ``gcc``; None when the text holds neither. Prompts and other lines around it are skipped, so
+    the text of a whole pasted session will do."""
+    lines = "\n".join(line for _n, line in output_lines(text))
+    m = _NVRM_VERSION.search(lines)
+    if m:
+        parsed = parse_nvrm_id(m.group(1))
+        if parsed is None:
+            return None
+        gcc = _GCC_VERSION.search(lines)
+        parsed["gcc"] = gcc.group(1) if gcc else None
+        return parsed
+    bare = lines.strip()
+    if re.match(r"^\d+\.\d+(?:\.\d+)*$", bare):
+        return {"version": bare, "flavour": None, "arch": None, "build_type": None, "builder": None, "date": None,
+                "jetson": int(bare.split(".")[0]) < 100, "gcc": None}
+    return None
+
+
+def versions_agree(a, b):
+    """``580.159`` and ``580.159.02`` agree (NVML's message prints major.minor only); ``580.159`` and
+    ``580.126.09`` do not."""
+    pa, pb = a.split("."), b.split(".")
+    n = min(len(pa), len(pb))
+    return [int(x) if x.isdigit() else x for x in pa[:n]] == [int(x) if x.isdigit() else x for x in pb[:n]]
+
+
+def check_driver_version(proc_version=None, nvml_version=None):
+    """The NVML/userspace driver version must be the loaded kernel module's (the kernel refuses other clients:
+    "Please make sure that this kernel module and all NVIDIA driver components have the same version",
+    osapi.c). Applies when both versions are known and the module is not a Jetson (L4T) one."""
+    if proc_version is None:
+        return _not_applied("driver_version", "the loaded kernel module's version was not read "
+                                              "(/proc/driver/nvidia/version)")
+    if proc_version.get("jetson"):
+        return _not_applied("driver_version", "Jetson (L4T %s): the kernel module reports an L4T release, not a "
+                                              "driver version" % proc_version["version"])
+    if not nvml_version:
+        return _not_applied("driver_version", "the NVML library version is unknown (nvidia-smi did not print it)")
+    if versions_agree(nvml_version, proc_version["version"]):
+        return _result("driver_version", True)
+    return _result("driver_version", True, [finding(
+        "error", "driver_version", None, "NVML/userspace %s = loaded kernel module" % nvml_version,
+        "loaded kernel module %s (%s)" % (proc_version["version"], proc_version.get("flavour") or "?"),
+        _NVML_HINTS["driver_library_mismatch"])])
+
+
+# ----------------------------------------------------------------------------------------------------
+# persistence
+
+
+def check_persistence(smi_q=None, bus_to_index=None):
+    """Persistence mode must be Enabled on every GPU that reports it: "Once all clients have closed the device
+    file, the GPU state will be unloaded unless persistence mode is enabled" (NVIDIA, persistence daemon), and it
+    is reset to Disabled at every reboot (NVML). GPUs that print N/A or no field are not judged."""
+    if smi_q is None:
+        return _not_applied("persistence", "nvidia-smi -q was not read")
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    judged = [g for g in smi_q.get("gpus") or [] if g.get("persistence_mode") is not None]
+    if not judged:
+        return _not_applied("persistence", "no GPU reports a persistence mode")
+    findings = [finding("error", "persistence", _gpu_label(g, index_map), "persistence mode Enabled",
+                        "persistence mode %s" % g["persistence_mode"],
+                        "run nvidia-persistenced (NVIDIA's recommended way) or 'nvidia-smi -pm 1'; it is lost at "
+                        "every reboot")
+                for g in judged if g["persistence_mode"] != "Enabled"]
+    return _result("persistence", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# gpu_count: lspci
+
+_LSPCI = re.compile(r"^\s*(?:(?P<domain>[0-9A-Fa-f]{4,8}):)?(?P<bus>[0-9A-Fa-f]{2}):(?P<dev>[0-9A-Fa-f]{2})\."
+                    r"(?P<fn>[0-7])\s+(?P<cls>[^:\[]*?)(?:\s+\[(?P<cc>[0-9A-Fa-f]{4})\])?:\s+(?P<desc>.*)$")
+_LSPCI_IDS = re.compile(r"\[([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})\]")
+_LSPCI_REV = re.compile(r"\s*\(rev ([0-9A-Fa-f]{2})\)")
+_LSPCI_PROGIF = re.compile(r"\s*\(prog-if [^)]*(?:\[[^\]]*\])?\)")
+_GPU_CLASSES = ("3d controller", "vga compatible controller", "display controller")
+_GPU_CLASS_CODES = ("0300", "0302", "0380")
+
+
+def parse_lspci(text):
+    """``lspci`` / ``lspci -nn`` / ``lspci -D`` (or a grep of them) -> the NVIDIA devices:
+    ``{"gpus": [...], "nvswitches": [...], "other": [...]}``, each ``{"bus_id", "class", "class_code",
+    "vendor_device", "description", "rev", "gone"}``. GPUs are NVIDIA "3D controller" / "VGA compatible
+    controller" functions; NVSwitches are NVIDIA "Bridge" functions (class 0680, not a PCI bridge); audio/USB
+    functions of a GPU board are "other". ``gone`` is True for ``(rev ff)``: config space reads all ones, the
+    device no longer answers."""
+    out = {"gpus": [], "nvswitches": [], "other": []}
+    for _n, line in output_lines(text):
+        m = _LSPCI.match(line)
+        if not m:
+            continue
+        desc = _LSPCI_PROGIF.sub("", m.group("desc")).strip()
+        rev = _LSPCI_REV.search(desc)
+        desc_clean = _LSPCI_REV.sub("", desc).strip()
+        ids = _LSPCI_IDS.findall(desc_clean)
+        vendor_device = ("%s:%s" % ids[-1]).lower() if ids else None
+        nvidia = (vendor_device or "").startswith("10de:") or desc_clean.startswith("NVIDIA Corporation")
+        if not nvidia:
+            continue
+        cls = m.group("cls").strip()
+        code = m.group("cc")
+        bus = normalize_bus_id("%s:%s:%s.%s" % (m.group("domain") or "0000", m.group("bus"), m.group("dev"),
+                                                  m.group("fn")))
+        device = {"bus_id": bus, "class": cls, "class_code": code, "vendor_device": vendor_device,
+                  "description": desc_clean, "rev": rev.group(1).lower() if rev else None,
+                  "gone": bool(rev and rev.group(1).lower() == "ff")}
+        if cls.lower() in _GPU_CLASSES or code in _GPU_CLASS_CODES:
+            out["gpus"].append(device)
+        elif cls.lower() == "bridge" or code == "0680":
+            out["nvswitches"].append(device)
+        else:
+            out["other"].append(device)
+    return out
+
+
+def _smi_bus_ids(smi_q, smi_failure):
+    """(bus ids nvidia-smi lists, or None when it could not list GPUs; reason)."""
+    kind = (smi_failure or {}).get("kind")
+    if kind in ("driver_library_mismatch", "no_driver", "no_library", "nvml_init", "other"):
+        return None, "nvidia-smi could not list GPUs (nvml: %s)" % kind
+    if smi_q is not None:
+        gpus = smi_q.get("gpus") or []
+        attached = smi_q.get("attached_gpus")
+        if (attached is not None and attached != len(gpus)) or (attached is None and not all(
+                g.get("bus_id") for g in gpus)):
+            return None, "the nvidia-smi -q output read is not a full listing (an excerpt or an -i run)"
+        return [g.get("bus_id") for g in gpus], None
+    if kind == "no_devices":
+        return [], None
+    if kind in ("gpu_lost", "device_handle", "system_not_ready", "ok"):
+        return None, "nvidia-smi -q was not read"
+    return None, "nvidia-smi was not run"
+
+
+def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None, bus_to_index=None):
+    """Every NVIDIA GPU on the PCI bus (lspci) must be listed by nvidia-smi: a GPU that fell off the bus (Xid 79)
+    stays on lspci but leaves NVML, and the node keeps taking jobs. One error per GPU nvidia-smi does not list
+    (compared by bus id; by count when nvidia-smi's listing has no bus ids), and one per GPU lspci reads as
+    ``(rev ff)``. Kernel log lines about that GPU (RmInitAdapter failed, fallen off the bus) go into the hint."""
+    if lspci is None:
+        return _not_applied("gpu_count", "lspci was not read")
+    seen, reason = _smi_bus_ids(smi_q, smi_failure)
+    if seen is None:
+        return _not_applied("gpu_count", reason)
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    notes = {}
+    for event in kernel_events or []:
+        if event.get("bus_id") and event["kind"] in ("init_failed", "off_bus", "open_required"):
+            notes.setdefault(event["bus_id"], event["message"])
+    findings = []
+    listed = {b for b in seen if b}
+    for dev in lspci["gpus"]:
+        if dev["gone"]:
+            findings.append(finding("error", "gpu_count", _label(dev["bus_id"], index_map),
+                                    "GPU %s answers on the PCI bus" % dev["bus_id"],
+                                    "lspci: %s (rev ff): the device does not answer" % dev["description"],
+                                    "the GPU fell off the bus: reboot the node; if it stays, reseat or replace it"))
+    if all(seen):
+        for dev in lspci["gpus"]:
+            if dev["bus_id"] not in listed and not dev["gone"]:
+                note = notes.get(dev["bus_id"])
+                findings.append(finding(
+                    "error", "gpu_count", dev["bus_id"], "GPU %s (lspci: %s) listed by nvidia-smi"
+                    % (dev["bus_id"], dev["description"]),
+                    "nvidia-smi lists %d of the %d NVIDIA GPUs on lspci, not this one" % (
+                        len(listed), len(lspci["gpus"])),
+                    ("kernel log: %s" % note) if note else
+                    "check the kernel log for Xid 79 / RmInitAdapter failed; reboot, then reseat or replace"))
+    elif len(seen) < len(lspci["gpus"]):
+        findings.append(finding("error", "gpu_count", None, "%d GPUs listed by nvidia-smi (lspci)"
+                                % len(lspci["gpus"]), "nvidia-smi lists %d" % len(seen),
+                                "check the kernel log for Xid 79 / RmInitAdapter failed"))
+    return _result("gpu_count", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# fabric
+
+
+_FM_MISMATCH = re.compile(r"fabric manager NVIDIA GPU driver interface version (\d+(?:\.\d+)*) don't match with "
+                          r"driver version (\d+(?:\.\d+)*)")
+_FM_ACTIVE = re.compile(r"^\s*Active:\s*(\S+)(?:\s+\(([^)]*)\))?")
+_FM_STARTED = re.compile(r"Started NVIDIA fabric manager service|Started \"Nvidia Fabric Manager\"", re.I)
+_FM_FAILED = re.compile(r"status=\d+/FAILURE|failed! Exit code|Failed to start NVIDIA fabric manager|"
+                        r"nvidia-fabricmanager\.service: Failed", re.I)
+_FM_ERROR = re.compile(r"\[ERROR\]\s*(?:\[tid \d+\]\s*)?(.*)$")
+
+
+def parse_fabricmanager(text):
+    """``systemctl status nvidia-fabricmanager``, ``journalctl -u nvidia-fabricmanager``, ``systemctl is-active``
+    or ``/var/log/fabricmanager.log`` -> ``{"active": True|False|None, "state", "version_mismatch": None |
+    {"fabric_manager", "driver"}, "nothing_to_do", "started", "failed", "nvl5": True|False|None, "command",
+    "errors": [messages of [ERROR] lines]}``.
+
+    ``active`` comes from the ``Active:`` line (``active (running)`` -> True; ``failed``, ``inactive``,
+    ``activating`` -> False) or a lone is-active word; without one, from the last start/failure in the journal;
+    None when the text says neither. ``nothing_to_do`` is FM's ``NV_WARN_NOTHING_TO_DO`` (no NVSwitch found, or
+    NVLSM missing on NVL5 systems); ``nvl5`` from "Detected Pre-NVL5 system" (False) or an ``nv-fabricmanager
+    ... -g <port GUID>`` command line (True).
+    """
+    out = {"active": None, "state": None, "version_mismatch": None, "nothing_to_do": False, "started": False,
+           "failed": False, "nvl5": None, "command": None, "errors": []}
+    journal = None
+    lines = [line for _n, line in output_lines(text)]
+    words = [line.strip() for line in lines if line.strip()]
+    if len(words) == 1 and words[0] in ("active", "inactive", "failed", "activating", "deactivating", "unknown"):
+        out.update(active=words[0] == "active", state=words[0])
+        return out
+    for line in lines:
+        m = _FM_ACTIVE.match(line)
+        if m and out["state"] is None:
+            out["state"] = m.group(1) + (" (%s)" % m.group(2) if m.group(2) else "")
+            out["active"] = m.group(1) == "active" and (m.group(2) or "running") == "running"
+            continue
+        m = _FM_MISMATCH.search(line)
+        if m:
+            out["version_mismatch"] = {"fabric_manager": m.group(1), "driver": m.group(2)}
+        if "NV_WARN_NOTHING_TO_DO" in line:
+            out["nothing_to_do"] = True
+        if "Detected Pre-NVL5 system" in line:
+            out["nvl5"] = False
+        m = re.search(r"(/\S*nv-fabricmanager\s.*)$", line)
+        if m and out["command"] is None and "failed!" not in line:
+            out["command"] = m.group(1).strip()
+            if re.search(r"\s-g\s+0x[0-9a-fA-F]+", m.group(1)):
+                out["nvl5"] = True
+        if _FM_STARTED.search(line):
+            out["started"] = True
+            journal = True
+        if _FM_FAILED.search(line):
+            out["failed"] = True
+            journal = False
+        m = _FM_ERROR.search(line)
+        if m:
+            out["errors"].append(m.group(1).strip())
+    if out["active"] is None and journal is not None:
+        out["active"] = journal
+    if out["active"] is None and out["version_mismatch"] is not None:
+        out["active"] = False  # "aborts the process" (FM user guide, via FACTS.md section 5)
+    return out
+
+
+_ZERO_UUID = re.compile(r"^[0-]+$")
+_MNNVL_PRODUCT = re.compile(r"\bGB[23]00\b", re.I)
+
+
+def is_mnnvl(smi_q):
+    """A GB200/GB300-class node of a multi-node NVLink domain: a GPU's ClusterUUID is set and not all zeros, or
+    the product name says GB200/GB300. Its fabric is managed outside the node (no local fabric manager)."""
+    for gpu in (smi_q or {}).get("gpus") or []:
+        fabric = gpu.get("fabric") or {}
+        uuid = fabric.get("cluster_uuid")
+        if uuid and not _ZERO_UUID.match(uuid):
+            return True
+        if gpu.get("product_name") and _MNNVL_PRODUCT.search(gpu["product_name"]):
+            return True
+    return False
+
+
+def check_fabric(smi_q=None, lspci=None, fabric_manager=None, driver_version=None, bus_to_index=None):
+    """NVLink fabric readiness, on NVSwitch systems only.
+
+    Applies when the node shows NVSwitches (lspci NVIDIA "Bridge" functions) or a GPU reports a Fabric State other
+    than N/A; it never looks at the inventory. Then:
+
+    - every GPU that reports a fabric state must read State ``Completed`` and Status ``Success`` ("A ``Completed``
+      state is shown when the GPU is successfully registered with the NVLink fabric", ``In Progress`` means the
+      fabric manager is not running or NVLSM is missing: siderolabs/extensions#717; NVML: status "must be checked
+      only if state returns complete");
+    - on GB200/GB300-class nodes (:func:`is_mnnvl`) additionally ClusterUUID set (not all zeros) and CliqueId
+      present (Azure's rule for NVLink-fabric VMs, Azure/azhpc-images#506), and the fabric manager is NOT
+      required; a Health Summary other than Healthy is a warning;
+    - elsewhere, where the NVSwitches are on this node's PCI bus or a fabric manager is installed, the fabric
+      manager must be active and of the driver's version ("the version of fabricmanager must match the NVIDIA
+      driver installed", NVIDIA/yum-packaging-fabric-manager). A pass-through VM that shows a Completed fabric
+      but no NVSwitch (the fabric manager runs on its host) is only judged on the fabric state.
+
+    ``fabric_manager``: :func:`parse_fabricmanager`'s dict, plus optional ``installed`` (bool) and ``version``
+    (the package's version) from the caller.
+    """
+    gpus = (smi_q or {}).get("gpus") or []
+    switches = (lspci or {}).get("nvswitches") or []
+    with_state = [g for g in gpus if g.get("fabric")]
+    if not switches and not with_state:
+        if smi_q is None and lspci is None:
+            return _not_applied("fabric", "neither nvidia-smi -q nor lspci was read", mnnvl=False,
+                                fabric_manager_required=False)
+        return _not_applied("fabric", "no NVSwitch: lspci shows no NVIDIA bridge and no GPU reports a fabric state",
+                            mnnvl=False, fabric_manager_required=False)
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    mnnvl = is_mnnvl(smi_q)
+    findings = []
+    for gpu in with_state:
+        fabric = gpu["fabric"]
+        label = _gpu_label(gpu, index_map)
+        state, status = fabric.get("state"), fabric.get("status")
+        if state != "Completed" or status != "Success":
+            hint = ("the GPU has not joined the NVLink fabric: start nvidia-fabricmanager (on B200-class systems "
+                    "also NVLSM) and check its journal" if state != "Completed" and not mnnvl else
+                    "the fabric registration failed: check the fabric manager's log (IMEX / NVLink domain on "
+                    "GB200) and the NVSwitch SXid lines in the kernel log")
+            findings.append(finding("error", "fabric", label, "fabric State Completed, Status Success",
+                                    "fabric State %s, Status %s" % (state, status or "N/A"), hint))
+            continue
+        if mnnvl:
+            uuid, clique = fabric.get("cluster_uuid"), fabric.get("clique_id")
+            if not uuid or _ZERO_UUID.match(uuid) or clique is None:
+                findings.append(finding("error", "fabric", label, "ClusterUUID and CliqueId of the NVLink domain",
+                                        "ClusterUUID %s, CliqueId %s" % (uuid or "N/A", clique or "N/A"),
+                                        "the GPU is not part of its NVLink domain: check the domain's management "
+                                        "(IMEX) and the compute tray's NVLink cabling"))
+            elif fabric.get("health_summary") and fabric["health_summary"] != "Healthy":
+                findings.append(finding("warning", "fabric", label, "fabric Health Summary Healthy",
+                                        "fabric Health Summary %s" % fabric["health_summary"],
+                                        "see the GPU's Fabric Health block in nvidia-smi -q"))
+    installed = (fabric_manager or {}).get("installed")
+    fm_required = not mnnvl and (bool(switches) or bool(installed))
+    if fm_required:
+        findings.extend(_fabric_manager_findings(fabric_manager, driver_version))
+    return _result("fabric", True, findings, mnnvl=mnnvl, fabric_manager_required=fm_required)
+
+
+def _fabric_manager_findings(fm, driver_version):
+    if fm is None:
+        return [finding("warning", "fabric", None, "nvidia-fabricmanager active, version %s" % (driver_version or
+                        "of the driver"), "fabric manager state not read",
+                        "read 'systemctl status nvidia-fabricmanager' on NVSwitch nodes")]
+    out = []
+    mismatch = fm.get("version_mismatch")
+    if mismatch:
+        out.append(finding("error", "fabric", None, "fabric manager version = driver version %s" % mismatch["driver"],
+                           "fabric manager %s, driver %s: the fabric manager refused to start" % (
+                               mismatch["fabric_manager"], mismatch["driver"]),
+                           "install the fabric manager package of the driver's exact version"))
+    version = fm.get("version")
+    if version and driver_version and not versions_agree(version, driver_version) and not mismatch:
+        out.append(finding("error", "fabric", None, "fabric manager version = driver version %s" % driver_version,
+                           "fabric manager %s" % version, "install the fabric manager package of the driver's "
+                                                          "exact version"))
+    if fm.get("active") is False and not mismatch:
+        hint = "systemctl start nvidia-fabricmanager; read its journal"
+        if fm.get("nothing_to_do"):
+            hint = ("the fabric manager found nothing to manage (NV_WARN_NOTHING_TO_DO): on B200-class (NVL5) "
+                    "systems NVLSM must run first")
+        out.append(finding("error", "fabric", None, "nvidia-fabricmanager active (running)",
+                           "nvidia-fabricmanager %s" % (fm.get("state") or "not running"), hint))
+    elif fm.get("active") is None and not mismatch:
+        out.append(finding("warning", "fabric", None, "nvidia-fabricmanager active (running)",
+                           "the fabric manager's state is not in what was read", "read 'systemctl is-active "
+                                                                                   "nvidia-fabricmanager'"))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# memory
+
+
+def check_memory(smi_q=None, bus_to_index=None):
+    """Memory error state a GPU reports in ``nvidia-smi -q`` (NVIDIA, GPU memory error management, and the
+    dynamic page retirement whitepaper):
+
+    - remapped rows pending: "row-remapping will happen at the next GPU reset" -> error, reset the GPU;
+    - remapping failure occurred: an RMA criterion (NVIDIA RMA policy, via FACTS.md section 4) -> error;
+    - retired pages pending (pre-Ampere): "the driver will need to be reloaded for the retirement to take
+      effect" -> error;
+    - GPU Recovery Action other than None ("Reset", "Reboot", "Drain P2P", "Drain and Reset"...) -> error naming
+      the action (anything but None/N/A counts, not only the names known today);
+    - Reset Required Yes -> error; Drain and Reset Recommended Yes -> warning;
+    - volatile uncorrectable ECC errors since the last reset -> warning (the recovery action says what to do).
+
+    Applies when some GPU reports any of these fields (row remapping exists from Ampere, the recovery action from
+    about R565; MIG GPUs with instances do not report remapped rows).
+    """
+    if smi_q is None:
+        return _not_applied("memory", "nvidia-smi -q was not read")
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    findings = []
+    judged = False
+    for gpu in smi_q.get("gpus") or []:
+        label = _gpu_label(gpu, index_map)
+        rows = gpu.get("remapped_rows") or {}
+        pages = gpu.get("retired_pages") or {}
+        action = gpu.get("recovery_action")
+        ecc = gpu.get("ecc") or {}
+        if rows or pages or action is not None or gpu.get("reset_required") is not None or \
+                gpu.get("drain_and_reset_recommended") is not None or ecc.get("volatile_uncorrectable") is not None:
+            judged = True
+        if rows.get("pending"):
+            findings.append(finding("error", "memory", label, "no remapped rows pending",
+                                    "remapped rows pending (correctable %s, uncorrectable %s)" % (
+                                        rows.get("correctable"), rows.get("uncorrectable")),
+                                    "reset the GPU (nvidia-smi -r) or reboot: the remapping happens at the next reset"))
+        if rows.get("failure"):
+            findings.append(finding("error", "memory", label, "no row remapping failure",
+                                    "Remapping Failure Occurred: Yes",
+                                    "the GPU can no longer remap bad memory: an RMA criterion, replace it"))
+        if pages.get("pending"):
+            findings.append(finding("error", "memory", label, "no retired pages pending",
+                                    "retired pages pending (single bit %s, double bit %s)" % (
+                                        pages.get("sbe"), pages.get("dbe")),
+                                    "reload the driver or reboot: the retirement takes effect then"))
+        if action is not None and action.lower() not in ("none",):
+            findings.append(finding("error", "memory", label, "GPU Recovery Action None",
+                                    "GPU Recovery Action %s" % action,
+                                    "do what the driver asks (%s); see NVIDIA's recovery action flags" % action))
+        if gpu.get("reset_required"):
+            findings.append(finding("error", "memory", label, "Reset Required No", "Reset Required Yes",
+                                    "reset the GPU (nvidia-smi -r) or reboot"))
+        if gpu.get("drain_and_reset_recommended"):
+            findings.append(finding("warning", "memory", label, "Drain and Reset Recommended No",
+                                    "Drain and Reset Recommended Yes", "drain the node and reset the GPU"))
+        if (ecc.get("volatile_uncorrectable") or 0) > 0:
+            findings.append(finding("warning", "memory", label, "no uncorrectable ECC error since the last reset",
+                                    "%d volatile uncorrectable ECC error(s)" % ecc["volatile_uncorrectable"],
+                                    "look for Xid 48/94/95 in the kernel log and at the remapped rows"))
+    if not judged:
+        return _not_applied("memory", "no GPU reports remapped rows, retired pages, a recovery action or a reset "
+                                      "status")
+    return _result("memory", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# errors
+
+
+# Fields about the host rather than the GPU: the upstream port's PCIe generation, which NVML cannot read in some
+# VMs and platforms (a healthy 8x V100 host reads "Unknown Error" there: tests/fixtures/readiness). A warning.
+_HOST_SIDE_FIELDS = ("PCI/GPU Link Info/PCIe Generation/Host Max",)
+
+
+def check_errors(smi_q=None, bus_to_index=None):
+    """No field of ``nvidia-smi -q`` may read ``ERR!``, ``Unknown Error`` or ``[GPU requires reset]``: NVML failed
+    to read it from the GPU. One error per GPU naming the fields (a warning for fields about the host side of the
+    PCIe link)."""
+    if smi_q is None:
+        return _not_applied("errors", "nvidia-smi -q was not read")
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    findings = []
+    for gpu in smi_q.get("gpus") or []:
+        label = _gpu_label(gpu, index_map)
+        gpu_side = [e for e in gpu.get("errors") or [] if e["field"] not in _HOST_SIDE_FIELDS]
+        host_side = [e for e in gpu.get("errors") or [] if e["field"] in _HOST_SIDE_FIELDS]
+        for severity, errors in (("error", gpu_side), ("warning", host_side)):
+            if errors:
+                findings.append(finding(severity, "errors", label, "every nvidia-smi -q field readable",
+                                        "; ".join("%s: %s" % (e["field"], e["value"]) for e in errors),
+                                        "NVML could not read these fields: check the kernel log for Xids; a GPU "
+                                        "that says 'GPU requires reset' needs nvidia-smi -r or a reboot"))
+    return _result("errors", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# xid: kernel log
+
+# Xid -> (class, NVIDIA's immediate action, description). Classes: "application" (the job's fault: no finding),
+# "reset" (the GPU needs a reset or a driver reload), "reboot" (the node needs a reboot), "follow" (Xid 45: judged
+# as the Xid it names in "caused by previous Xid N", else as application), "recovery" (Xid 154: judged by the
+# recovery action it changes to). An Xid not in the table gives a warning.
+XID_CLASSES = {
+    # Rows of NVIDIA's Xid catalogue (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) as
+    # quoted in tests/fixtures/readiness/FACTS.md section 1 (gpud's generated copy of the catalogue; 8 and 13
+    # cross-checked against NVIDIA's page):
+    8: ("application", "RESTART_APP", "GPU stopped processing"),
+    13: ("application", "RESTART_APP", "Graphics Engine Exception"),
+    31: ("application", "RESTART_APP", "GPU memory page fault"),
+    43: ("application", "IGNORE", "GPU stopped processing"),
+    45: ("follow", "WORKFLOW_XID_45", "Preemptive cleanup, due to previous errors"),
+    46: ("reset", "RESET_GPU", "GPU stopped processing"),
+    48: ("reset", "WORKFLOW_XID_48", "Double Bit ECC Error"),
+    62: ("reset", "RESET_GPU", "Internal micro-controller halt"),
+    63: ("application", "IGNORE", "GPU memory remapping event"),
+    64: ("reset", "RESET_GPU", "GPU memory remapping failure"),
+    74: ("reset", "WORKFLOW_NVLINK_ERR", "NVLINK Error"),
+    79: ("reboot", "RESTART_BM", "GPU has fallen off the bus"),
+    92: ("application", "IGNORE", "High single-bit ECC error rate"),
+    94: ("application", "RESTART_APP", "Contained memory error"),
+    95: ("reset", "RESET_GPU", "Uncontained memory error"),
+    109: ("reset", "RESET_GPU", "Context Switch Timeout Error"),
+    119: ("reset", "RESET_GPU", "GSP RPC Timeout"),
+    120: ("reset", "RESET_GPU", "GSP Error"),
+    140: ("reset", "RESET_GPU", "ECC Unrecovered Error"),
+    143: ("reset", "RESET_GPU", "GPU Initialization Error"),
+    144: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: SAW Error"),
+    145: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: RLW Error"),
+    149: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: NETIR Error"),
+    150: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: MSE Error"),
+    154: ("recovery", "XID_154", "GPU Recovery Action Changed"),
+    155: ("reset", "RESET_GPU", "NVLINK: SW Defined Error"),
+    156: ("reset", "RESET_GPU", "Resource Retirement Event"),
+    158: ("reset", "RESET_GPU", "GPU Fatal Timeout"),
+    171: ("reset", "WORKFLOW_XID_48", "Uncorrectable DRAM error (additional to Xid 48)"),
+    172: ("reset", "WORKFLOW_XID_48", "Uncorrectable SRAM error (additional to Xid 48)"),
+    # From FACTS.md's reading of the same catalogue ("application-level = Immediate RESTART_APP (8, 11, 13, 31,
+    # 32, 39-41, 68, 69, 94)"); the rows themselves are not quoted there, so no description.
+    11: ("application", "RESTART_APP", None),
+    32: ("application", "RESTART_APP", None),
+    39: ("application", "RESTART_APP", None),
+    40: ("application", "RESTART_APP", None),
+    41: ("application", "RESTART_APP", None),
+    68: ("application", "RESTART_APP", None),
+    69: ("application", "RESTART_APP", None),
+}
+FATAL_CLASSES = ("reset", "reboot")
+
+# Line prefixes: dmesg "[  123.456789] ", dmesg -T/--ctime "[Mon Dec  1 10:00:00 2025] ", syslog/journal
+# "Dec 01 10:00:00 host kernel: " (also "2025-12-01T10:00:00+0000 host kernel: ", and "kernel: " alone).
+_STAMP_DMESG = re.compile(r"\[\s*(\d+\.\d+)\]")
+_STAMP_CTIME = re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]")
+_STAMP_SYSLOG = re.compile(r"^\s*([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S*)\s")
+_NVRM = re.compile(r"NVRM:\s?")
+_CONTINUATION = re.compile(r"^\s+NVRM:\s?(.*)$")
+_XID = re.compile(r"^Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
+                  r"(?:\s+GPU-I:(\d+))?(?:\s+GPU-CI:(\d+))?\):\s*(\d+),\s*(.*)$")
+_SXID = re.compile(r"SXid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
+_PID_NAME = re.compile(r"^pid=('?<?[^,>']*>?'?)(?:,\s*name=(<unknown>|[^,]*))?,\s*(.*)$")
+_CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
+_RECOVERY = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]+) \(([^)]*)\) to (0x[0-9A-Fa-f]+) \(([^)]*)\)")
+_LOADING = re.compile(r"^loading (NVIDIA UNIX .*)$")
+_PROBE_OFF_BUS = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*fallen off the bus")
+_RUNTIME_OFF_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): "
+                              r"GPU has fallen off the bus")
+_INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
+_OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
+_API_MISMATCH = re.compile(r"API mismatch: the client .*? has the version (\d+(?:\.\d+)*), but this kernel module "
+                           r"has the version (\d+(?:\.\d+)*)")
+
+EVENT_KINDS = ("xid", "off_bus", "driver_load", "init_failed", "open_required", "api_mismatch", "sxid")
+
+
+def _stamp(prefix):
+    m = _STAMP_DMESG.search(prefix)
+    if m:
+        return m.group(1)
+    m = _STAMP_CTIME.search(prefix)
+    if m:
+        return re.sub(r"\s+", " ", m.group(1))
+    m = _STAMP_SYSLOG.search(prefix)
+    if m:
+        return re.sub(r"\s+", " ", m.group(1))
+    return None
+
+
+def _messages(text):
+    """NVRM/SXid messages of a kernel log: ``(line number, stamp, message)`` with the indented continuation lines
+    of a multi-line message (``               NVRM: fallen off the bus ...``) joined to it."""
+    messages = []
+    for number, line in output_lines(text):
+        cont = _CONTINUATION.match(line)
+        if cont and messages and _stamp(line[:line.find("NVRM:")]) is None:
+            n, stamp, message = messages[-1]
+            messages[-1] = (n, stamp, message + " " + cont.group(1).strip())
+            continue
+        m = _NVRM.search(line)
+        sx = _SXID.search(line)
+        if m:
+            messages.append((number, _stamp(line[:m.start()]), line[m.end():].strip()))
+        elif sx:
+            messages.append((number, _stamp(line[:sx.start()]), line[sx.start():].strip()))
+    return messages
+
+
+def parse_kernel_log(text):
+    """Kernel log (``dmesg``, ``dmesg -T``/``--ctime``, ``journalctl -k``, ``/var/log/syslog`` or bare ``NVRM:``
+    lines) -> NVIDIA events in log order.
+
+    Each event: ``{"kind", "line" (line number), "stamp" (the time as printed, blanks collapsed: "6781741.548779",
+    "Sun Feb 23 16:24:18 2025", "May 11 19:25:29"; None for bare lines), "bus_id", "message", "xid", "pid",
+    "name", "gpu_instance", "compute_instance", "caused_by", "recovery_from", "recovery_to", "version",
+    "phase"}`` where ``kind`` is ``xid`` (``NVRM: Xid (PCI:0000:9b:00): 119, pid=..., name=..., ...``; also the
+    old shape without pid/name and the MIG ``GPU-I:``/``GPU-CI:`` attribution), ``off_bus`` ("fallen off the bus"
+    without an Xid: at probe, ``phase`` "probe", or at run time), ``driver_load`` ("NVRM: loading NVIDIA UNIX
+    ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``open_required`` (the GPU
+    needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
+    (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
+    """
+    events = []
+    for number, stamp, message in _messages(text):
+        event = {"kind": None, "line": number, "stamp": stamp, "bus_id": None, "message": message, "xid": None,
+                 "pid": None, "name": None, "gpu_instance": None, "compute_instance": None, "caused_by": None,
+                 "recovery_from": None, "recovery_to": None, "version": None, "phase": "runtime"}
+        m = _XID.match(message)
+        if m:
+            rest = m.group(5)
+            pm = _PID_NAME.match(rest)
+            if pm:
+                event["pid"] = pm.group(1).strip("'")
+                event["name"] = pm.group(2)
+                rest = pm.group(3)
+            event.update(kind="xid", bus_id=_bus(m.group(1)), xid=int(m.group(4)), message=rest,
+                         gpu_instance=int(m.group(2)) if m.group(2) else None,
+                         compute_instance=int(m.group(3)) if m.group(3) else None)
+            cb = _CAUSED_BY.search(rest)
+            if cb:
+                event["caused_by"] = int(cb.group(1))
+            rc = _RECOVERY.search(rest)
+            if rc:
+                event["recovery_from"] = (int(rc.group(1), 16), rc.group(2))
+                event["recovery_to"] = (int(rc.group(3), 16), rc.group(4))
+            events.append(event)
+            continue
+        m = _SXID.match(message)
+        if m:
+            event.update(kind="sxid", bus_id=_bus(m.group(1)), xid=int(m.group(2)), message=m.group(3))
+            events.append(event)
+            continue
+        m = _LOADING.match(message)
+        if m:
+            ident = parse_nvrm_id(m.group(1))
+            event.update(kind="driver_load", version=ident["version"] if ident else None)
+            events.append(event)
+            continue
+        m = _PROBE_OFF_BUS.search(message)
+        if m:
+            event.update(kind="off_bus", bus_id=_bus(m.group(1)), phase="probe")
+            events.append(event)
+            continue
+        m = _RUNTIME_OFF_BUS.match(message)
+        if m:
+            event.update(kind="off_bus", bus_id=_bus(m.group(1)))
+            events.append(event)
+            continue
+        m = _INIT_FAILED.match(message)
+        if m:
+            event.update(kind="init_failed", bus_id=_bus(m.group(1)), message=m.group(2))
+            events.append(event)
+            continue
+        m = _OPEN_REQUIRED.search(message)
+        if m:
+            event.update(kind="open_required", bus_id=_bus(m.group(1)))
+            events.append(event)
+            continue
+        m = _API_MISMATCH.search(message)
+        if m:
+            event.update(kind="api_mismatch", version=m.group(1), kernel_version=m.group(2))
+            events.append(event)
+    return events
+
+
+# ----------------------------------------------------------------------------------------------------
+# acknowledgements
+
+_ACK_LINE = re.compile(r"^\s*(\S+)\s+(\S+)\s+(.*?)\s*$")
+
+
+def parse_acknowledgements(text, host=None, source="acknowledgements"):
+    """An admin's acknowledgement file -> ``[{"gpu", "xid", "stamp", "line"}]``.
+
+    One acknowledgement a line: ``<gpu> <xid> <timestamp>  [# comment]``. ``gpu`` is the PCI bus id as the kernel
+    or nvidia-smi print it (``0000:9b:00``, ``00000000:9B:00.0``) or ``*``; ``xid`` a number or ``*`` (79 also
+    covers "fallen off the bus" without an Xid); ``timestamp`` the event's time exactly as the kernel log prints
+    it (``6781741.548779``, ``Sun Feb 23 16:30:13 2025``, ``May 11 19:25:29``; blanks may differ), or ``-`` for
+    a line that has none. It acknowledges that event and every earlier one of the same GPU and Xid in the log; a
+    later one is not covered. ``#`` starts a comment; blank lines are skipped. Malformed lines raise one
+    ``GresError`` naming ``host``, each line (``<source> line N``), what was expected and what was found.
+    """
+    acks, problems = [], []
+    for number, line in enumerate((text or "").replace("\r\n", "\n").split("\n"), 1):
+        body = line.split("#", 1)[0]
+        if not body.strip():
+            continue
+        field = "%s line %d" % (source, number)
+        m = _ACK_LINE.match(body)
+        if not m or not m.group(3):
+            problems.append(Problem(host or "-", field, "'<gpu bus id or *> <xid or *> <timestamp as in the kernel "
+                                                        "log>'", repr(line.strip())))
+            continue
+        gpu_text, xid_text, stamp = m.group(1), m.group(2), re.sub(r"\s+", " ", m.group(3)).strip("[]").strip()
+        gpu = None if gpu_text == "*" else _bus(gpu_text)
+        if gpu_text != "*" and gpu is None:
+            problems.append(Problem(host or "-", field, "a PCI bus id such as 0000:9b:00 (or *)", repr(gpu_text)))
+        elif xid_text != "*" and not xid_text.isdigit():
+            problems.append(Problem(host or "-", field, "an Xid number (or *)", repr(xid_text)))
+        else:
+            acks.append({"gpu": gpu, "xid": None if xid_text == "*" else int(xid_text),
+                         "stamp": None if stamp == "-" else stamp, "line": number})
+    if problems:
+        raise GresError(problems)
+    return acks
+
+
+def _ack_matches(ack, event):
+    if ack["gpu"] is not None and ack["gpu"] != event["bus_id"]:
+        return False
+    if ack["xid"] is None:
+        return True
+    if event["kind"] == "off_bus":
+        return ack["xid"] == 79
+    return ack["xid"] == event["xid"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# xid rule
+
+
+def _xid_class(event):
+    """(class, action, description) of one event; 45 follows the Xid it names; 154 by its new action."""
+    if event["kind"] == "off_bus":
+        return XID_CLASSES[79]
+    xid = event["xid"]
+    if xid == 45 and event.get("caused_by") is not None:
+        cls = XID_CLASSES.get(event["caused_by"])
+        if cls and cls[0] in FATAL_CLASSES:
+            return cls
+        return ("application",) + XID_CLASSES[45][1:]
+    if xid == 45:
+        return ("application",) + XID_CLASSES[45][1:]
+    if xid == 154:
+        to = event.get("recovery_to")
+        if to is None or to[0] == 0:
+            return ("recovered", "XID_154", "GPU Recovery Action changed to None")
+        return ("reboot" if "reboot" in to[1].lower() else "reset", to[1], "GPU Recovery Action: %s" % to[1])
+    return XID_CLASSES.get(xid, ("unknown", None, None))
+
+
+def xid_verdicts(events, acknowledgements=None):
+    """Every Xid/fallen-off-the-bus event with ``class`` and ``dealt_with`` (None, ``"driver reload"``,
+    ``"recovery action None"`` or ``"acknowledged (line N)"``).
+
+    A driver load ("NVRM: loading NVIDIA UNIX ...", printed at the end of the module's init, after every GPU was
+    probed: kernel-open/nvidia/nv.c) starts a new driver session. An event of an earlier session is dealt with by
+    the reload; a probe-time "fallen off the bus" message belongs to the session its load line opens. An Xid 154
+    that changes a GPU's recovery action to None deals with that GPU's earlier events. An acknowledgement deals
+    with the event it names and the earlier ones it covers.
+    """
+    loads = [e["line"] for e in events if e["kind"] == "driver_load"]
+    out = []
+    xid79 = set()
+    for position, event in enumerate(events):
+        if event["kind"] not in ("xid", "off_bus"):
+            continue
+        session = sum(1 for line in loads if line < event["line"])
+        if event["phase"] == "probe":
+            session += 1
+        cls, action, description = _xid_class(event)
+        if event["kind"] == "xid" and event["xid"] == 79:
+            xid79.add((event["bus_id"], session))
+        elif event["kind"] == "off_bus" and (event["bus_id"], session) in xid79:
+            # "GPU has fallen off the bus." printed with the Xid 79 before it (osinit.c): the same event; it never
+            # gives a finding of its own, but an acknowledgement may name its time.
+            cls = "duplicate"
+        out.append(dict(event, position=position, session=session, **{
+            "class": cls, "action": action, "description": description, "dealt_with": None}))
+    last_session = max([len(loads)] + [v["session"] for v in out])
+    for v in out:
+        if v["session"] < last_session:
+            v["dealt_with"] = "driver reload"
+    for v in out:
+        if v["class"] == "recovered" and v["bus_id"]:
+            for earlier in out:
+                if earlier["bus_id"] == v["bus_id"] and earlier["position"] < v["position"] and \
+                        earlier["dealt_with"] is None:
+                    earlier["dealt_with"] = "recovery action None (Xid 154 at %s)" % (
+                        v["stamp"] or "line %d" % v["line"])
+    for ack in acknowledgements or []:
+        anchors = [v["position"] for v in out if _ack_matches(ack, v) and v["stamp"] == ack["stamp"]]
+        if not anchors:
+            continue
+        upto = max(anchors)
+        for v in out:
+            if v["position"] <= upto and _ack_matches(ack, v) and v["dealt_with"] is None:
+                v["dealt_with"] = "acknowledged (line %d)" % ack["line"]
+    return out
+
+
+def _describe(v):
+    what = "Xid %d" % v["xid"] if v["kind"] == "xid" else "fallen off the bus (no Xid)"
+    if v["kind"] == "xid" and v["xid"] == 45 and v.get("caused_by") is not None:
+        what += " (caused by Xid %d)" % v["caused_by"]
+    where = " at %s" % v["stamp"] if v["stamp"] else " (log line %d)" % v["line"]
+    return "%s%s: %s" % (what, where, v["message"][:120])
+
+
+def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
+    """No fatal Xid since the driver was loaded, unless dealt with (:func:`xid_verdicts`).
+
+    Classes from NVIDIA's Xid catalogue (``XID_CLASSES``): application Xids (13, 31, 43, 63, 94, ...) are the
+    job's fault and never give a finding; "reset" and "reboot" Xids (48, 62, 64, 74, 79, 95, 109, 119, 120, 140,
+    143, 154 with a recovery action other than None, ...) give one error per GPU naming the latest one and the
+    acknowledgement line that would cover them all; an Xid the table does not know gives a warning.
+    """
+    if kernel_events is None:
+        return _not_applied("xid", "the kernel log was not read")
+    index_map = dict(bus_to_index or {})
+    per_gpu = {}
+    for v in xid_verdicts(kernel_events, acknowledgements):
+        if v["dealt_with"] or v["class"] in ("application", "recovered", "duplicate"):
+            continue
+        per_gpu.setdefault(v["bus_id"], []).append(v)
+    findings = []
+    for bus, items in per_gpu.items():
+        fatal = [v for v in items if v["class"] in FATAL_CLASSES]
+        shown = fatal or items
+        last = shown[-1]
+        # The acknowledgement names the latest event (it covers the earlier ones); the finding shows the latest
+        # Xid line rather than the "fallen off the bus" line that follows an Xid 79.
+        ack = "%s %s %s" % (bus or "*", last["xid"] if last["kind"] == "xid" else 79, last["stamp"] or "-")
+        last = ([v for v in shown if v["kind"] == "xid"] or shown)[-1]
+        if fatal:
+            reboot = any(v["class"] == "reboot" for v in fatal)
+            todo = ("reboot the node (NVIDIA: %s)" % last["action"]) if reboot else \
+                   ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: %s)" % last["action"])
+            severity = "error"
+            expected = "no fatal Xid since the driver was loaded (or each acknowledged)"
+        else:
+            todo = "look the Xid up in NVIDIA's Xid catalogue"
+            severity = "warning"
+            expected = "no unknown Xid since the driver was loaded (or each acknowledged)"
+        found = _describe(last) + ("" if len(shown) == 1 else " (and %d earlier)" % (len(shown) - 1))
+        findings.append(finding(severity, "xid", _label(bus, index_map), expected, found,
+                                "%s; then, if the GPU is healthy, acknowledge with the line '%s'" % (todo, ack)))
+    return _result("xid", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# all checks
+
+
+def readiness_findings(smi_q=None, smi_failure=None, proc_version=None, lspci=None, kernel_events=None,
+                       acknowledgements=None, fabric_manager=None, bus_to_index=None):
+    """Run every readiness check on what was read from one node; any input may be None (not read).
+
+    ``smi_q``: :func:`smi_q.parse_smi_q` (or ``parse_smi_table``) of a successful run; ``smi_failure``:
+    :func:`classify_smi_failure` of the nvidia-smi run (None when it ran fine or was not run); ``proc_version``:
+    :func:`parse_proc_driver_version`; ``lspci``: :func:`parse_lspci`; ``kernel_events``:
+    :func:`parse_kernel_log` (of the log since boot); ``acknowledgements``: :func:`parse_acknowledgements`;
+    ``fabric_manager``: :func:`parse_fabricmanager` (plus ``installed``/``version``); ``bus_to_index``: ``{bus
+    id: nvidia-smi index}`` when the caller knows it (else taken from ``smi_q``).
+
+    Returns ``{"findings": [...], "applied": [check, ...], "not_applied": {check: reason}}`` in ``CHECKS`` order.
+    """
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    nvml_version = (smi_q or {}).get("driver_version") or (smi_failure or {}).get("nvml_version")
+    if not nvml_version:
+        mismatch = [e for e in kernel_events or [] if e["kind"] == "api_mismatch"]
+        nvml_version = mismatch[-1]["version"] if mismatch else None
+    driver = (smi_q or {}).get("driver_version") or (proc_version or {}).get("version")
+    results = [
+        check_nvml(smi_failure, smi_q, proc_version),
+        check_driver_version(proc_version, nvml_version),
+        check_persistence(smi_q, index_map),
+        check_gpu_count(lspci, smi_q, smi_failure, kernel_events, index_map),
+        check_fabric(smi_q, lspci, fabric_manager, driver, index_map),
+        check_memory(smi_q, index_map),
+        check_xid(kernel_events, acknowledgements, index_map),
+        check_errors(smi_q, index_map),
+    ]
+    return {
+        "findings": [f for r in results if r["applies"] for f in r["findings"]],
+        "applied": [r["check"] for r in results if r["applies"]],
+        "not_applied": {r["check"]: r["reason"] for r in results if not r["applies"]},
+    }

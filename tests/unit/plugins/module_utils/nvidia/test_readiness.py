@@ -1,0 +1,763 @@
+"""readiness: the parsers on every recorded output under tests/fixtures/readiness, and each rule's verdict on them.
+
+Expected values were read off the fixtures by eye. Files are loaded as recorded (only the ``# source:`` header is
+taken off), so prompts, ``> `` quotes, CI banners and ``cat /proc/...`` lines stay in what the parsers see.
+"""
+import os
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import readiness as r
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import smi_q
+
+import nvsmi_fixtures
+
+
+def load(kind, name):
+    return nvsmi_fixtures.load("readiness", kind, name)
+
+
+def q(name):
+    return smi_q.parse_smi_q(load("nvidia-smi-q", name))
+
+
+def checks(result, check):
+    return [f for f in result["findings"] if f["check"] == check]
+
+
+def summary(findings):
+    return [(f["severity"], f["check"], f["gpu"]) for f in findings]
+
+
+def test_every_readiness_fixture_is_named_in_a_test():
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = ""
+    for name in ("test_readiness.py", "test_smi_q.py"):
+        with open(os.path.join(here, name)) as handle:
+            text += handle.read()
+    missing = [kind + "/" + name
+               for kind in ("nvidia-smi-q", "nvidia-smi-errors", "lspci", "kernel-log", "fabricmanager")
+               for name in nvsmi_fixtures.names("readiness/" + kind) if name not in text]
+    assert missing == []
+
+
+def test_findings_have_the_node_verification_shape():
+    result = r.readiness_findings(smi_q=q("a10-1gpu-535-remapped-rows-pending.txt"))
+    assert result["findings"] and all(
+        sorted(f) == ["check", "expected", "found", "gpu", "hint", "severity"] for f in result["findings"])
+    assert sorted(result) == ["applied", "findings", "not_applied"]
+    assert set(result["applied"]) | set(result["not_applied"]) == set(r.CHECKS)
+
+
+def test_nothing_read_nothing_applies():
+    result = r.readiness_findings()
+    assert result["findings"] == [] and result["applied"] == []
+    assert result["not_applied"]["fabric"] == "neither nvidia-smi -q nor lspci was read"
+    assert result["not_applied"]["xid"] == "the kernel log was not read"
+
+
+# ------------------------------------------------------------------------------------------- nvidia-smi-errors
+
+# file -> (kind, nvml version, [(bus id, reason)])
+SMI_ERRORS = {
+    "2015-unable-to-determine-device-handle-old-shape.txt":
+        ("device_handle", None, [("00000000:0B:00.0", "Unknown Error")]),
+    "460-couldnt-communicate-with-driver.txt": ("no_driver", None, []),
+    "460-driver-library-mismatch-no-version-line.txt": ("driver_library_mismatch", None, []),
+    "ci-550-driver-library-mismatch-nvml-version.txt": ("driver_library_mismatch", "550.144", []),
+    "gcp-debian11-couldnt-communicate-with-driver.txt": ("no_driver", None, []),
+    "gpu-is-lost-reboot-to-recover.txt":
+        ("gpu_lost", None, [("00000000:03:00.0", "GPU is lost. Reboot the system to recover this GPU")]),
+    "h100-p5-570-devicequery-802-system-not-yet-initialized.txt": ("system_not_ready", None, []),
+    "h100-vm-after-xid79-unable-to-determine-handle-md-quoted.txt":
+        ("device_handle", None, [("00000000:91:00.0", "Unknown Error")]),
+    "lapras-580-open-driver-library-mismatch-with-proc-version.txt": ("driver_library_mismatch", "580.159", []),
+    "p2p-570-driver-library-mismatch-nvml-version.txt": ("driver_library_mismatch", "570.124", []),
+    "rtx5090-575-no-devices-were-found.txt": ("no_devices", None, []),
+    "rtx5090-no-devices-were-found-rminitadapter-failed-syslog.txt": ("no_devices", None, []),
+    "tesla-p4-unable-to-determine-device-handle-unknown-error.txt":
+        ("device_handle", None, [("00000000:07:00.0", "Unknown Error")]),
+    "truenas-580-driver-library-mismatch-nvml-version-and-proc-version.txt": ("driver_library_mismatch", "580.178", []),
+    # Tables of a successful run: nothing to classify.
+    "geforce-1gpu-525-table-fan-err.txt": ("ok", None, []),
+    "h100-8gpu-550-table-healthy.txt": ("ok", None, []),
+}
+
+
+def test_every_error_fixture_is_classified():
+    assert sorted(SMI_ERRORS) == nvsmi_fixtures.names("readiness/nvidia-smi-errors")
+
+
+@pytest.mark.parametrize("name", sorted(SMI_ERRORS))
+def test_classify_smi_failure(name):
+    kind, version, gpus = SMI_ERRORS[name]
+    rc = 0 if kind == "ok" else {"no_driver": 9, "no_devices": 6, "driver_library_mismatch": 18}.get(kind, 15)
+    got = r.classify_smi_failure(rc, load("nvidia-smi-errors", name), "")
+    assert (got["kind"], got["nvml_version"], [(g["bus_id"], g["reason"]) for g in got["gpus"]]) == (
+        kind, version, gpus)
+
+
+def test_failure_text_on_stderr_with_empty_stdout():
+    got = r.classify_smi_failure(18, "", "Failed to initialize NVML: Driver/library version mismatch\n"
+                                         "NVML library version: 550.144\n")
+    assert (got["kind"], got["nvml_version"]) == ("driver_library_mismatch", "550.144")
+    assert r.classify_smi_failure(0, "index\n0\n", "")["kind"] == "ok"
+    assert r.classify_smi_failure(255, "something new\n", "")["kind"] == "other"
+
+
+@pytest.mark.parametrize("name, nvml, kernel", [
+    ("lapras-580-open-driver-library-mismatch-with-proc-version.txt", "580.159", "580.126.09"),
+    ("truenas-580-driver-library-mismatch-nvml-version-and-proc-version.txt", "580.178", "580.173.02"),
+])
+def test_mismatch_names_both_versions(name, nvml, kernel):
+    text = load("nvidia-smi-errors", name)
+    result = r.readiness_findings(smi_failure=r.classify_smi_failure(18, text),
+                                  proc_version=r.parse_proc_driver_version(text))
+    [nvml_finding] = checks(result, "nvml")
+    assert nvml_finding["severity"] == "error" and nvml in nvml_finding["found"] and kernel in nvml_finding["found"]
+    [version_finding] = checks(result, "driver_version")
+    assert nvml in version_finding["expected"] and kernel in version_finding["found"]
+    assert "gpu_count" in result["not_applied"] and "persistence" in result["not_applied"]
+
+
+def test_mismatch_without_version_line():
+    text = load("nvidia-smi-errors", "460-driver-library-mismatch-no-version-line.txt")
+    result = r.readiness_findings(smi_failure=r.classify_smi_failure(18, text))
+    [finding] = checks(result, "nvml")
+    assert finding["found"] == ("Driver/library version mismatch: NVML library version not printed, loaded kernel "
+                                "module version not read (/proc/driver/nvidia/version)")
+    assert result["not_applied"]["driver_version"].startswith("the loaded kernel module's version was not read")
+
+
+def test_p2p_mismatch_versions_agree_on_major_minor_only():
+    # NVML prints 570.124 for a 570.124.04 userspace; the kernel module is 570.124.06. The nvml check sees the
+    # mismatch; the version comparison cannot (NVML's line is too short), which is why both exist.
+    failure = r.classify_smi_failure(18, load("nvidia-smi-errors", "p2p-570-driver-library-mismatch-nvml-version.txt"))
+    result = r.readiness_findings(smi_failure=failure, proc_version=r.parse_proc_driver_version("570.124.06\n"))
+    assert summary(result["findings"]) == [("error", "nvml", None)]
+    assert "driver_version" in result["applied"]
+
+
+@pytest.mark.parametrize("name, bus", [
+    ("tesla-p4-unable-to-determine-device-handle-unknown-error.txt", "00000000:07:00.0"),
+    ("gpu-is-lost-reboot-to-recover.txt", "00000000:03:00.0"),
+    ("2015-unable-to-determine-device-handle-old-shape.txt", "00000000:0B:00.0"),
+])
+def test_unreachable_gpu_is_an_nvml_error_naming_it(name, bus):
+    result = r.readiness_findings(smi_failure=r.classify_smi_failure(15, load("nvidia-smi-errors", name)))
+    assert summary(result["findings"]) == [("error", "nvml", bus)]
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("460-couldnt-communicate-with-driver.txt", "no_driver"),
+    ("gcp-debian11-couldnt-communicate-with-driver.txt", "no_driver"),
+    ("rtx5090-575-no-devices-were-found.txt", "no_devices"),
+    ("h100-p5-570-devicequery-802-system-not-yet-initialized.txt", "system_not_ready"),
+])
+def test_node_wide_nvml_errors(name, kind):
+    result = r.readiness_findings(smi_failure=r.classify_smi_failure(1, load("nvidia-smi-errors", name)))
+    [finding] = result["findings"]
+    assert (finding["check"], finding["gpu"], finding["hint"]) == ("nvml", None, r._NVML_HINTS[kind])
+
+
+def test_no_devices_with_rminitadapter_in_syslog():
+    text = load("nvidia-smi-errors", "rtx5090-no-devices-were-found-rminitadapter-failed-syslog.txt")
+    events = r.parse_kernel_log(text)
+    assert [(e["kind"], e["bus_id"], e["message"], e["stamp"]) for e in events] == [
+        ("init_failed", "00000000:01:00.0", "RmInitAdapter failed! (0x22:0x56:884)", "Jul 01 22:55:07")]
+    lspci = {"gpus": [{"bus_id": "00000000:01:00.0", "description": "NVIDIA Corporation Device [10de:2b85]",
+                       "gone": False}], "nvswitches": [], "other": []}
+    result = r.readiness_findings(smi_failure=r.classify_smi_failure(6, text), lspci=lspci, kernel_events=events)
+    [count] = checks(result, "gpu_count")
+    assert count["gpu"] == "00000000:01:00.0" and "RmInitAdapter failed! (0x22:0x56:884)" in count["hint"]
+    assert checks(result, "xid") == []
+
+
+def test_table_fixtures_through_the_rules():
+    bad = smi_q.parse_smi_table(load("nvidia-smi-errors", "geforce-1gpu-525-table-fan-err.txt"))
+    result = r.readiness_findings(smi_q=bad)
+    assert summary(result["findings"]) == [("error", "persistence", 0), ("error", "errors", 0)]
+    assert checks(result, "errors")[0]["found"] == "Fan: ERR!"
+    good = smi_q.parse_smi_table(load("nvidia-smi-errors", "h100-8gpu-550-table-healthy.txt"))
+    result = r.readiness_findings(smi_q=good)
+    assert result["findings"] == [] and "persistence" in result["applied"]
+
+
+# ------------------------------------------------------------------------------------------------ nvidia-smi -q
+
+# file -> [(severity, check, gpu)] of readiness_findings(smi_q=...) alone
+Q_VERDICTS = {
+    "a10-1gpu-535-remapped-rows-pending.txt": [("error", "memory", 0)],
+    "a100-sxm4-80gb-4gpu-555-fabric-na.txt": [("error", "memory", 1)],
+    "a100-sxm4-80gb-8gpu-510-remapped-rows-pending-excerpt.txt": [("error", "memory", "00000000:10:1C.0")],
+    "ecc-errors-sram-uncorrectable-volatile1-aggregate5-excerpt.txt": [("warning", "memory", None)],
+    "gh200-1gpu-550-fabric-na.txt": [],
+    "gtx680-1gpu-470-persistence-disabled.txt": [("error", "persistence", 0)],
+    "h100-8gpu-sxm-535-fabric-completed.txt": [],
+    "h100-8gpu-sxm-535.183-fabric-completed.txt": [],
+    "h100-8gpu-sxm-565-fabric-completed-clique0-recovery-none.txt": [],
+    "h100nvl-2gpu-550-pcie.txt": [],
+    "h200-1gpu-passthrough-550-fabric-completed.txt": [],
+    "l40s-1gpu-550-pcie.txt": [],
+    "retired-pages-pending-page-blacklist-yes-excerpt.txt": [("error", "memory", None)],
+    "rtx4090-8gpu-535-addressing-mode-unknown-error.txt": [("error", "errors", i) for i in range(8)],
+    "rtx4090-8gpu-535-healthy.txt": [],
+    "rtx5090-1gpu-570-reset-status-deprecated-recovery-none.txt": [],
+    "titanv-1gpu-560-persistence-disabled.txt": [("error", "persistence", 0)],
+    "v100-sxm2-16gb-8gpu-550-retired-pages.txt": [("warning", "errors", i) for i in range(8)],
+}
+
+
+def test_every_q_fixture_has_a_verdict():
+    assert sorted(Q_VERDICTS) == nvsmi_fixtures.names("readiness/nvidia-smi-q")
+
+
+@pytest.mark.parametrize("name", sorted(Q_VERDICTS))
+def test_q_verdicts(name):
+    assert summary(r.readiness_findings(smi_q=q(name))["findings"]) == Q_VERDICTS[name]
+
+
+def test_a10_memory_finding_text():
+    [finding] = r.readiness_findings(smi_q=q("a10-1gpu-535-remapped-rows-pending.txt"))["findings"]
+    assert finding["found"] == "remapped rows pending (correctable 0, uncorrectable 4)"
+    assert "reset" in finding["hint"]
+
+
+@pytest.mark.parametrize("name, applied", [
+    ("h100-8gpu-sxm-535-fabric-completed.txt", True),
+    ("h100-8gpu-sxm-535.183-fabric-completed.txt", True),
+    ("h100-8gpu-sxm-565-fabric-completed-clique0-recovery-none.txt", True),
+    ("h200-1gpu-passthrough-550-fabric-completed.txt", True),
+    ("a100-sxm4-80gb-4gpu-555-fabric-na.txt", False),
+    ("h100nvl-2gpu-550-pcie.txt", False),
+    ("gtx680-1gpu-470-persistence-disabled.txt", False),
+    ("rtx5090-1gpu-570-reset-status-deprecated-recovery-none.txt", False),
+])
+def test_fabric_applies_only_with_a_fabric(name, applied):
+    result = r.check_fabric(smi_q=q(name))
+    assert (result["applies"], result["findings"]) == (applied, [])
+    assert result["fabric_manager_required"] is False  # no NVSwitch on lspci, no fabric manager installed
+    if not applied:
+        assert result["reason"].startswith("no NVSwitch")
+
+
+def test_persistence_and_memory_do_not_apply_without_the_fields():
+    result = r.readiness_findings(smi_q=q("gtx680-1gpu-470-persistence-disabled.txt"))
+    assert result["not_applied"]["memory"].startswith("no GPU reports remapped rows")
+    result = r.readiness_findings(smi_q=q("ecc-errors-sram-uncorrectable-volatile1-aggregate5-excerpt.txt"))
+    assert result["not_applied"]["persistence"] == "no GPU reports a persistence mode"
+
+
+def test_recovery_action_and_reset_required():
+    base = q("rtx5090-1gpu-570-reset-status-deprecated-recovery-none.txt")
+    gpu = base["gpus"][0]
+    for action in ("GPU Reset", "Node Reboot", "Drain P2P", "Drain and Reset", "Bus Reset"):
+        gpu["recovery_action"] = action
+        [finding] = r.check_memory(base)["findings"]
+        assert (finding["gpu"], finding["found"]) == (0, "GPU Recovery Action %s" % action)
+    gpu.update(recovery_action="None", reset_required=True, drain_and_reset_recommended=True)
+    gpu["remapped_rows"] = {"correctable": 0, "uncorrectable": 9, "pending": False, "failure": True}
+    assert [(f["severity"], f["found"]) for f in r.check_memory(base)["findings"]] == [
+        ("error", "Remapping Failure Occurred: Yes"), ("error", "Reset Required Yes"),
+        ("warning", "Drain and Reset Recommended Yes")]
+
+
+# ------------------------------------------------------------------------------------------------------ lspci
+
+# file -> (GPUs, NVSwitches, first GPU bus, first GPU vendor:device, first switch bus)
+LSPCI = {
+    "a10-1gpu-qemu-vm-lspci-nn.txt": (1, 0, "00000000:06:00.0", "10de:2236", None),
+    "a100-8gpu-sxm4-azure-nvswitch-bridges-lspci-nn.txt": (8, 6, "00000001:00:00.0", "10de:20b2", "00000005:00:00.0"),
+    "h100-8gpu-sxm5-aws-p5-nvswitch-lspci-grep.txt": (8, 4, "00000000:53:00.0", None, "00000000:CF:00.0"),
+}
+
+
+def test_every_lspci_fixture_is_parsed():
+    assert sorted(LSPCI) == nvsmi_fixtures.names("readiness/lspci")
+
+
+@pytest.mark.parametrize("name", sorted(LSPCI))
+def test_parse_lspci(name):
+    gpus, switches, first, ids, switch = LSPCI[name]
+    got = r.parse_lspci(load("lspci", name))
+    assert (len(got["gpus"]), len(got["nvswitches"]), got["other"]) == (gpus, switches, [])
+    assert (got["gpus"][0]["bus_id"], got["gpus"][0]["vendor_device"]) == (first, ids)
+    assert (got["nvswitches"][0]["bus_id"] if got["nvswitches"] else None) == switch
+    assert {d["rev"] for d in got["gpus"]} == {"a1"} and not any(d["gone"] for d in got["gpus"])
+
+
+def test_lspci_details():
+    a10 = r.parse_lspci(load("lspci", "a10-1gpu-qemu-vm-lspci-nn.txt"))["gpus"][0]
+    assert (a10["class"], a10["class_code"], a10["description"]) == (
+        "3D controller", "0302", "NVIDIA Corporation GA102GL [A10] [10de:2236]")
+    azure = r.parse_lspci(load("lspci", "a100-8gpu-sxm4-azure-nvswitch-bridges-lspci-nn.txt"))
+    assert [d["bus_id"][:8] for d in azure["gpus"]] == ["0000000%s" % c for c in "1234BCDE"]
+    assert {d["vendor_device"] for d in azure["nvswitches"]} == {"10de:1af1"}
+    p5 = r.parse_lspci(load("lspci", "h100-8gpu-sxm5-aws-p5-nvswitch-lspci-grep.txt"))
+    assert {d["description"] for d in p5["nvswitches"]} == {"NVIDIA Corporation GH100 [H100 NVSwitch]"}
+
+
+def test_rev_ff_is_gone():
+    text = load("lspci", "a10-1gpu-qemu-vm-lspci-nn.txt").replace("[10de:2236] (rev a1)", "[10de:2236] (rev ff)")
+    lspci = r.parse_lspci(text)
+    assert lspci["gpus"][0]["gone"] is True
+    result = r.check_gpu_count(lspci, smi_failure=r.classify_smi_failure(6, "No devices were found\n"))
+    assert [(f["gpu"], f["found"]) for f in result["findings"]] == [
+        ("00000000:06:00.0",
+         "lspci: NVIDIA Corporation GA102GL [A10] [10de:2236] (rev ff): the device does not answer")]
+
+
+def test_gpu_count_p5_lspci_against_its_nvidia_smi():
+    lspci = r.parse_lspci(load("lspci", "h100-8gpu-sxm5-aws-p5-nvswitch-lspci-grep.txt"))
+    full = q("h100-8gpu-sxm-535.183-fabric-completed.txt")  # the same bus layout (53, 64, ..., CA)
+    assert r.check_gpu_count(lspci, full)["findings"] == []
+    # GPU 3 (86:00.0) fell off: NVML no longer lists it, lspci still does.
+    lost = dict(full, gpus=[g for g in full["gpus"] if g["bus_id"] != "00000000:86:00.0"], attached_gpus=7)
+    [finding] = r.check_gpu_count(lspci, lost)["findings"]
+    assert (finding["severity"], finding["gpu"]) == ("error", "00000000:86:00.0")
+    assert finding["found"] == "nvidia-smi lists 7 of the 8 NVIDIA GPUs on lspci, not this one"
+
+
+def test_gpu_count_no_devices_and_not_applied():
+    lspci = r.parse_lspci(load("lspci", "a10-1gpu-qemu-vm-lspci-nn.txt"))
+    no_devices = r.classify_smi_failure(6, load("nvidia-smi-errors", "rtx5090-575-no-devices-were-found.txt"))
+    assert summary(r.check_gpu_count(lspci, smi_failure=no_devices)["findings"]) == [
+        ("error", "gpu_count", "00000000:06:00.0")]
+    mismatch = r.classify_smi_failure(18, load("nvidia-smi-errors", "ci-550-driver-library-mismatch-nvml-version.txt"))
+    assert r.check_gpu_count(lspci, smi_failure=mismatch)["reason"] == \
+        "nvidia-smi could not list GPUs (nvml: driver_library_mismatch)"
+    excerpt = q("a100-sxm4-80gb-8gpu-510-remapped-rows-pending-excerpt.txt")
+    assert r.check_gpu_count(lspci, excerpt)["applies"] is False
+
+
+# ----------------------------------------------------------------------------------------------- fabricmanager
+
+# file -> parse_fabricmanager fields (active, state, version_mismatch, nothing_to_do, nvl5, errors)
+FM = {
+    "8gpu-nvswitch-fabricmanager-log-multicast-team.txt":
+        (None, None, None, False, None, ["detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id "
+                                         "00000000:86:00.0 physical id 3 port 61"]),
+    "a100-p4d-bottlerocket-systemctl-status-active-running.txt": (True, "active (running)", None, False, None, []),
+    "b200-bottlerocket-nvlsm-systemctl-status-active-running.txt": (True, "active (running)", None, False, True, []),
+    "fm-525-vs-530-version-mismatch-message-only.txt":
+        (False, None, {"fabric_manager": "525.85.12", "driver": "530.41.03"}, False, None, []),
+    "fm-530-version-mismatch-syslog-line.txt":
+        (False, None, {"fabric_manager": "530.30.02", "driver": "530.41.03"}, False, None, []),
+    "fm-550-version-mismatch-journal-akash-docs.txt":
+        (False, None, {"fabric_manager": "550.127.05", "driver": "550.120"}, False, None, []),
+    "h100-p5-570-journalctl-fabricmanager-started.txt": (True, None, None, False, False, []),
+    "rtx4090-no-nvswitch-fabricmanager-failed-nothing-to-do-journal.txt": (False, None, None, True, False, []),
+}
+PROC_VERSIONS = {
+    "proc-driver-nvidia-version-384-proprietary.txt":
+        ("384.98", "proprietary", "x86_64", None, None, "Thu Oct 26 15:16:01 PDT 2017", False),
+    "proc-driver-nvidia-version-525-open-distro-build-no-date.txt":
+        ("525.60.11", "open", "x86_64", "Release Build", "archlinux-builder@localhost", None, False),
+    "proc-driver-nvidia-version-565-open.txt":
+        ("565.57.01", "open", "x86_64", "Release Build", "dvs-builder@U16-A24-9-2", "Thu Oct 10 12:15:00 UTC 2024",
+         False),
+    "proc-driver-nvidia-version-580-proprietary.txt":
+        ("580.173.02", "proprietary", "x86_64", None, None, "Tue Jun 23 08:38:17 UTC 2026", False),
+    "proc-driver-nvidia-version-jetson-l4t-35.3.1-aarch64.txt":
+        ("35.3.1", "open", "aarch64", "Release Build", "buildbrain@mobile-u64-6289-d7000",
+         "Sun Mar 19 08:09:33 PDT 2023", True),
+}
+FABRIC_GREPS = ("azure-nvlink-node-fabric-completed-insufficient-resources.txt",
+                "gb200-mnnvl-fabric-grep-clique2-health-unhealthy.txt", "h100-p5-570-fabric-completed-grep.txt",
+                "h100-p5-570-fabric-in-progress-grep.txt")
+
+
+def test_every_fabricmanager_fixture_is_parsed():
+    assert sorted(list(FM) + list(PROC_VERSIONS) + list(FABRIC_GREPS)) == \
+        nvsmi_fixtures.names("readiness/fabricmanager")
+
+
+@pytest.mark.parametrize("name", sorted(FM))
+def test_parse_fabricmanager(name):
+    got = r.parse_fabricmanager(load("fabricmanager", name))
+    assert (got["active"], got["state"], got["version_mismatch"], got["nothing_to_do"], got["nvl5"],
+            got["errors"]) == FM[name]
+
+
+def test_fabricmanager_command_lines_and_is_active():
+    b200 = r.parse_fabricmanager(load("fabricmanager", "b200-bottlerocket-nvlsm-systemctl-status-active-running.txt"))
+    assert b200["command"] == "/usr/bin/nv-fabricmanager -c /etc/nvidia/fabricmanager.cfg -g 0xe09d7303003f3bf8"
+    assert r.parse_fabricmanager("inactive\n")["active"] is False
+    assert r.parse_fabricmanager("active\n")["active"] is True
+    assert r.parse_fabricmanager("     Active: failed (Result: exit-code) since Mon\n")["state"] == \
+        "failed (Result: exit-code)"
+
+
+@pytest.mark.parametrize("name", sorted(PROC_VERSIONS))
+def test_parse_proc_driver_version(name):
+    got = r.parse_proc_driver_version(load("fabricmanager", name))
+    assert (got["version"], got["flavour"], got["arch"], got["build_type"], got["builder"], got["date"],
+            got["jetson"]) == PROC_VERSIONS[name]
+    assert got["gcc"].startswith("gcc version ")
+
+
+def test_proc_version_other_shapes():
+    assert r.parse_proc_driver_version("595.45.04\n")["version"] == "595.45.04"  # /sys/module/nvidia/version
+    assert r.parse_proc_driver_version("cat: /proc/driver/nvidia/version: No such file or directory\n") is None
+    jetson = r.parse_proc_driver_version(load("fabricmanager",
+                                              "proc-driver-nvidia-version-jetson-l4t-35.3.1-aarch64.txt"))
+    assert r.check_driver_version(jetson, "35.3.1")["applies"] is False
+    ok = r.parse_proc_driver_version(load("fabricmanager", "proc-driver-nvidia-version-565-open.txt"))
+    assert r.check_driver_version(ok, "565.57.01") == {"check": "driver_version", "applies": True, "reason": None,
+                                                      "findings": []}
+    assert summary(r.check_driver_version(ok, "565.77")["findings"]) == [("error", "driver_version", None)]
+
+
+def p5_node(fabric_grep=None, fm=None):
+    """The AWS p5 of the fixtures: its lspci (8 H100 + 4 NVSwitch) and an 8-GPU nvidia-smi -q of the same layout;
+    its GPUs' fabric block replaced by one of the recorded p5 greps."""
+    node = q("h100-8gpu-sxm-535.183-fabric-completed.txt")
+    if fabric_grep:
+        fabric = smi_q.parse_smi_q(load("fabricmanager", fabric_grep))["gpus"][0]["fabric"]
+        for gpu in node["gpus"]:
+            gpu["fabric"] = dict(fabric)
+    lspci = r.parse_lspci(load("lspci", "h100-8gpu-sxm5-aws-p5-nvswitch-lspci-grep.txt"))
+    return node, lspci, fm
+
+
+def test_p5_fabric_completed_and_fabric_manager_started():
+    node, lspci, _ = p5_node("h100-p5-570-fabric-completed-grep.txt")
+    fm = r.parse_fabricmanager(load("fabricmanager", "h100-p5-570-journalctl-fabricmanager-started.txt"))
+    result = r.check_fabric(node, lspci, fm, node["driver_version"])
+    assert (result["applies"], result["fabric_manager_required"], result["mnnvl"], result["findings"]) == (
+        True, True, False, [])
+    assert r.readiness_findings(smi_q=node, lspci=lspci, fabric_manager=fm)["findings"] == []
+
+
+def test_p5_fabric_in_progress_is_an_error_per_gpu():
+    node, lspci, _ = p5_node("h100-p5-570-fabric-in-progress-grep.txt")
+    result = r.check_fabric(node, lspci, r.parse_fabricmanager("inactive\n"), node["driver_version"])
+    assert summary(result["findings"]) == [("error", "fabric", i) for i in range(8)] + [("error", "fabric", None)]
+    assert result["findings"][0]["found"] == "fabric State In Progress, Status N/A"
+    assert result["findings"][-1]["found"] == "nvidia-fabricmanager inactive"
+
+
+def test_fabric_manager_stopped_on_an_nvswitch_node():
+    node, lspci, _ = p5_node()
+    result = r.readiness_findings(smi_q=node, lspci=lspci, fabric_manager=r.parse_fabricmanager("failed\n"))
+    assert summary(result["findings"]) == [("error", "fabric", None)]
+    result = r.readiness_findings(smi_q=node, lspci=lspci)
+    assert summary(result["findings"]) == [("warning", "fabric", None)]  # state not read
+
+
+@pytest.mark.parametrize("name, found", [
+    ("fm-530-version-mismatch-syslog-line.txt", "fabric manager 530.30.02, driver 530.41.03"),
+    ("fm-525-vs-530-version-mismatch-message-only.txt", "fabric manager 525.85.12, driver 530.41.03"),
+    ("fm-550-version-mismatch-journal-akash-docs.txt", "fabric manager 550.127.05, driver 550.120"),
+])
+def test_fabric_manager_version_mismatch(name, found):
+    node, lspci, _ = p5_node()
+    [finding] = r.check_fabric(node, lspci, r.parse_fabricmanager(load("fabricmanager", name)),
+                               node["driver_version"])["findings"]
+    assert finding["found"].startswith(found)
+
+
+def test_fabric_manager_package_version_against_driver():
+    node, lspci, _ = p5_node()
+    fm = dict(r.parse_fabricmanager("active\n"), version="535.161.08")
+    [finding] = r.check_fabric(node, lspci, fm, node["driver_version"])["findings"]
+    assert (finding["expected"], finding["found"]) == ("fabric manager version = driver version 535.183.01",
+                                                       "fabric manager 535.161.08")
+
+
+def test_nothing_to_do_on_a_switchless_box_with_fabric_manager_installed():
+    fm = dict(r.parse_fabricmanager(load("fabricmanager",
+                                         "rtx4090-no-nvswitch-fabricmanager-failed-nothing-to-do-journal.txt")),
+              installed=True)
+    # No NVSwitch and no fabric state: the check does not apply, whatever the fabric manager says.
+    result = r.check_fabric(q("rtx4090-8gpu-535-healthy.txt"), {"gpus": [], "nvswitches": [], "other": []}, fm)
+    assert result["applies"] is False
+
+
+def test_azure_nvswitch_lspci_with_a_running_fabric_manager():
+    lspci = r.parse_lspci(load("lspci", "a100-8gpu-sxm4-azure-nvswitch-bridges-lspci-nn.txt"))
+    fm = r.parse_fabricmanager(load("fabricmanager", "a100-p4d-bottlerocket-systemctl-status-active-running.txt"))
+    result = r.check_fabric(None, lspci, fm)
+    assert (result["applies"], result["fabric_manager_required"], result["findings"]) == (True, True, [])
+
+
+def test_fabric_log_errors_are_parsed_not_judged():
+    fm = r.parse_fabricmanager(load("fabricmanager", "8gpu-nvswitch-fabricmanager-log-multicast-team.txt"))
+    assert fm["active"] is None
+    node, lspci, _ = p5_node()
+    assert summary(r.check_fabric(node, lspci, fm, "535.183.01")["findings"]) == [("warning", "fabric", None)]
+
+
+def test_azure_status_insufficient_resources():
+    excerpt = smi_q.parse_smi_q(load("fabricmanager", "azure-nvlink-node-fabric-completed-insufficient-resources.txt"))
+    [finding] = r.check_fabric(excerpt)["findings"]
+    assert finding["found"] == "fabric State Completed, Status Insufficient Resources"
+
+
+def test_gb200_domain_needs_no_fabric_manager():
+    excerpt = smi_q.parse_smi_q(load("fabricmanager", "gb200-mnnvl-fabric-grep-clique2-health-unhealthy.txt"))
+    assert r.is_mnnvl(excerpt)
+    lspci = {"gpus": [], "nvswitches": [{"bus_id": "00000000:05:00.0"}], "other": []}
+    result = r.check_fabric(excerpt, lspci, None, "570.133.20")
+    assert (result["applies"], result["mnnvl"], result["fabric_manager_required"]) == (True, True, False)
+    assert [(f["severity"], f["found"]) for f in result["findings"]] == [
+        ("warning", "fabric Health Summary Unhealthy")]
+    # Not yet in its NVLink domain: ClusterUUID zero (a GB200 by name) or CliqueId missing.
+    excerpt["gpus"][0].update(product_name="NVIDIA GB200")
+    excerpt["gpus"][0]["fabric"].update(cluster_uuid="00000000-0000-0000-0000-000000000000", health_summary=None)
+    [finding] = r.check_fabric(excerpt)["findings"]
+    assert finding["found"] == "ClusterUUID 00000000-0000-0000-0000-000000000000, CliqueId 2"
+
+
+# ------------------------------------------------------------------------------------------------- kernel-log
+
+# file -> [(kind, bus id, xid, stamp)]
+KERNEL = {
+    "a100-xid63-row-remapper-new-row-reset-to-activate.txt": [("xid", "00000000:10:1C.0", 63, None)],
+    "geforce-laptop-2015-xid32-xid31-old-shape-dmesg.txt": [
+        ("xid", "00000000:01:00.0", 32, "24128.828315"), ("xid", "00000000:01:00.0", 32, "24128.828608"),
+        ("xid", "00000000:01:00.0", 31, "24128.834365")],
+    "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt": [
+        ("xid", "00000000:91:00.0", 79, "6781741.548779"), ("off_bus", "00000000:91:00.0", None, "6781741.548783")] + [
+        ("sxid", bus, 20034, stamp) for bus, stamp in [
+            ("00000000:06:00.0", "6781753.400584"), ("00000000:05:00.0", "6781753.404587"),
+            ("00000000:07:00.0", "6781753.404848"), ("00000000:05:00.0", "6781753.406566"),
+            ("00000000:07:00.0", "6781753.407899"), ("00000000:05:00.0", "6781753.408138"),
+            ("00000000:07:00.0", "6781753.409504"), ("00000000:05:00.0", "6781753.409792")]],
+    "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt": [
+        ("xid", "00000000:9B:00.0", 119, stamp) for stamp in (
+            "Sun Feb 23 16:24:18 2025", "Sun Feb 23 16:24:24 2025", "Sun Feb 23 16:24:30 2025",
+            "Sun Feb 23 16:27:12 2025", "Sun Feb 23 16:30:13 2025")],
+    "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt": [
+        ("xid", "00000000:CB:00.0", 13, "Fri Aug 30 11:43:09 2024")] * 3 + [
+        ("xid", "00000000:CB:00.0", 109, "Fri Aug 30 11:43:14 2024")],
+    "nvlink5-590-xid45-caused-by-previous-xid145-149-journal.txt": [
+        ("xid", "00000000:%s:00.0" % b, 45, None) for b in ("DC", "ED", "BA", "97", "DC", "BA", "ED")],
+    "pci-10de-26b5-570-fallen-off-bus-at-probe-no-xid-dmesg.txt": [
+        ("off_bus", "00000000:B3:00.0", None, "1843.308145"), ("driver_load", None, None, "1843.439669")],
+    "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt": [
+        ("xid", "00000000:01:00.0", 62, None), ("xid", "00000000:01:00.0", 154, None)],
+    "rtx5090-595-proprietary-requires-open-modules-journal.txt": [
+        ("driver_load", None, None, "May 11 19:25:29"), ("open_required", "00000000:01:00.0", None, "May 11 19:25:29"),
+        ("init_failed", "00000000:01:00.0", None, "May 11 19:25:29")],
+}
+# file -> [(severity, gpu)] of the xid check with no acknowledgement
+XID_VERDICTS = {
+    "a100-xid63-row-remapper-new-row-reset-to-activate.txt": [],
+    "geforce-laptop-2015-xid32-xid31-old-shape-dmesg.txt": [],
+    "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt": [("error", "00000000:91:00.0")],
+    "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt": [("error", "00000000:9B:00.0")],
+    "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt": [("error", "00000000:CB:00.0")],
+    "nvlink5-590-xid45-caused-by-previous-xid145-149-journal.txt": [
+        ("error", "00000000:DC:00.0"), ("error", "00000000:ED:00.0"), ("error", "00000000:BA:00.0"),
+        ("error", "00000000:97:00.0")],
+    "pci-10de-26b5-570-fallen-off-bus-at-probe-no-xid-dmesg.txt": [("error", "00000000:B3:00.0")],
+    "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt": [("error", "00000000:01:00.0")],
+    "rtx5090-595-proprietary-requires-open-modules-journal.txt": [],
+}
+
+
+def test_every_kernel_log_fixture_is_parsed():
+    assert sorted(KERNEL) == sorted(XID_VERDICTS) == nvsmi_fixtures.names("readiness/kernel-log")
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL))
+def test_parse_kernel_log(name):
+    events = r.parse_kernel_log(load("kernel-log", name))
+    assert [(e["kind"], e["bus_id"], e["xid"], e["stamp"]) for e in events] == KERNEL[name]
+
+
+@pytest.mark.parametrize("name", sorted(XID_VERDICTS))
+def test_xid_verdicts(name):
+    result = r.check_xid(r.parse_kernel_log(load("kernel-log", name)))
+    assert [(f["severity"], f["gpu"]) for f in result["findings"]] == XID_VERDICTS[name]
+
+
+def test_xid_event_details():
+    [e63] = r.parse_kernel_log(load("kernel-log", "a100-xid63-row-remapper-new-row-reset-to-activate.txt"))
+    assert (e63["pid"], e63["name"], e63["message"]) == (
+        "1896", None, "Row Remapper: New row marked for remapping, reset gpu to activate.")
+    e119 = r.parse_kernel_log(load("kernel-log", "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt"))[-1]
+    assert (e119["pid"], e119["name"]) == ("1240590", "gpud")
+    e79 = r.parse_kernel_log(load("kernel-log", "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt"))[0]
+    assert (e79["pid"], e79["name"], e79["message"]) == ("<unknown>", "<unknown>", "GPU has fallen off the bus.")
+    e45 = r.parse_kernel_log(load("kernel-log", "nvlink5-590-xid45-caused-by-previous-xid145-149-journal.txt"))[0]
+    assert (e45["caused_by"], e45["name"]) == (149, "python3")
+    e154 = r.parse_kernel_log(load("kernel-log", "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt"))[1]
+    assert (e154["recovery_from"], e154["recovery_to"]) == ((0, "None"), (1, "GPU Reset Required"))
+    off, load_line = r.parse_kernel_log(load("kernel-log",
+                                             "pci-10de-26b5-570-fallen-off-bus-at-probe-no-xid-dmesg.txt"))
+    assert off["message"] == ("The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen "
+                              "off the bus and is not responding to commands.")
+    assert (off["phase"], load_line["version"]) == ("probe", "570.158.01")
+    events = r.parse_kernel_log(load("kernel-log", "rtx5090-595-proprietary-requires-open-modules-journal.txt"))
+    assert events[0]["version"] == "595.71.05"
+    assert events[2]["message"] == "RmInitAdapter failed! (0x22:0x56:1017)"
+
+
+def test_application_xids_never_give_a_finding():
+    text = load("kernel-log", "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt")
+    only13 = "\n".join(line for line in text.split("\n") if "): 109," not in line)
+    assert r.check_xid(r.parse_kernel_log(only13)) == {"check": "xid", "applies": True, "reason": None,
+                                                       "findings": []}
+
+
+def test_mig_attributed_xid():
+    [event] = r.parse_kernel_log("[ 99.1] NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User "
+                                 "Channel (0x9). RST: No, D-RST: No\n")
+    assert (event["xid"], event["gpu_instance"], event["pid"], event["stamp"]) == (94, 5, "7194", "99.1")
+
+
+XID79 = "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt"
+RELOAD = ("[6790000.000001] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  "
+          "(dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025\n")
+
+
+def test_xid79_dealt_with_by_a_later_driver_load():
+    text = load("kernel-log", XID79)
+    assert r.check_xid(r.parse_kernel_log(text + "\n" + RELOAD))["findings"] == []
+    # A load line before the Xid does not help.
+    assert len(r.check_xid(r.parse_kernel_log(RELOAD + text))["findings"]) == 1
+
+
+@pytest.mark.parametrize("ack, cleared", [
+    ("0000:91:00 79 6781741.548779\n", True),
+    ("00000000:91:00.0 79 [6781741.548779]   # reseated, dcgmi diag -r 2 passed (jdoe)\n", True),
+    ("* * 6781741.548779\n", True),
+    ("0000:91:00 79 6781741.548783\n", True),  # the "fallen off the bus" line's time also covers the Xid before it
+    ("0000:92:00 79 6781741.548779\n", False),  # another GPU
+    ("0000:91:00 48 6781741.548779\n", False),  # another Xid
+    ("0000:91:00 79 6781741.5\n", False),  # not the event's time
+    ("# 0000:91:00 79 6781741.548779\n", False),  # commented out
+])
+def test_xid79_acknowledged(ack, cleared):
+    events = r.parse_kernel_log(load("kernel-log", XID79))
+    findings = r.check_xid(events, r.parse_acknowledgements(ack))["findings"]
+    assert (findings == []) is cleared
+
+
+def test_acknowledgement_covers_earlier_events_only():
+    events = r.parse_kernel_log(load("kernel-log", "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt"))
+    [finding] = r.check_xid(events)["findings"]
+    assert finding["hint"].endswith("acknowledge with the line '00000000:9B:00.0 119 Sun Feb 23 16:30:13 2025'")
+    assert r.check_xid(events, r.parse_acknowledgements("00000000:9B:00.0 119 Sun Feb 23 16:30:13 2025"))[
+        "findings"] == []
+    [finding] = r.check_xid(events, r.parse_acknowledgements("0000:9b:00 119 Sun Feb 23  16:24:30 2025\n"))["findings"]
+    assert finding["found"].startswith("Xid 119 at Sun Feb 23 16:30:13 2025: Timeout after 6s")
+    assert finding["found"].endswith("(and 1 earlier)")
+
+
+def test_recovery_action_back_to_none_deals_with_the_gpu():
+    text = load("kernel-log", "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt")
+    [finding] = r.check_xid(r.parse_kernel_log(text))["findings"]
+    assert "GPU Reset Required" in finding["found"] and finding["hint"].endswith("'00000000:01:00.0 154 -'")
+    recovered = text + "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) " \
+                       "to 0x0 (None)\n"
+    assert r.check_xid(r.parse_kernel_log(recovered))["findings"] == []
+    assert r.check_xid(r.parse_kernel_log(text), r.parse_acknowledgements("0000:01:00 * -"))["findings"] == []
+
+
+def test_probe_time_off_bus_is_cleared_by_a_second_load_only():
+    text = load("kernel-log", "pci-10de-26b5-570-fallen-off-bus-at-probe-no-xid-dmesg.txt")
+    assert len(r.check_xid(r.parse_kernel_log(text))["findings"]) == 1
+    assert r.check_xid(r.parse_kernel_log(text + RELOAD))["findings"] == []
+
+
+def test_unknown_xid_is_a_warning():
+    [finding] = r.check_xid(r.parse_kernel_log("[ 5.0] NVRM: Xid (PCI:0000:3b:00): 999, pid=1, name=x, new\n"))[
+        "findings"]
+    assert (finding["severity"], finding["gpu"]) == ("warning", "00000000:3B:00.0")
+
+
+def test_xid_gpu_named_by_index_when_nvidia_smi_is_read():
+    events = r.parse_kernel_log(load("kernel-log", "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt"))
+    node = q("h100-8gpu-sxm-535-fabric-completed.txt")  # GPU 4 at 00000000:9B:00.0
+    result = r.readiness_findings(smi_q=node, kernel_events=events)
+    assert summary(result["findings"]) == [("error", "xid", 4)]
+
+
+def test_api_mismatch_line_gives_the_client_version():
+    log = ("[ 10.0] NVRM: API mismatch: the client 'nvidia-smi' (pid 1234)\n"
+           "         NVRM: has the version 580.159, but this kernel module has\n"
+           "         NVRM: the version 580.126.09.  Please make sure that this\n")
+    events = r.parse_kernel_log(log)
+    assert [(e["kind"], e["version"], e["kernel_version"]) for e in events] == [("api_mismatch", "580.159",
+                                                                                "580.126.09")]
+    result = r.readiness_findings(kernel_events=events, proc_version=r.parse_proc_driver_version("580.126.09"))
+    assert summary(checks(result, "driver_version")) == [("error", "driver_version", None)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0000:91:00 79\n", "host gpu-a01: /etc/ack line 1: expected '<gpu bus id or *> <xid or *> <timestamp as in "
+                         "the kernel log>', found '0000:91:00 79'"),
+    ("\n\ngpu0 79 1.0\n", "host gpu-a01: /etc/ack line 3: expected a PCI bus id such as 0000:9b:00 (or *), found "
+                           "'gpu0'"),
+    ("* xid79 1.0\n", "host gpu-a01: /etc/ack line 1: expected an Xid number (or *), found 'xid79'"),
+])
+def test_bad_acknowledgements(text, message):
+    with pytest.raises(GresError) as caught:
+        r.parse_acknowledgements(text, host="gpu-a01", source="/etc/ack")
+    assert str(caught.value) == message
+
+
+def test_every_bad_acknowledgement_is_named():
+    with pytest.raises(GresError) as caught:
+        r.parse_acknowledgements("bad\n0000:91:00 79 1.0\n* x 2.0\n")
+    assert [p.field for p in caught.value.problems] == ["acknowledgements line 1", "acknowledgements line 3"]
+
+
+def test_acknowledgement_file_shape():
+    acks = r.parse_acknowledgements("# reset 2025-02-24 by jdoe\n\n0000:9b:00.0  119  Sun Feb 23 16:30:13 2025  # ok\n"
+                                    "*  *  -\n")
+    assert acks == [{"gpu": "00000000:9B:00.0", "xid": 119, "stamp": "Sun Feb 23 16:30:13 2025", "line": 3},
+                    {"gpu": None, "xid": None, "stamp": None, "line": 4}]
+
+
+@pytest.mark.parametrize("line, stamp", [
+    ("Dec 01 10:00:00 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.",
+     "Dec 01 10:00:00"),
+    ("Dec  1 10:00:00 gpu-a01 kernel: [  812.004] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+     "812.004"),
+    ("2025-12-01T10:00:00+0000 gpu-a01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+     "2025-12-01T10:00:00+0000"),
+    ("[Mon Dec  1 10:00:00 2025] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+     "Mon Dec 1 10:00:00 2025"),
+])
+def test_kernel_log_line_shapes(line, stamp):
+    [event] = r.parse_kernel_log(line + "\n")
+    assert (event["xid"], event["bus_id"], event["stamp"]) == (79, "00000000:3B:00.0", stamp)
+    acknowledged = r.parse_acknowledgements("0000:3b:00 79 %s\n" % stamp.replace(" ", "  "))
+    assert r.check_xid([event], acknowledged)["findings"] == []
+
+
+ALL_FIXTURES = [(kind, name) for kind in ("nvidia-smi-q", "nvidia-smi-errors", "lspci", "kernel-log", "fabricmanager")
+                for name in nvsmi_fixtures.names("readiness/" + kind)]
+PARSERS = (smi_q.parse_smi_q, smi_q.parse_smi_table, r.parse_lspci, r.parse_kernel_log, r.parse_fabricmanager,
+           r.parse_proc_driver_version, lambda text: r.classify_smi_failure(1, text, ""))
+
+
+@pytest.mark.parametrize("kind, name", ALL_FIXTURES)
+def test_every_parser_reads_every_fixture_without_raising(kind, name):
+    text = load(kind, name)
+    parsed = [parse(text) for parse in PARSERS]
+    r.readiness_findings(smi_q=parsed[0], lspci=parsed[2], kernel_events=parsed[3], fabric_manager=parsed[4],
+                         proc_version=parsed[5], smi_failure=parsed[6])
+
+
+# Lines made of the pieces real outputs are made of, in any order: no parser may raise on them.
+_PIECES = st.sampled_from(["GPU 00000000:3B:00.0", "    Fabric", "        State : Completed", "    Remapped Rows : N/A",
+                           "        Pending : Yes", "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+                           "               NVRM: fallen off the bus", "[ 1.0] NVRM: loading NVIDIA UNIX x", "> ",
+                           "$ nvidia-smi", "3b:00.0 3D controller: NVIDIA Corporation X (rev ff)", "|ERR! |",
+                           "     Active: failed", "NVRM version: NVIDIA UNIX", "Attached GPUs : x", ":", "[...]"])
+
+
+@settings(max_examples=150)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=30)), max_size=25))
+def test_parsers_never_raise_on_arbitrary_lines(lines):
+    text = "\n".join(lines)
+    parsed = [parse(text) for parse in PARSERS]
+    r.readiness_findings(smi_q=parsed[0], lspci=parsed[2], kernel_events=parsed[3], fabric_manager=parsed[4],
+                         proc_version=parsed[5], smi_failure=parsed[6])
