@@ -28,7 +28,9 @@ system-deps:
 images: system-deps
 	for suite in $$(awk '!/^#/ && NF {print $$2}' molecule/releases); do bash scripts/build-image.sh $$suite || exit 1; done
 
-demo: setup
+# A first run needs ansible-core alone: an ansible-playbook >= 2.14 on PATH, else a small venv of ansible-core
+# (.venv-demo, about 60 MB), never the development venv.
+demo: .cache/collections/ansible_collections/hpc/slurm_gres
 	bash scripts/demo.sh $(DEMO_DIR)
 
 lint: setup
