@@ -102,7 +102,7 @@ def main():
     release = subprocess.run(["/usr/sbin/slurmctld", "-V"], stdout=subprocess.PIPE, text=True,
                              check=False).stdout.strip()
     runs = []
-    for _ in range(args.runs):
+    for _run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="restart-impact-") as workdir:
             runs.append(one_run(workdir))
     print("%s, %d runs" % (release, len(runs)))
@@ -110,7 +110,7 @@ def main():
         values = [r[key] for r in runs]
         if all(isinstance(v, float) for v in values):
             print("  %-30s median %.1f s (min %.1f, max %.1f)" % (key, statistics.median(values), min(values),
-                                                                   max(values)))
+                                                                  max(values)))
         else:
             print("  %-30s %s" % (key, ", ".join(str(v) for v in values)))
     if args.json:

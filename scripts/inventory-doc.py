@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the variable tables of docs/inventory.md from the schema (plugins/plugin_utils/model_schema.py DOC_TABLES).
 
     .venv/bin/python scripts/inventory-doc.py          rewrite the tables between their markers

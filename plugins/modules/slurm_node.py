@@ -10,7 +10,7 @@ version_added: "0.1.0"
 short_description: Read Slurm nodes, wait for a node to register with its Gres, drain or resume a node
 description:
   - Talks to slurmctld through C(scontrol) (and C(squeue)), from a host that reaches it.
-  - O(state=info) reads nodes (C(scontrol show node)) and returns each one's fields parsed, with the state split
+  - O(state=read) reads nodes (C(scontrol show node)) and returns each one's fields parsed, with the state split
     into base state and flags, the registered C(Gres=) as counts per GRES key and the drain reason without its
     C([user@time]) suffix. With O(expected_gres) it also judges each node against the Gres it should have, without
     waiting or changing anything. Read-only.
@@ -30,16 +30,16 @@ options:
   state:
     description: What to do, see the description.
     type: str
-    choices: [info, registered, drained, resumed]
-    default: info
+    choices: [read, registered, drained, resumed]
+    default: read
   nodes:
-    description: With O(state=info), the Slurm node names to read. Empty reads every node. A name slurmctld does not
+    description: With O(state=read), the Slurm node names to read. Empty reads every node. A name slurmctld does not
       know gives C(null).
     type: list
     elements: str
     default: []
   expected_gres:
-    description: With O(state=info), node name to a dict of GRES key to count (C(gpu:a100) to 4); RV(verdicts) is
+    description: With O(state=read), node name to a dict of GRES key to count (C(gpu:a100) to 4); RV(verdicts) is
       then returned.
     type: dict
   node:
@@ -93,7 +93,7 @@ attributes:
   check_mode:
     support: full
     description:
-      - V(info) and V(registered) read and wait as usual; a resume is reported as a change but not made.
+      - V(read) and V(registered) read and wait as usual; a resume is reported as a change but not made.
       - V(drained) and V(resumed) report the drain or resume they would make and the jobs running now; nothing is
         changed, nothing waited for.
 notes:
@@ -144,11 +144,11 @@ EXAMPLES = r"""
 RETURN = r"""
 nodes:
   description:
-    - With O(state=info), node name to its record, or C(null) for a requested node slurmctld does not know.
+    - With O(state=read), node name to its record, or C(null) for a requested node slurmctld does not know.
     - A record has every field as scontrol prints it (C(State), C(Gres), C(CPUTot), C(SlurmdStartTime), ...) plus
       C(name), C(state_base), C(state_flags), C(not_responding), C(gres), C(reason), C(reason_user),
       C(reason_time) and C(slurmd_start_time) (null until slurmd has registered).
-  returned: with O(state=info)
+  returned: with O(state=read)
   type: dict
   sample:
     gpu-a01:
@@ -166,7 +166,7 @@ nodes:
 verdicts:
   description: With O(expected_gres), node name to C({status, message, resume}); status is C(ok), C(resume),
     C(waiting) or C(failed).
-  returned: with O(state=info) and O(expected_gres)
+  returned: with O(state=read) and O(expected_gres)
   type: dict
 node:
   description: The node's last record read (as in RV(nodes); C(null) when slurmctld does not know it).
@@ -228,7 +228,7 @@ def _scontrol(module):
     return Scontrol(module.run_command, module.get_bin_path(p["scontrol"], required=True), p["slurm_conf"])
 
 
-def info(module):
+def read(module):
     """{name: record or None} from ``scontrol show node`` (every node when none are named), and the verdicts."""
     scontrol = _scontrol(module)
     names = module.params["nodes"]
@@ -387,7 +387,7 @@ class Drainer(object):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["info", "registered", "drained", "resumed"], default="info"),
+            state=dict(type="str", choices=["read", "registered", "drained", "resumed"], default="read"),
             nodes=dict(type="list", elements="str", default=[]),
             expected_gres=dict(type="dict"),
             node=dict(type="str"),
@@ -407,8 +407,8 @@ def main():
         supports_check_mode=True,
     )
     state = module.params["state"]
-    if state == "info":
-        info(module)
+    if state == "read":
+        read(module)
     elif state == "registered":
         registered(module)
     drainer = Drainer(module)

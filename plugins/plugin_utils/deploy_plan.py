@@ -50,7 +50,7 @@ def controller_versions(results):
         host, daemon = (item.get("item") or [None, None])[:2]
         ok = item.get("rc") == 0 and (item.get("stdout") or "").strip()
         error = None if ok else "%s -V: %s" % (daemon, ((item.get("stderr") or "").strip() or item.get("msg")
-                                                         or "exit code %s" % item.get("rc")))
+                                                        or "exit code %s" % item.get("rc")))
         out.append({"host": host, "daemon": daemon, "version": (item.get("stdout") or "").strip() if ok else "",
                     "error": error})
     return out

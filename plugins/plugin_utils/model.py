@@ -119,26 +119,26 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
 
     check_accounting(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"))
     autodetect = autodetect_mode(col, cluster_host, cluster.get("hpc_gres_autodetect",
-                                                            CLUSTER_VARS["hpc_gres_autodetect"]), release)
+                                                                CLUSTER_VARS["hpc_gres_autodetect"]), release)
     check_autodetect_with_mig(col, cluster_host, autodetect, nodes)
 
     cgroup_conf = merged_options(col, cluster_host, "hpc_gres_cgroup_conf_options", DEFAULT_CGROUP_CONF,
-                           cluster.get("hpc_gres_cgroup_conf_options"), (), "cgroup.conf", version)
+                                 cluster.get("hpc_gres_cgroup_conf_options"), (), "cgroup.conf", version)
     check_cgroup_plugin(col, cluster_host, cgroup_conf, release)
 
     model = {
         "cluster_name": cluster_name(col, cluster_host, cluster.get("hpc_gres_cluster_name",
-                                                                     CLUSTER_VARS["hpc_gres_cluster_name"])),
+                                                                    CLUSTER_VARS["hpc_gres_cluster_name"])),
         "slurm_version_default": "hpc_gres_slurm_version" not in cluster,
         "autodetect": autodetect,
         "controllers": controllers,
         "settings": {
             "slurm_conf": merged_options(col, cluster_host, "hpc_gres_slurm_conf_options", default_slurm_conf(version),
-                                   cluster.get("hpc_gres_slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
+                                         cluster.get("hpc_gres_slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
             "cgroup_conf": cgroup_conf,
         },
         "partitions": partitions(col, cluster_host, cluster.get("hpc_gres_partitions"), groups, hostvars,
-                                  slurmd_set, by_name, version),
+                                 slurmd_set, by_name, version),
         "nodes": nodes,
         "gres_types": extra_types,
         "slurm_version": version,
@@ -147,7 +147,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
     }
     model["config_mode"], model["include_file"] = config_mode(col, cluster_host, cluster, nodes)
     check_max_node_count(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"), model["settings"]["slurm_conf"],
-                          len(slurmd_hosts))
+                         len(slurmd_hosts))
     if col.count:
         raise GresError(col.result())
     return model

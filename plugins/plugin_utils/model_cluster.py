@@ -263,7 +263,7 @@ def partitions(col, host, value, groups, hostvars, slurmd_set, by_name, version)
         if default:
             defaults.append(name)
         settings = merged_options(col, host, field + ".options", (("MaxTime", "INFINITE"), ("State", "UP")),
-                            part.get("options"), ("PartitionName", "Nodes", "Default"), "partition", version)
+                                  part.get("options"), ("PartitionName", "Nodes", "Default"), "partition", version)
         result.append({"name": str(name), "nodes": nodes, "default": default, "options": settings})
     if len(defaults) > 1:
         col.add(host, "hpc_gres_partitions", "at most one partition with default: true",

@@ -43,22 +43,22 @@ def installations():
 def defaults_only(path):
     return write_inventory(path, HOSTS, group_vars={
         "gpu": dict(NODE, hpc_gres_gpus=[{"index": i, "type": "l40s", "cores": "0-15" if i < 2 else "16-31"}
-                                           for i in range(4)])})
+                                         for i in range(4)])})
 
 
 def every_option(path):
     gpu = dict(NODE, hpc_gres_node_real_memory="{{ 250 * 1024 }}", hpc_gres_node_features=["l40s", "ib"],
                hpc_gres_node_weight=10,
                hpc_gres_gpus=[{"index": i, "type": "l40s", "cores": "{{ '0-15' if %d < 2 else '16-31' }}" % i,
-                                 "shards": 4} for i in range(4)])
+                               "shards": 4} for i in range(4)])
     return write_inventory(path, HOSTS, group_vars={
         "all": {"hpc_gres_cluster_name": "same", "hpc_gres_autodetect": "nvml",
                 "hpc_gres_slurm_conf_options": {"SchedulerType": "sched/backfill", "MaxJobCount": 20000, "ReturnToService": None,
-                                       "PrologFlags": ["Alloc", "Contain"]},
+                                                "PrologFlags": ["Alloc", "Contain"]},
                 "hpc_gres_cgroup_conf_options": {"ConstrainRAMSpace": True, "AllowedRAMSpace": "98.5"},
                 "hpc_gres_partitions": [{"name": "gpu", "group": "gpu", "default": True,
-                                      "options": {"MaxTime": "1-00:00:00"}},
-                                     {"name": "debug", "nodes": ["g01", "c1"], "options": {"MaxTime": 30}}]},
+                                         "options": {"MaxTime": "1-00:00:00"}},
+                                        {"name": "debug", "nodes": ["g01", "c1"], "options": {"MaxTime": 30}}]},
         "gpu": gpu}, host_vars={"g04.lab": dict(gpu, hpc_gres_gpus=gpu["hpc_gres_gpus"][:2])})
 
 
@@ -81,8 +81,6 @@ def render(bin_dir, inventory, dest):
                            "-e", "hpc_gres_render_dir=%s" % dest], cwd=ROOT, env=env, check=False,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return proc.returncode, " ".join(proc.stdout.split())
-
-
 
 
 @pytest.mark.parametrize("name", sorted(INVENTORIES))

@@ -38,7 +38,7 @@ def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
     assert proposal == {
         "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
         "hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63", "links": links[i]}
-                            for i in range(8)]}
+                          for i in range(8)]}
 
     # the hand-written file goes; the second run proposes the minors it sees for gpu-b01
     (out_dir / "gpu-b01.yml").unlink()
@@ -48,7 +48,7 @@ def test_discover_writes_proposals_never_overwrites_and_they_verify(tmp_path):
     assert tasks["Report"]["gpu-a01"]["msg"][0].startswith("skipped %s/gpu-a01.yml" % out_dir)
     b01 = yaml.safe_load((out_dir / "gpu-b01.yml").read_text())
     assert b01["hpc_gres_gpus"][:2] == [{"index": 0, "type": "a100", "cores": "0-31", "minor": 1, "links": links[0]},
-                                          {"index": 1, "type": "a100", "cores": "0-31", "minor": 0, "links": links[1]}]
+                                        {"index": 1, "type": "a100", "cores": "0-31", "minor": 0, "links": links[1]}]
 
     # explicit configuration seeded from reality: the proposals, as host_vars, pass verify-gres on these nodes
     verify_vars = {}

@@ -30,11 +30,11 @@ NODES = {
 }
 CLUSTER = {
     "hpc_gres_slurm_conf_options": {"MaxJobCount": "1000 MinJobAge=5", "SchedulerParameters": ["defer", "x\nFoo=bar"],
-                           "SchedulerTyp": "sched/backfill", "SlurmctldParameters": "a#b", "Epilog": "/x\\"},
+                                    "SchedulerTyp": "sched/backfill", "SlurmctldParameters": "a#b", "Epilog": "/x\\"},
     "hpc_gres_cgroup_conf_options": {"ConstrainDevice": "yes"},
     "hpc_gres_partitions": [{"name": "main\n", "nodes": "ALL"}, {"name": "DEFAULT", "nodes": "ALL"},
-                         {"name": "p", "nodes": [{"name": "gpu01"}]},
-                         {"name": "q", "nodes": "ALL", "options": {"MaxTime": "1 Nodes=nosuch"}}],
+                            {"name": "p", "nodes": [{"name": "gpu01"}]},
+                            {"name": "q", "nodes": "ALL", "options": {"MaxTime": "1 Nodes=nosuch"}}],
 }
 CLUSTER_FIELDS = ("hpc_gres_slurm_conf_options.MaxJobCount", "hpc_gres_slurm_conf_options.SchedulerParameters[1]",
                   "hpc_gres_slurm_conf_options.SchedulerTyp", "hpc_gres_slurm_conf_options.SlurmctldParameters",

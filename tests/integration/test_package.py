@@ -78,8 +78,6 @@ def playbook(package, *args, check=True):
     return proc.returncode, " ".join(proc.stdout.split())
 
 
-
-
 def golden_example():
     """What rendering inventories/example writes: the golden configuration and the golden users' guide."""
     files = testpaths.read_tree(os.path.join(GOLDEN, "example"))

@@ -134,7 +134,7 @@ def test_identical_suffixed_nodes_render_and_register_idle(release):
     shape = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 2, "hpc_gres_node_threads_per_core": 1,
              "hpc_gres_node_real_memory": 100,
              "hpc_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-1"},
-                                 {"index": 1, "type": "a100", "cores": "2-3"}]}
+                               {"index": 1, "type": "a100", "cores": "2-3"}]}
     hosts = ["node01-ib", "node02-ib", "gpu01-ib0", "gpu02-ib0"]
     hostvars = dict((h, dict(shape)) for h in hosts)
     hostvars["ctl"] = {}
@@ -156,19 +156,19 @@ VARIED = {
     # identical suffixed nodes with shards on every GPU
     "dgx01-ib": {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 2,
                  "hpc_gres_gpus": [{"index": i, "type": "h100", "cores": "0-3" if i < 4 else "4-7", "shards": 4}
-                                     for i in range(8)]},
+                                   for i in range(8)]},
     # one GPU per socket on a four-socket node
     "quad01": {"hpc_gres_node_sockets": 4, "hpc_gres_node_cores_per_socket": 2, "hpc_gres_node_threads_per_core": 1,
                "hpc_gres_gpus": [{"index": i, "type": "a40", "cores": "%d-%d" % (2 * i, 2 * i + 1)}
-                                   for i in range(4)]},
+                                 for i in range(4)]},
     # no Cores at all, one socket
     "single01": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 2,
                  "hpc_gres_gpus": [{"index": 0, "type": "l4"}, {"index": 1, "type": "l4"}]},
     # two types, minors not in index order
     "mix01": {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1,
               "hpc_gres_gpus": [{"index": 0, "type": "l40s", "cores": "0-3"},
-                                  {"index": 1, "type": "a100", "minor": 2, "cores": "4-7"},
-                                  {"index": 2, "type": "a100", "minor": 1, "cores": "4-7"}]},
+                                {"index": 1, "type": "a100", "minor": 2, "cores": "4-7"},
+                                {"index": 2, "type": "a100", "minor": 1, "cores": "4-7"}]},
 }
 
 

@@ -24,19 +24,19 @@ NODES = {
     "untyped1": dict(LAYOUT, hpc_gres_gpus=[{"index": i, "cores": "0-3" if i < 2 else "4-7"} for i in range(4)],
                      hpc_gres_node_shards=10),
     "links1": dict(LAYOUT, hpc_gres_gpus=[{"index": i, "type": "h100", "links": links(i, 4), "cores": "0-7",
-                                             "flags": ["nvidia_gpu_env"], "mps": 100} for i in range(4)]),
+                                           "flags": ["nvidia_gpu_env"], "mps": 100} for i in range(4)]),
     "generic1": dict(LAYOUT, hpc_gres_gpus=[{"index": 0, "type": "l40s", "minor": 3}],
                      hpc_gres_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True},
-                                      {"name": "tmpdisk", "count": "100G"},
-                                      {"name": "mic", "file": "/dev/mic[0-1]", "cores": "4-7"}],
+                                         {"name": "tmpdisk", "count": "100G"},
+                                         {"name": "mic", "file": "/dev/mic[0-1]", "cores": "4-7"}],
                      hpc_gres_node_options={"TmpDisk": 1000, "State": "UNKNOWN"}),
     "off1": dict(LAYOUT, hpc_gres_node_autodetect="off", hpc_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4},
-                                                                       {"index": 1, "type": "l40s", "shards": 4}]),
+                                                                        {"index": 1, "type": "l40s", "shards": 4}]),
     # GPUs with their own device files: MIG instances as plain File lines, numbered stand-ins in a row, one odd file
     "files1": dict(LAYOUT, hpc_gres_gpus=[{"index": 0, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap30"},
-                                            {"index": 1, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap39"}]),
+                                          {"index": 1, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap39"}]),
     "files2": dict(LAYOUT, hpc_gres_gpus=[{"index": i, "file": "/dev/tty%d" % i, "cores": "0-3", "shards": 2}
-                                            for i in range(3)] + [{"index": 3, "file": "/dev/dxg", "cores": "4-7"}]),
+                                          for i in range(3)] + [{"index": 3, "file": "/dev/dxg", "cores": "4-7"}]),
 }
 
 
@@ -46,7 +46,7 @@ def rendered():
     model = build_cluster_model(hostvars, {"slurmctld": ["ctl"], "slurmd": list(NODES)},
                                 {"hpc_gres_types": ["nic"],
                                  "hpc_gres_slurm_conf_options": {"ProctrackType": "proctrack/linuxproc",
-                                                        "TaskPlugin": "task/none"}})
+                                                                 "TaskPlugin": "task/none"}})
     return model, render_all(model)
 
 

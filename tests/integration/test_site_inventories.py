@@ -1,5 +1,6 @@
-"""Real sites' inventories share one with the collection's example (tests/fixtures/site-inventories, each file naming
-its source): no variable name in common, and the render-only run writes byte-identical files and prints exactly what
+"""Real sites' inventories share one with the collection's example (tests/fixtures/site-inventories/sites.tar.xz,
+each file naming its source; kept as an archive so that the files stay byte for byte as the sites wrote them, which
+ansible-test's yamllint would not accept): no variable name in common, and the render-only run writes byte-identical files and prints exactly what
 it prints without them.
 
 A site keeps its variables in one inventory, its Slurm role's beside this collection's. Every variable of a site
@@ -7,11 +8,14 @@ inventory (its group_vars, host_vars, the vars of its hosts file) is added to a 
 group_vars/all/, so every host has them all: the strongest form of sharing. The collection reads only its own
 namespace (hpc_gres_*), so none of them may change a byte or a line of output.
 """
+import atexit
 import glob
 import os
 import re
 import shutil
 import subprocess
+import tarfile
+import tempfile
 
 import pytest
 import yaml
@@ -21,7 +25,11 @@ from render_helpers import ROOT
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
 
-CORPUS = os.path.join(ROOT, "tests", "fixtures", "site-inventories")
+ARCHIVE = os.path.join(ROOT, "tests", "fixtures", "site-inventories", "sites.tar.xz")
+CORPUS = tempfile.mkdtemp(prefix="site-inventories-")
+atexit.register(shutil.rmtree, CORPUS, True)
+with tarfile.open(ARCHIVE) as _archive:
+    _archive.extractall(CORPUS)
 SITES = sorted(os.path.relpath(path, CORPUS) for path in glob.glob(os.path.join(CORPUS, "*", "*"))
                if os.path.isdir(path))
 # what differs between two runs of the same render: timings and the temporary paths
@@ -64,8 +72,6 @@ def render(inventory, dest):
                            "-e", "hpc_gres_render_dir=%s" % dest], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300, check=False)
     return proc.returncode, _VOLATILE.sub("*", proc.stdout + proc.stderr)
-
-
 
 
 @pytest.fixture(scope="module")

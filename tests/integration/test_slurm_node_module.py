@@ -100,7 +100,7 @@ def test_refused_registration_fails_fast_with_scontrol_reason(healthy):
     healthy.wait_state("INVALID_REG")
     start = time.monotonic()
     result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": {"gpu:a100": 3, "gpu:h100": 2},
-                                               "timeout": 60}, healthy)
+                                       "timeout": 60}, healthy)
     assert result["failed"] and result["status"] == "failed"
     assert "gres/gpu count reported lower than configured (4 < 5)" in result["msg"]
     assert "INVALID_REG" in result["msg"]
@@ -133,7 +133,7 @@ def test_gres_drain_is_not_resumed_while_the_gres_is_wrong(healthy):
     healthy.restart_slurmctld()
     healthy.wait_state("INVALID_REG")
     result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": {"gpu:a100": 3, "gpu:h100": 2},
-                                               "timeout": 5, "check_gres": False}, healthy)
+                                       "timeout": 5, "check_gres": False}, healthy)
     assert result["failed"] and not result["resumed"]
     assert "DRAIN" in healthy.node_line()
 
@@ -180,7 +180,7 @@ def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
 def test_times_out_when_slurmd_does_not_come_back(healthy):
     before = run_module("slurm_node", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
     result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "since": before,
-                                               "timeout": 3, "interval": 0.5}, healthy)
+                                       "timeout": 3, "interval": 0.5}, healthy)
     assert result["failed"] and result["status"] == "timeout"
     assert "not registered as expected within 3 s" in result["msg"]
     assert "has not registered since the restart" in result["msg"]
@@ -260,7 +260,7 @@ def test_a_drained_node_set_down_while_slurmd_was_stopped_registers_and_is_resum
         healthy.start_slurmd()
         start = time.monotonic()
         result = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "since": before,
-                                                   "timeout": 90, "interval": 0.5}, healthy)
+                                           "timeout": 90, "interval": 0.5}, healthy)
         assert not result.get("failed"), result.get("msg")
         assert result["status"] == "ok" and not result["resumed"], result
         assert result["node"]["state_base"] == "DOWN" and result["node"]["slurmd_start_time"] != before
@@ -270,7 +270,7 @@ def test_a_drained_node_set_down_while_slurmd_was_stopped_registers_and_is_resum
         resumed = drain(healthy, state="resumed")
         assert not resumed.get("failed") and resumed["changed"] and resumed["ours"], resumed
         final = run_module("slurm_node", {"state": "registered", "node": NODE, "gres": GOOD, "timeout": 60,
-                                                  "interval": 0.5}, healthy)
+                                          "interval": 0.5}, healthy)
         assert final["status"] == "ok", final
         assert final["node"]["state_base"] == "IDLE" and final["node"]["state_flags"] == [], final["node"]
     finally:

@@ -59,7 +59,7 @@ def run(tmp_path, roots, slurm_version, controller, nodes):
 
 def judged(rc, tasks, out):
     """(rc, the version problems of the gate, the refusal the check run ends with, or '' when it passes)."""
-    gate = [r for r in tasks.get(GATE, {}).values()]
+    gate = list(tasks.get(GATE, {}).values())
     assert len(gate) >= 1 and "plan" in gate[0], flat(out)
     refused = [r.get("msg") for r in tasks.get(REFUSED, {}).values() if not r.get("skipped")]
     return rc, gate[0]["plan"]["version_problems"], flat(refused[0]) if refused else ""

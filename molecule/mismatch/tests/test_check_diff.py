@@ -26,7 +26,7 @@ CTL = slurm_checks.container(deploy_checks.CTL)
 HOSTS = (deploy_checks.CTL,) + deploy_checks.NODES
 CORES = ("24-27", "16-19", "28-31", "20-23")
 RENAMED = {"gres-gpu02": {"hpc_gres_gpus": [{"index": i, "type": "h100_80gb", "cores": c}
-                                              for i, c in enumerate(CORES)]}}
+                                            for i, c in enumerate(CORES)]}}
 LACKING = {"gres-gpu02": {"hpc_gres_gpus": RENAMED["gres-gpu02"]["hpc_gres_gpus"]
                           + [{"index": 4, "type": "h100_80gb", "cores": "20-23"}]}}
 FEWER = {"gres-gpu02": {"hpc_gres_gpus": RENAMED["gres-gpu02"]["hpc_gres_gpus"][:3]}}
@@ -205,7 +205,7 @@ def test_lacking_gpu_check_changes_nothing_and_says_it_would_be_refused(runs):
     gres = diffs(out)[("/etc/slurm/gres.conf", "gres-gpu02")]
     # GPUs 3 and 4 share type and cores: one line
     assert "+NodeName=gres-gpu02 Name=gpu Type=h100_80gb File=/dev/nvidia[3-4] Cores=20-23" in gres
-    assert "The deploy would be refused" in out
+    assert "Check mode, the deploy would be refused" in out
 
 
 def test_lacking_gpu_real_run_is_refused_as_predicted(runs):

@@ -16,7 +16,7 @@ import slurm_checks  # noqa: E402
 CTL = slurm_checks.container(deploy_checks.CTL)
 NODE = slurm_checks.container("gres-gpu01")
 CORES = {"gres-gpu01": {"hpc_gres_gpus": [{"index": 0, "type": "v100", "cores": "0-13"},
-                                            {"index": 1, "type": "v100", "cores": "14-27"}]}}
+                                          {"index": 1, "type": "v100", "cores": "14-27"}]}}
 KILL = {"DEPLOY_FAULT_PLAY": "Deploy | restart slurmctld first", "DEPLOY_FAULT_KILL": "1"}
 
 

@@ -389,7 +389,7 @@ def _check_autodetect_plugin(node, gpu_plugins, version):
     else:
         hint = ("AutoDetect=%s would detect and check nothing%s; install the slurmd package that has %s or set "
                 "hpc_gres_autodetect: 'off'" % (mode, " (slurmd falls back to gpu/generic)" if mode == "full" else "",
-                                                  wanted))
+                                                wanted))
     return [finding("error", "autodetect", None, "%s in %s for AutoDetect=%s" % (wanted, gpu_plugins["dir"], mode),
                     found, hint)]
 

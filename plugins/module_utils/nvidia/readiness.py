@@ -273,7 +273,7 @@ def parse_proc_driver_version(text):
     bare = lines.strip()
     if re.match(r"^\d+\.\d+(?:\.\d+)*$", bare):
         return {"version": bare, "flavour": None, "arch": None, "build_type": None, "builder": None, "date": None,
-                "jetson": int(bare.split(".")[0]) < 100, "gcc": None}
+                "jetson": int(bare.split(".", maxsplit=1)[0]) < 100, "gcc": None}
     return None
 
 
@@ -362,7 +362,7 @@ def parse_lspci(text):
         cls = m.group("cls").strip()
         code = m.group("cc")
         bus = normalize_bus_id("%s:%s:%s.%s" % (m.group("domain") or "0000", m.group("bus"), m.group("dev"),
-                                                  m.group("fn")))
+                                                m.group("fn")))
         device = {"bus_id": bus, "class": cls, "class_code": code, "vendor_device": vendor_device,
                   "description": desc_clean, "rev": rev.group(1).lower() if rev else None,
                   "gone": bool(rev and rev.group(1).lower() == "ff")}
@@ -609,7 +609,7 @@ def _fabric_manager_findings(fm, driver_version):
     elif fm.get("active") is None and not mismatch:
         out.append(finding("warning", "fabric", None, "nvidia-fabricmanager active (running)",
                            "the fabric manager's state is not in what was read", "read 'systemctl is-active "
-                                                                                   "nvidia-fabricmanager'"))
+                           "nvidia-fabricmanager'"))
     return out
 
 

@@ -175,8 +175,7 @@ def _walk_values(tree, prefix=()):
             if isinstance(item, dict):
                 if "_value" in item:
                     yield prefix + (key,), item["_value"]
-                for sub in _walk_values({k: v for k, v in item.items() if k != "_value"}, prefix + (key,)):
-                    yield sub
+                yield from _walk_values({k: v for k, v in item.items() if k != "_value"}, prefix + (key,))
             else:
                 yield prefix + (key,), item
 
@@ -223,7 +222,7 @@ def _fabric(tree):
         "clique_id": value_or_none(find(section, "CliqueId")),
         "cluster_uuid": value_or_none(find(section, "ClusterUUID")),
         "health_summary": value_or_none(find(health, "Summary")) if isinstance(health, dict) else None,
-        "health": {k: v for k, v in health.items()} if isinstance(health, dict) else None,
+        "health": dict(health) if isinstance(health, dict) else None,
     }
 
 
@@ -402,7 +401,7 @@ _TABLE_BUS = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[
 
 
 def _cells(line):
-    return [c for c in line.strip().strip("|").split("|")]
+    return line.strip().strip("|").split("|")
 
 
 def _column_names(cell):

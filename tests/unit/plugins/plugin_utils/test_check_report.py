@@ -132,7 +132,7 @@ def test_a_pending_restart_and_a_file_not_installed_yet():
     fresh = items[1]
     fresh["installed"] = dict(fresh["installed"], **{"gres.conf": None})
     fresh["plan"] = node_plan(fresh["new"], fresh["installed"], fresh["name"], fresh["installed"], ATTRIBUTES,
-                                   WANTED)
+                              WANTED)
     report = check_report.check_report(items)
     assert report["verdicts"]["slurmd"]["gpu-a001"] == "slurmd would restart (cgroup.conf changed)"
     assert report["verdicts"]["slurmd"]["gpu-a002"].startswith("would install gres.conf; slurmd would restart")

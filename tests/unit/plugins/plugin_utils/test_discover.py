@@ -79,7 +79,7 @@ def test_yaml_round_trips_and_the_model_accepts_it():
 
 def test_yaml_quotes_what_yaml_would_misread():
     proposal = {"vars": {"hpc_gres_gpus": [{"index": 0, "type": "on", "cores": "0-31"},
-                                             {"index": 1, "type": "a100", "cores": "8"}]}, "notes": []}
+                                           {"index": 1, "type": "a100", "cores": "8"}]}, "notes": []}
     loaded = yaml.safe_load(render_host_vars("h", proposal))
     assert loaded["hpc_gres_gpus"][0] == {"index": 0, "type": "on", "cores": "0-31"}
     assert loaded["hpc_gres_gpus"][1]["cores"] == "8"

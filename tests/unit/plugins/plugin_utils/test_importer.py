@@ -63,9 +63,9 @@ def test_a_typical_cluster_becomes_groups_per_shape():
         "gpu_a100_x4": ["gpu[01:04]"], "gpu_untyped_x2": ["gpu[05:06]"], "cpu": ["cpu[01:10]"]}
     a100 = load(files, "group_vars/gpu_a100_x4.yml")
     assert a100["hpc_gres_gpus"] == [{"index": 0, "type": "a100", "cores": "0-3"},
-                                       {"index": 1, "type": "a100", "cores": "0-3"},
-                                       {"index": 2, "type": "a100", "cores": "4-7"},
-                                       {"index": 3, "type": "a100", "cores": "4-7"}]
+                                     {"index": 1, "type": "a100", "cores": "0-3"},
+                                     {"index": 2, "type": "a100", "cores": "4-7"},
+                                     {"index": 3, "type": "a100", "cores": "4-7"}]
     assert a100["hpc_gres_node_shards"] == 16 and a100["hpc_gres_node_features"] == ["a100"]
     assert load(files, "host_vars/gpu05.yml") == {"hpc_gres_node_options": {"NodeAddr": "10.1.0.5"}}
     assert load(files, "host_vars/ctl01.yml") == {"hpc_gres_controller_addr": "10.0.0.1"}
@@ -73,7 +73,7 @@ def test_a_typical_cluster_becomes_groups_per_shape():
     assert cluster["hpc_gres_slurm_conf_options"]["SelectType"] == "select/cons_tres"
     assert cluster["hpc_gres_slurm_conf_options"]["ReturnToService"] is None  # not set by the site: Slurm's default stays
     assert cluster["hpc_gres_partitions"][1] == {"name": "cpu", "nodes": "cpu[01-10]", "default": False,
-                                              "options": {"MaxTime": None, "State": None}}
+                                                 "options": {"MaxTime": None, "State": None}}
     assert "NodeName=gpu[01-04] Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=1000 Features=a100 " \
            "Gres=gpu:a100:4,shard:16" in done["rendered"]["slurm.conf"]
 

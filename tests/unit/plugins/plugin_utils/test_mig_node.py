@@ -57,8 +57,8 @@ def a30_step(mig=("2g.12gb", "1g.6gb", "1g.6gb")):
     hv = {"ctl": {}, "gpu-a30": {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 8,
                                  "hpc_gres_node_threads_per_core": 1, "hpc_gres_node_real_memory": 1000,
                                  "hpc_gres_gpus": [{"index": 0, "type": "a30", "model": "A30-24GB", "cores": "0-7",
-                                                      "mig": list(mig)},
-                                                     {"index": 1, "type": "a30", "cores": "0-7"}]}}
+                                                    "mig": list(mig)},
+                                                   {"index": 1, "type": "a30", "cores": "0-7"}]}}
     m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["gpu-a30"]}, {})
     return {"files": render.render_all(m), "mig_nodes": {"gpu-a30": mig_node(m, m["nodes"][0])}}
 

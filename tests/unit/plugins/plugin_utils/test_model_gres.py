@@ -81,7 +81,7 @@ def test_flags_are_exact_words_and_env_flags_agree():
 
 def test_mps_per_gpu_and_slurm_conf_only_counts():
     m = model({"n1": {"hpc_gres_gpus": [{"index": 0, "type": "a", "mps": 100},
-                                          {"index": 1, "type": "a", "mps": 100}]},
+                                        {"index": 1, "type": "a", "mps": 100}]},
                "n2": {"hpc_gres_gpus": [{"index": 0, "type": "a"}, {"index": 1, "type": "a"}],
                       "hpc_gres_node_shards": 10, "hpc_gres_node_mps": 200}})
     files = render_all(m)
@@ -135,8 +135,8 @@ def test_per_node_autodetect_override():
 def test_generic_gres_in_gres_and_grestypes():
     m = model({"n1": dict(LAYOUT, hpc_gres_gpus=[{"index": 0}],
                           hpc_gres_node_gres=[{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True},
-                                           {"name": "tmpdisk", "count": 100},
-                                           {"name": "mic", "file": "/dev/mic[0-1]", "cores": "0-3"}])},
+                                              {"name": "tmpdisk", "count": 100},
+                                              {"name": "mic", "file": "/dev/mic[0-1]", "cores": "0-3"}])},
               hpc_gres_types=["nic"])
     files = render_all(m)
     assert node_line(files, "n1").endswith("Gres=gpu:1,bandwidth:lustre:no_consume:4G,tmpdisk:100,mic:2")

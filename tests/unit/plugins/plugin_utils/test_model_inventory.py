@@ -18,7 +18,7 @@ GPU_GROUP = {
     "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 16, "hpc_gres_node_threads_per_core": 2,
     "socket1": "16-31",
     "hpc_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-15"}, {"index": 1, "type": "a100",
-                                                                        "cores": "{{ socket1 }}"}],
+                                                                      "cores": "{{ socket1 }}"}],
     "unrelated_broken": "{{ this_is_never_defined }}",
 }
 

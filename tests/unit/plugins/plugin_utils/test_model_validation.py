@@ -15,7 +15,7 @@ def base():
         HOST: {
             "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
             "hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-31" if i < 2 else "32-63"}
-                                for i in range(4)],
+                              for i in range(4)],
         },
         "gpu-a02.example.org": {
             "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
@@ -271,7 +271,7 @@ def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
         "ctl": {},
         "gpu-s1": dict(shape, hpc_gres_gpus=[{"index": 0, "type": "l40s", "shards": 4}]),
         "gpu-m1": dict(shape, hpc_gres_gpus=[{"index": 0, "type": "a100", "model": "A100-80GB",
-                                                "mig": ["3g.40gb", "2g.20gb"]}]),
+                                              "mig": ["3g.40gb", "2g.20gb"]}]),
     }
     groups = {"all": list(hostvars), "slurmctld": ["ctl"], "slurmd": ["gpu-s1", "gpu-m1"]}
     with pytest.raises(GresError) as err:

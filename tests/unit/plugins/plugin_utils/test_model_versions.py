@@ -121,7 +121,7 @@ def test_partial_socket_cores_warned_before_24_11_with_the_same_text():
 
 def test_gpu_field_is_the_inventory_position_and_the_index_is_named():
     hv = {"gpu01": node(hpc_gres_gpus=[{"index": 3, "type": "h100", "cores": "32-63"},
-                                         {"index": 1, "type": "h100", "cores": "40-47"}])}
+                                       {"index": 1, "type": "h100", "cores": "40-47"}])}
     found = problems(hv, hpc_gres_slurm_version="24.11")
     assert found[0].field == "hpc_gres_gpus[1].cores" and "for GPU 1:" in found[0].found
     assert "(Socket 1 is cores 32-63)" in found[0].found

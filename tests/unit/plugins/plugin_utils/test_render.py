@@ -118,7 +118,7 @@ def test_identical_nodes_share_one_line_with_zero_padded_hostlist():
 
 def test_gres_types_in_order_of_lowest_index():
     model = make({"n1": layout(hpc_gres_gpus=[{"index": 2, "type": "a100"}, {"index": 0, "type": "l40s"},
-                                                {"index": 1, "type": "a100"}])})
+                                              {"index": 1, "type": "a100"}])})
     assert "Gres=gpu:l40s:1,gpu:a100:2\n" in render.render_slurm_conf(model)
 
 
@@ -167,7 +167,7 @@ def test_cgroup_conf_constrains_devices_by_default_and_takes_overrides():
 
 def test_render_all_files_and_counts_agree_per_node_and_type():
     nodes = {"gpu%d" % i: layout(hpc_gres_gpus=[{"index": j, "type": "a100" if j % 3 else "l40s", "shards": 2}
-                                                  for j in range(i)]) for i in range(1, 6)}
+                                                for j in range(i)]) for i in range(1, 6)}
     model = make(nodes)
     files = render.render_all(model)
     assert sorted(files) == ["cgroup.conf", "gpu1/gres.conf", "gpu2/gres.conf", "gpu3/gres.conf",
@@ -208,8 +208,8 @@ def test_render_gres_conf_unknown_node():
 
 def test_summary_counts():
     model = make({"gpu1": layout(hpc_gres_gpus=[{"index": 0, "type": "a100"},
-                                                  {"index": 1, "type": "a100", "model": "A100-80GB",
-                                                   "mig": ["3g.40gb", "3g.40gb"]}]),
+                                                {"index": 1, "type": "a100", "model": "A100-80GB",
+                                                 "mig": ["3g.40gb", "3g.40gb"]}]),
                   "cpu1": {}})
     files = render.render_all(model)
     summary = render.summarize(model, files)

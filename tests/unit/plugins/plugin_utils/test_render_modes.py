@@ -9,7 +9,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import rende
 
 LAYOUT = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}
 A100 = dict(LAYOUT, hpc_gres_gpus=[{"index": i, "type": "a100", "cores": "0-3" if i < 2 else "4-7"}
-                                     for i in range(4)])
+                                   for i in range(4)])
 NODES = {"gpu01": A100, "gpu02": A100, "gpu03": dict(LAYOUT, hpc_gres_gpus=[{"index": 0, "type": "l40s"}]),
          "cpu01": {}}
 

@@ -238,5 +238,5 @@ def test_the_inventory_group_decides_where_the_guide_says_it_is():
     assert "`%s/job-templates/gpu-single.sbatch`" % DEFAULT_DIR in default["USERS.md"]
     with pytest.raises(GresError) as err:
         users_guide.inventory_guide_files(model, {"login1": {"hpc_gres_users_guide_dir": "/srv/a"},
-                                                         "login2": {"hpc_gres_users_guide_dir": "/srv/b"}}, groups)
+                                                  "login2": {"hpc_gres_users_guide_dir": "/srv/b"}}, groups)
     assert "host login2: hpc_gres_users_guide_dir:" in str(err.value)

@@ -406,7 +406,7 @@ def test_proc_version_other_shapes():
     assert r.check_driver_version(jetson, "35.3.1")["applies"] is False
     ok = r.parse_proc_driver_version(load("fabricmanager", "proc-driver-nvidia-version-565-open.txt"))
     assert r.check_driver_version(ok, "565.57.01") == {"check": "driver_version", "applies": True, "reason": None,
-                                                      "findings": []}
+                                                       "findings": []}
     assert summary(r.check_driver_version(ok, "565.77")["findings"]) == [("error", "driver_version", None)]
 
 
@@ -423,7 +423,7 @@ def p5_node(fabric_grep=None, fm=None):
 
 
 def test_p5_fabric_completed_and_fabric_manager_started():
-    node, lspci, _ = p5_node("h100-p5-570-fabric-completed-grep.txt")
+    node, lspci, _log = p5_node("h100-p5-570-fabric-completed-grep.txt")
     fm = r.parse_fabricmanager(load("fabricmanager", "h100-p5-570-journalctl-fabricmanager-started.txt"))
     result = r.check_fabric(node, lspci, fm, node["driver_version"])
     assert (result["applies"], result["fabric_manager_required"], result["mnnvl"], result["findings"]) == (
@@ -432,7 +432,7 @@ def test_p5_fabric_completed_and_fabric_manager_started():
 
 
 def test_p5_fabric_in_progress_is_an_error_per_gpu():
-    node, lspci, _ = p5_node("h100-p5-570-fabric-in-progress-grep.txt")
+    node, lspci, _log = p5_node("h100-p5-570-fabric-in-progress-grep.txt")
     result = r.check_fabric(node, lspci, r.parse_fabricmanager("inactive\n"), node["driver_version"])
     assert summary(result["findings"]) == [("error", "fabric", i) for i in range(8)] + [("error", "fabric", None)]
     assert result["findings"][0]["found"] == "fabric State In Progress, Status N/A"
@@ -440,7 +440,7 @@ def test_p5_fabric_in_progress_is_an_error_per_gpu():
 
 
 def test_fabric_manager_stopped_on_an_nvswitch_node():
-    node, lspci, _ = p5_node()
+    node, lspci, _log = p5_node()
     result = r.readiness_findings(smi_q=node, lspci=lspci, fabric_manager=r.parse_fabricmanager("failed\n"))
     assert summary(result["findings"]) == [("error", "fabric", None)]
     result = r.readiness_findings(smi_q=node, lspci=lspci)
@@ -453,14 +453,14 @@ def test_fabric_manager_stopped_on_an_nvswitch_node():
     ("fm-550-version-mismatch-journal-akash-docs.txt", "fabric manager 550.127.05, driver 550.120"),
 ])
 def test_fabric_manager_version_mismatch(name, found):
-    node, lspci, _ = p5_node()
+    node, lspci, _log = p5_node()
     [finding] = r.check_fabric(node, lspci, r.parse_fabricmanager(load("fabricmanager", name)),
                                node["driver_version"])["findings"]
     assert finding["found"].startswith(found)
 
 
 def test_fabric_manager_package_version_against_driver():
-    node, lspci, _ = p5_node()
+    node, lspci, _log = p5_node()
     fm = dict(r.parse_fabricmanager("active\n"), version="535.161.08")
     [finding] = r.check_fabric(node, lspci, fm, node["driver_version"])["findings"]
     assert (finding["expected"], finding["found"]) == ("fabric manager version = driver version 535.183.01",
@@ -486,7 +486,7 @@ def test_azure_nvswitch_lspci_with_a_running_fabric_manager():
 def test_fabric_log_errors_are_parsed_not_judged():
     fm = r.parse_fabricmanager(load("fabricmanager", "8gpu-nvswitch-fabricmanager-log-multicast-team.txt"))
     assert fm["active"] is None
-    node, lspci, _ = p5_node()
+    node, lspci, _log = p5_node()
     assert summary(r.check_fabric(node, lspci, fm, "535.183.01")["findings"]) == [("warning", "fabric", None)]
 
 
@@ -693,7 +693,7 @@ def test_api_mismatch_line_gives_the_client_version():
     ("0000:91:00 79\n", "host gpu-a01: /etc/ack line 1: expected '<gpu bus id or *> <xid or *> <timestamp as in "
                          "the kernel log>', found '0000:91:00 79'"),
     ("\n\ngpu0 79 1.0\n", "host gpu-a01: /etc/ack line 3: expected a PCI bus id such as 0000:9b:00 (or *), found "
-                           "'gpu0'"),
+     "'gpu0'"),
     ("* xid79 1.0\n", "host gpu-a01: /etc/ack line 1: expected an Xid number (or *), found 'xid79'"),
 ])
 def test_bad_acknowledgements(text, message):
