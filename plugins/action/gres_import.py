@@ -13,6 +13,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import short_name
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import release_of
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_proof import run_import
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import (
     SourceError,
@@ -119,6 +120,10 @@ class ActionModule(ActionBase):
         if len(given) != 1:
             raise AnsibleActionFail("expected one of src, sources, live and read_config, found %s"
                                     % (", ".join(given) or "none"))
+        sliced = slice_problem(task_vars) if args["live"] else None
+        if sliced:  # a live import reads every node of the inventory
+            result.update(failed=True, msg=str(sliced))
+            return result
         if args["read_config"]:
             result.update(changed=False, sources=self._read_controller(args["read_config"], args["slurmctld"],
                                                                        task_vars))

@@ -9,6 +9,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan, deploy_run, mig_node
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
 STAGES = ("gate", "restarted", "confirmed", "controller", "owner", "changes", "summary", "mig_status")
@@ -65,6 +66,10 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)
+        sliced = slice_problem(task_vars)
+        if sliced:
+            result.update(failed=True, msg=str(sliced))
+            return result
         stage = args["stage"]
         hostvars = task_vars["hostvars"]
         plan = args["plan"] or {}

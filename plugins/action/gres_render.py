@@ -8,6 +8,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_tree
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import (
     MIG_LIVE_FACT,
@@ -33,6 +34,10 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        sliced = slice_problem(task_vars)
+        if sliced:
+            result.update(failed=True, msg=str(sliced))
+            return result
         hostvars = task_vars["hostvars"]
         groups = task_vars["groups"]
         cluster_host = args["cluster_host"] or task_vars.get("inventory_hostname", "localhost")

@@ -5,7 +5,9 @@
 Other roles' variables (``slurm_*``, ``openhpc_*``, ...) are never read and never refused. Inside the namespace
 every name is known: the inventory schema (``model_schema``), the roles' options (their ``meta/argument_specs.yml``,
 read here so that the two cannot drift), the playbooks' extra variables and the facts the plays set. A name in the
-namespace that is none of these is a typo and is refused, with the closest known name as a hint.
+namespace that is none of these is a typo and is refused, with the closest known name as a hint. The only variables
+read outside the namespace are three of AWX's own job variables, to refuse a sliced AWX job
+(``awx_slicing.JOB_VARS``).
 """
 import difflib
 import functools

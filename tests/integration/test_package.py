@@ -30,7 +30,7 @@ GOLDEN = os.path.join(ROOT, "tests", "unit", "plugins", "plugin_utils", "golden"
 # Anything else is development material and belongs in galaxy.yml's build_ignore.
 SHIPPED = re.compile(r"""^(
     MANIFEST\.json | FILES\.json | README\.md | LICENSE | CHANGELOG\.rst
-  | meta/runtime\.yml
+  | meta/(runtime|execution-environment)\.yml
   | changelogs/(changelog|config)\.yaml
   | docs/[\w./-]+\.md
   | inventories/example/[\w./-]+\.yml
@@ -93,7 +93,8 @@ def test_tarball_holds_what_admins_need_and_no_development_material(package):
     assert not stray, "development material in the tarball (add it to build_ignore in galaxy.yml): %s" % stray
     links = [name for name, m in package["members"].items() if m.issym() or m.islnk()]
     assert not links, "links in the tarball: %s" % links
-    required = ["README.md", "LICENSE", "meta/runtime.yml", "changelogs/changelog.yaml"]
+    required = ["README.md", "LICENSE", "meta/runtime.yml", "meta/execution-environment.yml",
+                "changelogs/changelog.yaml"]
     required += ["roles/%s/README.md" % role for role in ROLES]  # galaxy-importer: "No role readme found"
     required += ["roles/%s/meta/argument_specs.yml" % role for role in ROLES]
     required += ["playbooks/%s.yml" % name for name in PLAYBOOKS]
