@@ -22,6 +22,8 @@ ARGUMENT_SPEC = dict(
     read=dict(type="dict"),
     targeted_nodes=dict(type="list", elements="str"),
     wanted=dict(type="dict"),
+    config_mode=dict(type="str", choices=["files", "configless", "include"]),
+    include_file=dict(type="str"),
     # stage owner
     command=dict(type="str", default="deploy"),
     lock=dict(type="dict"),
@@ -94,9 +96,11 @@ class ActionModule(ActionBase):
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["confirmed"])
                 plan = deploy_plan.confirmed(plan, state, render["files"], render.get("config_mode") or "files")
             elif stage == "controller":
-                render = self._render(task_vars)
-                plan = deploy_plan.controller_plan(args["files"], args["read"], args["targeted_nodes"],
-                                                   render.get("config_mode") or "files", render.get("include_file"),
+                # a rollback of a named run has no render: the role passes the mode it was deployed with
+                render = self._render(task_vars) if not args["config_mode"] else {}
+                mode = args["config_mode"] or render.get("config_mode") or "files"
+                include = args["include_file"] if args["config_mode"] else render.get("include_file")
+                plan = deploy_plan.controller_plan(args["files"], args["read"], args["targeted_nodes"], mode, include,
                                                    args["wanted"])
                 plan["refusal"] = None
             elif stage == "owner":

@@ -58,6 +58,14 @@ options:
   wanted:
     description: O(stage=controller), the C(mode), C(owner) and C(group) the install gives the files.
     type: dict
+  config_mode:
+    description: O(stage=controller), how the cluster gets its files (C(files), C(configless), C(include)); default the
+      render's on localhost.
+    type: str
+    choices: [files, configless, include]
+  include_file:
+    description: O(stage=controller) in include mode, the include file's name; default the render's.
+    type: str
   command:
     description: O(stage=owner), what the run does (C(deploy), C(rollback of RUN_ID)).
     type: str
