@@ -329,6 +329,8 @@ FAILURES = {
     "driver-library-mismatch": (("nvidia-smi-errors", "ci-550-driver-library-mismatch-nvml-version.txt"), [2, 3], 18),
     "driver-library-mismatch-no-version": (
         ("nvidia-smi-errors", "460-driver-library-mismatch-no-version-line.txt"), [2, 2], 18),
+    "driver-library-mismatch-580": (
+        ("nvidia-smi-errors", "truenas-580-driver-library-mismatch-nvml-version-and-proc-version.txt"), [2, 3], 18),
     "no-devices": (("nvidia-smi-errors", "rtx5090-575-no-devices-were-found.txt"), [2, 2], 6),
     "no-driver": (("nvidia-smi-errors", "gcp-debian11-couldnt-communicate-with-driver.txt"), [1, 1], 9),
 }

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+import time
 
 RC_OK = 0
 RC_INVALID_ARG = 2
@@ -528,6 +529,7 @@ def query_text(machine, ids):
         else:
             head.append(line)
     states = {_bus_key(g["pci_bus_id"]): machine.state(g) for g in machine.profile.get("gpus", [])}
+    blocks = [(bus, replace_sections(machine, bus, body)) for bus, body in blocks]
     kept = [(bus, body) for bus, body in blocks if states.get(_bus_key(bus), "ok") != "missing"]
     lost = ["Unable to determine the device handle for GPU%d: %s: Unknown Error" % (i, _short_bus(bus))
             for i, (bus, _body) in enumerate(kept) if states.get(_bus_key(bus)) == "unreachable"]
@@ -554,6 +556,55 @@ def query_text(machine, ids):
     return out
 
 
+def _indent(line):
+    return len(line) - len(line.lstrip(" "))
+
+
+_UNIT_ACTIVE = {}
+
+
+def fabric_manager_active(unit):
+    """``systemctl is-active UNIT`` on the node the emulator runs on (a test node with a stand-in unit); asked
+    once per call of the emulator."""
+    import subprocess
+
+    if unit in _UNIT_ACTIVE:
+        return _UNIT_ACTIVE[unit]
+    try:
+        proc = subprocess.run(["systemctl", "is-active", unit], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              universal_newlines=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        _UNIT_ACTIVE[unit] = False
+        return False
+    _UNIT_ACTIVE[unit] = proc.stdout.strip() == "active"
+    return _UNIT_ACTIVE[unit]
+
+
+def replace_sections(machine, bus, body):
+    """A GPU block of the recorded ``-q`` with sections replaced by recorded ones: ``q_sections`` of the profile
+    (every GPU) and of the GPU itself (``{"Fabric": {"text_file": ..., "lines": [...]}}``). A section is its
+    title line at the block's first indentation (``    Fabric``) and the deeper lines under it; the recorded
+    text replaces it whole, indentation as recorded."""
+    gpu = next((g for g in machine.profile.get("gpus", []) if _bus_key(g["pci_bus_id"]) == _bus_key(bus)), {})
+    sections = dict(machine.profile.get("q_sections") or {})
+    when_down = machine.profile.get("fabric_manager_unit")
+    if when_down and not fabric_manager_active(when_down["unit"]):
+        sections.update(when_down["q_sections"])
+    sections.update(gpu.get("q_sections") or {})
+    for name, spec in sorted(sections.items()):
+        title = [i for i, line in enumerate(body) if line.rstrip("\r\n") == "    " + name]
+        if not title:
+            raise Exit(255, "", "nvidia-smi emulator: q_sections: no section %r in the recorded -q of GPU %s\n"
+                       % (name, bus))
+        start = title[0]
+        end = start + 1
+        while end < len(body) and body[end].strip() and _indent(body[end]) > 4:
+            end += 1
+        text = machine.recorded(spec) or ""
+        body = body[:start] + [line + "\n" for line in text.rstrip("\n").split("\n")] + body[end:]
+    return body
+
+
 def recorded_failure(machine):
     """``failure``: every call prints the recorded text (``text``/``text_file``, ``lines``) on ``stream``
     (stdout unless "stderr") and exits with ``rc``."""
@@ -571,6 +622,9 @@ def recorded_failure(machine):
 # command line
 
 def run(argv, machine):
+    if machine.profile.get("hang_s"):
+        # a hung nvidia-smi (NVML waiting on a GPU that no longer answers): no output until killed
+        time.sleep(float(machine.profile["hang_s"]))
     recorded_failure(machine)
     if machine.profile.get("driver") == "not_loaded":
         raise Exit(RC_NO_DRIVER, NO_DRIVER + "\n\n")

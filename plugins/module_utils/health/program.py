@@ -1,0 +1,113 @@
+"""What a GPU node needs to run the health check: the module_utils files it imports, a launcher, the NHC check.
+
+The deploy copies :data:`PROGRAM_FILES` (paths relative to the collection root) to
+``<lib_dir>/ansible_collections/hpc/slurm_gres/<path>`` and writes :func:`launcher_text` as the program
+(``hpc-gres-health``). Only the Python standard library is needed on the node: the launcher runs Python with
+``-I -S`` (no environment, no user or site packages).
+"""
+import json
+
+# health/cli.py and everything it imports, with the __init__.py of each package on the way (a unit test keeps this
+# equal to the import graph).
+PROGRAM_FILES = (
+    "plugins/module_utils/__init__.py",
+    "plugins/module_utils/common/__init__.py",
+    "plugins/module_utils/common/errors.py",
+    "plugins/module_utils/common/hostlist.py",
+    "plugins/module_utils/common/names.py",
+    "plugins/module_utils/common/ranges.py",
+    "plugins/module_utils/health/__init__.py",
+    "plugins/module_utils/health/check.py",
+    "plugins/module_utils/health/cli.py",
+    "plugins/module_utils/health/gres_match.py",
+    "plugins/module_utils/health/inputs.py",
+    "plugins/module_utils/health/results.py",
+    "plugins/module_utils/health/slurm_state.py",
+    "plugins/module_utils/mig/__init__.py",
+    "plugins/module_utils/mig/gres_type.py",
+    "plugins/module_utils/mig/profiles.py",
+    "plugins/module_utils/mig/render.py",
+    "plugins/module_utils/node/__init__.py",
+    "plugins/module_utils/node/cpu_topology.py",
+    "plugins/module_utils/node/cpusets.py",
+    "plugins/module_utils/node/hwloc_query.py",
+    "plugins/module_utils/node/hwloc_tree.py",
+    "plugins/module_utils/node/sysfs_topology.py",
+    "plugins/module_utils/node/verify.py",
+    "plugins/module_utils/nvidia/__init__.py",
+    "plugins/module_utils/nvidia/collect.py",
+    "plugins/module_utils/nvidia/facts.py",
+    "plugins/module_utils/nvidia/gpu_types.py",
+    "plugins/module_utils/nvidia/readiness.py",
+    "plugins/module_utils/nvidia/smi.py",
+    "plugins/module_utils/nvidia/smi_q.py",
+    "plugins/module_utils/slurm/__init__.py",
+    "plugins/module_utils/slurm/conf.py",
+    "plugins/module_utils/slurm/hostlists.py",
+    "plugins/module_utils/slurm/scontrol.py",
+    "plugins/module_utils/slurm/slurmd_gres.py",
+    "plugins/module_utils/slurm/versions.py",
+)
+COLLECTION_DIR = "ansible_collections/hpc/slurm_gres"
+PROGRAM_NAME = "hpc-gres-health"
+NHC_CHECK_PATH = "/etc/nhc/scripts/hpc_gres.nhc"
+NHC_CHECK = "check_hpc_gres"
+NHC_CONF_LINE = "* || %s" % NHC_CHECK
+
+
+def installed_path(lib_dir, relpath):
+    """Where one of :data:`PROGRAM_FILES` goes on the node."""
+    return "%s/%s/%s" % (lib_dir.rstrip("/"), COLLECTION_DIR, relpath)
+
+
+def launcher_text(lib_dir, python="/usr/bin/python3", args=()):
+    """The program file: runs ``cli.main`` from ``lib_dir`` with ``args`` before the command line's own (a
+    HealthCheckProgram takes no arguments, so its launcher carries ``--slurm`` and the node's options; a mode
+    given on the command line wins over a built-in one)."""
+    return "\n".join([
+        "#!%s -IS" % python,
+        "# %s: GPU health check of the hpc.slurm_gres collection (written by the deploy; do not edit)." % PROGRAM_NAME,
+        "# Library: %s/%s/plugins/module_utils (Python standard library only)." % (
+            lib_dir.rstrip("/"), COLLECTION_DIR),
+        "import sys",
+        "",
+        "sys.path.insert(0, %s)" % json.dumps(lib_dir),
+        "from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.cli import main  # noqa: E402",
+        "",
+        "sys.exit(main(%s + sys.argv[1:]))" % json.dumps(list(args)),
+        "",
+    ])
+
+
+def nhc_check_text(program_path):
+    """``(check file text, nhc.conf line)`` for LBNL NHC (file :data:`NHC_CHECK_PATH`).
+
+    NHC sources every ``/etc/nhc/scripts/*.nhc`` and runs the checks nhc.conf names per host mask
+    (``* || check_hpc_gres``). On failure the check calls NHC's ``die 1 "<message>"``, and NHC drains the node
+    with ``NHC: <message>`` (helpers/node-mark-offline) and resumes it itself once its checks pass (only
+    ``NHC:`` reasons, node-mark-online). The program's own internal error (exit status 2) is logged, not a
+    failure: a bug in the check does not take nodes out.
+    """
+    text = "\n".join([
+        "# %s: GPU health check of the hpc.slurm_gres collection for LBNL NHC (written by the deploy; do not edit)."
+        % NHC_CHECK_PATH.rsplit("/", 1)[-1],
+        "# nhc.conf:  %s   (arguments after the name go to %s, e.g. --timeout 5)" % (NHC_CONF_LINE, PROGRAM_NAME),
+        "",
+        'HPC_GRES_HEALTH="${HPC_GRES_HEALTH:-%s}"' % program_path,
+        "",
+        "function %s() {" % NHC_CHECK,
+        "    local OUTPUT RC",
+        '    OUTPUT=$("$HPC_GRES_HEALTH" --nhc "$@" 2>&1)',
+        "    RC=$?",
+        "    if [[ $RC -eq 0 ]]; then",
+        "        return 0",
+        "    elif [[ $RC -eq 1 ]]; then",
+        '        die 1 "$FUNCNAME:  ${OUTPUT:-$HPC_GRES_HEALTH found the node not healthy}"',
+        "        return 1",
+        "    fi",
+        '    log "$FUNCNAME:  $HPC_GRES_HEALTH did not complete (exit status $RC), node left as it is:  $OUTPUT"',
+        "    return 0",
+        "}",
+        "",
+    ])
+    return text, NHC_CONF_LINE
