@@ -8,11 +8,12 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan, deploy_run, mig_node
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan, deploy_run, health_program, mig_node
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
-STAGES = ("gate", "restarted", "confirmed", "controller", "owner", "changes", "summary", "mig_status")
+STAGES = ("gate", "restarted", "confirmed", "controller", "owner", "changes", "summary", "mig_status",
+          "health_library")
 ARGUMENT_SPEC = dict(
     stage=dict(type="str", required=True, choices=list(STAGES)),
     plan=dict(type="dict"),
@@ -113,6 +114,10 @@ class ActionModule(ActionBase):
                 plan = deploy_run.run_outcome(args["record"], facts, task_vars.get("ansible_play_hosts") or [],
                                               args["late"], args["node_records"] or {}, args["inventory_hint"])
                 plan["refusal"] = None
+            elif stage == "health_library":
+                files, digest = health_program.library()
+                result.update(files=files, sha256=digest)
+                plan = {"refusal": None}
             else:
                 plan = mig_node.runbook_status(args["host"], args["check"], args["node"], args["read"],
                                                args["step"], args["reason"])

@@ -33,12 +33,14 @@ description:
     the hosts' plans), for M(hpc.slurm_gres.gres_run)'s record."
   - "O(stage=summary): the end of a run, one line per host of the O(record), its final state."
   - "O(stage=mig_status): whether the MIG runbook can leave O(host) alone."
+  - "O(stage=health_library): the GPU health check's library as this collection ships it, RV(files) and RV(sha256)
+    (the deploy installs it on a node whose copy differs)."
 options:
   stage:
     description: Which decision to make.
     type: str
     required: true
-    choices: [gate, restarted, confirmed, controller, owner, changes, summary, mig_status]
+    choices: [gate, restarted, confirmed, controller, owner, changes, summary, mig_status, health_library]
   plan:
     description: The RV(plan) of the gate (O(stage=restarted), V(confirmed), V(changes)).
     type: dict
@@ -138,6 +140,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+files:
+  description: O(stage=health_library), the library's files (path relative to the collection root to text).
+  returned: with O(stage=health_library)
+  type: dict
+sha256:
+  description: O(stage=health_library), the library's digest (as the deploy compares it with a node's copy).
+  returned: with O(stage=health_library)
+  type: str
 plan:
   description:
     - O(stage=gate), C(targets) (inventory hosts), C(names) (host to node name), C(controllers),

@@ -107,10 +107,44 @@ options:
         rollback of a run plans the previous files this way.
     type: bool
     default: true
+  readiness:
+    description:
+      - Also run the GPU readiness checks of the node health check (docs/health.md; C(nvml), C(driver_version),
+        C(persistence), C(gpu_count), C(fabric), C(memory), C(xid), C(errors)) over one C(nvidia-smi -q), the PCI
+        functions in sysfs, the kernel log and the fabric manager's state. Their errors refuse the node like any
+        other finding; with O(verify=false) they are only returned (RV(readiness)).
+      - A check that does not apply to the node (no NVSwitch, an older driver without the field) passes and says why.
+    type: dict
+    suboptions:
+      kernel_log:
+        description: Where the Xid lines are read, V(auto) (the journal, else C(dmesg)), V(journal), V(dmesg),
+          V(none) or a file.
+        type: str
+        default: auto
+      ack_file:
+        description: The node's file of acknowledged Xid events.
+        type: path
+        default: /etc/hpc-gres/xid-acknowledgements
+      fabric_manager:
+        description: How the fabric manager's state is read, V(systemd), V(none) or a file holding its status text.
+        type: str
+        default: systemd
+      lspci:
+        description: A file with C(lspci) output to read the PCI functions from instead of sysfs.
+        type: path
+      timeout:
+        description: Seconds each command may take before it is killed and reported.
+        type: int
+        default: 10
   plan:
     description: Read the node's installed and recorded files and plan the install and the slurmd restart.
     type: dict
     suboptions:
+      health:
+        description:
+          - The GPU health check the deploy installs (C(library_dir), C(library_sha256), C(program), C(args),
+            C(python), C(nhc)); RV(plan.health_install) says what differs on the node.
+        type: dict
       files:
         description:
           - The rendered files of this node by their name in the render (C(slurm.conf), C(cgroup.conf),
@@ -225,7 +259,7 @@ findings:
       description: >-
         C(privileges) (with O(plan), when the module does not run as root: an error, a warning in check mode),
         C(parse), C(release), C(count), C(present), C(type), C(mig), C(device), C(cores), C(socket_boundary),
-        C(order), C(cpu_layout), C(autodetect) or C(slurmd_g).
+        C(order), C(cpu_layout), C(autodetect) or C(slurmd_g); with O(readiness) also the readiness checks.
       type: str
     gpu: {description: "nvidia-smi index, a range string for several GPUs, or null.", type: raw}
     expected: {description: What the check wanted., type: str}
@@ -285,6 +319,11 @@ daemon_version:
   returned: with O(read_version)
   type: dict
   sample: {"host": "gpu-a01", "daemon": "slurmd", "version": "slurm-wlm 24.11.5", "error": null}
+readiness:
+  description: With O(readiness), C(ready) (no error), C(findings) (also in RV(findings) unless O(verify=false)),
+    C(not_applied) (check to the reason it did not apply), C(inputs) (where each input came from), C(seconds).
+  returned: with O(readiness)
+  type: dict
 plan:
   description:
     - With O(plan). C(restart) (bool) and C(reasons); C(install) (false when the installed files are the new ones
@@ -293,7 +332,8 @@ plan:
       C(gres_changed); C(new_files) (file name to the text slurmd is to run with), C(running_files) (what it runs
       with, the recorded files, else the installed ones), C(recorded) (the deploy recorded them before),
       C(installed) (the installed files), C(install_names) and C(record_names) (the files this config mode
-      installs and records, in order).
+      installs and records, in order); C(health_install) with O(plan.health), that is C(library) (bool), C(launcher) and
+      C(nhc) (the text to write, or null when the installed file is right), C(changed).
   returned: with O(plan)
   type: dict
   sample: {"restart": true, "reasons": ["gres.conf changed"], "install": true, "not_installed": ["gres.conf"],
@@ -309,6 +349,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, read_tree
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.check import check_readiness
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.program import health_plan
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
@@ -369,6 +411,17 @@ def _daemon_version(module, command, commands):
     return entry
 
 
+def _readiness(module, node):
+    """The readiness checks of the node health check (module_utils/health/check.py), or None without O(readiness)."""
+    spec = module.params["readiness"]
+    if not spec:
+        return None
+    options = {"nvidia_smi": module.params["nvidia_smi"], "root": module.params["sysfs_root"], "node": node,
+               "kernel_log": spec["kernel_log"], "ack_file": spec["ack_file"], "lspci": spec["lspci"],
+               "fabric_manager": spec["fabric_manager"], "timeout": float(spec["timeout"])}
+    return check_readiness(options)
+
+
 def _plan(module, node, gres_text):
     """The node's installed and recorded files read once, and its install and restart plan for the new files."""
     spec = module.params["plan"]
@@ -395,6 +448,7 @@ def _plan(module, node, gres_text):
                              % (node, exc))
     plan.update(new_files=new, running_files=running, recorded=recorded, installed=read["contents"]["installed"],
                 install_names=deploy["install"], record_names=deploy["record"])
+    plan["health_install"] = health_plan(spec["health"]) if spec["health"] else {"changed": False}
     return plan
 
 
@@ -467,8 +521,16 @@ def main():
             slurm_plugin_dir=dict(type="path"),
             read_version=dict(type="str"),
             verify=dict(type="bool", default=True),
+            readiness=dict(type="dict", options=dict(
+                kernel_log=dict(type="str", default="auto"),
+                ack_file=dict(type="path", default="/etc/hpc-gres/xid-acknowledgements"),
+                fabric_manager=dict(type="str", default="systemd"),
+                lspci=dict(type="path"),
+                timeout=dict(type="int", default=10),
+            )),
             plan=dict(type="dict", options=dict(
                 files=dict(type="dict", required=True),
+                health=dict(type="dict"),
                 config_mode=dict(type="str", choices=["files", "configless", "include"], default="files"),
                 include_file=dict(type="str"),
                 config_dir=dict(type="path", default="/etc/slurm"),
@@ -502,6 +564,9 @@ def main():
                                  "not read; give the completed gres.conf instead")
         result = dict(changed=False, findings=[], errors=0, warnings_count=0, gres_conf_text=gres_text,
                       gres_conf_completed=False, slurmd_version=None, commands=commands)
+        ready = _readiness(module, node)
+        if ready is not None:
+            result["readiness"] = ready
         if daemon:
             result["daemon_version"] = daemon
         if params["plan"]:
@@ -557,6 +622,9 @@ def main():
                                deferred=deferred)
     if needs_root:
         findings = [needs_root] + list(findings)
+    ready = _readiness(module, node)
+    if ready is not None:
+        findings = list(findings) + ready["findings"]
     try:
         parsed_version = parse_slurm_version(version)
     except ValueError:
@@ -581,6 +649,8 @@ def main():
     )
     if daemon:
         result["daemon_version"] = daemon
+    if ready is not None:
+        result["readiness"] = ready
     for f in findings:
         if f["severity"] == "warning":
             module.warn("node %s: %s%s: expected %s, found %s%s" % (

@@ -8,6 +8,7 @@ and, for hosts whose GPUs have a ``model`` or ``mig``, what the node and the MIG
 gres.conf again from live MIG facts (``spec``) and to apply its layout (``layouts``, ``models``).
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.health_program import deploy_health
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS
@@ -49,7 +50,7 @@ def mig_node(model, node):
 
 def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None):
     """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes", "config_mode",
-    "include_file"}``.
+    "include_file", "health"}``.
 
     The files are slurm.conf, cgroup.conf, every ``<node>/gres.conf`` and the users' guide (``USERS.md``,
     ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
@@ -72,4 +73,6 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
         # how the files reach the daemons (files, configless, include): the roles install per this
         "config_mode": model["config_mode"],
         "include_file": model["include_file"],
+        # the GPU health check the deploy installs and wires (docs/health.md)
+        "health": deploy_health(model["health"]),
     }

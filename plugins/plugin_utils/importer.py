@@ -227,6 +227,13 @@ def _cluster_options(imp, conf):
     if dropped:
         imp.note("hpc_gres_slurm_conf_options: %s set to null: the site's slurm.conf does not set them, so the rendered "
                  "slurm.conf leaves them to Slurm's defaults as today" % ", ".join(dropped))
+    # the GPU health check changes slurm.conf (HealthCheckProgram): an import keeps the site's, and says how to add it
+    cluster["hpc_gres_health"] = False
+    program = [options[k] for k in options if k.lower() == "healthcheckprogram"]
+    imp.note("hpc_gres_health: false, so slurm.conf keeps %s: set hpc_gres_health: true to install the collection's "
+             "GPU health check and run it as HealthCheckProgram%s (docs/health.md)"
+             % ("HealthCheckProgram=%s" % program[0] if program else "no HealthCheckProgram",
+                " (with hpc_gres_health_nhc: true where %s is LBNL NHC)" % program[0] if program else ""))
     return cluster
 
 

@@ -18,6 +18,11 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_cluster impor
     partitions,
     slurm_release,
 )
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_health import (
+    check_health_program,
+    health_settings,
+    health_slurm_conf,
+)
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_node import (
     autodetect_mode,
     build_node,
@@ -126,6 +131,12 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
                                  cluster.get("hpc_gres_cgroup_conf_options"), (), "cgroup.conf", version)
     check_cgroup_plugin(col, cluster_host, cgroup_conf, release)
 
+    mode, include = config_mode(col, cluster_host, cluster, nodes)
+    health = health_settings(col, cluster_host, cluster, version)
+    slurm_conf = merged_options(col, cluster_host, "hpc_gres_slurm_conf_options",
+                                default_slurm_conf(version) + health_slurm_conf(health, version, mode),
+                                cluster.get("hpc_gres_slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version)
+    check_health_program(col, cluster_host, health, slurm_conf, cluster.get("hpc_gres_slurm_conf_options"), mode)
     model = {
         "cluster_name": cluster_name(col, cluster_host, cluster.get("hpc_gres_cluster_name",
                                                                     CLUSTER_VARS["hpc_gres_cluster_name"])),
@@ -133,8 +144,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "autodetect": autodetect,
         "controllers": controllers,
         "settings": {
-            "slurm_conf": merged_options(col, cluster_host, "hpc_gres_slurm_conf_options", default_slurm_conf(version),
-                                         cluster.get("hpc_gres_slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version),
+            "slurm_conf": slurm_conf,
             "cgroup_conf": cgroup_conf,
         },
         "partitions": partitions(col, cluster_host, cluster.get("hpc_gres_partitions"), groups, hostvars,
@@ -145,7 +155,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "cluster_host": str(cluster_host),
         "warnings": [str(w) for w in col.warnings],
     }
-    model["config_mode"], model["include_file"] = config_mode(col, cluster_host, cluster, nodes)
+    model["config_mode"], model["include_file"], model["health"] = mode, include, health
     check_max_node_count(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"), model["settings"]["slurm_conf"],
                          len(slurmd_hosts))
     if col.count:

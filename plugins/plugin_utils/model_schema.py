@@ -56,6 +56,15 @@ CLUSTER_VARS = {
     "hpc_gres_types": [],
     "hpc_gres_config_mode": "files",
     "hpc_gres_include_file": "slurm_gres.conf",
+    # the GPU health check (docs/health.md): installed on every slurmd host, wired as slurm.conf's HealthCheckProgram
+    "hpc_gres_health": True,
+    "hpc_gres_health_nhc": False,
+    "hpc_gres_health_interval": 300,
+    "hpc_gres_health_node_state": "ANY",
+    "hpc_gres_health_program": "/usr/local/sbin/hpc-gres-health",
+    "hpc_gres_health_kernel_log": "auto",
+    "hpc_gres_health_ack_file": "/etc/hpc-gres/xid-acknowledgements",
+    "hpc_gres_health_timeout": 10,
 }
 
 
@@ -439,6 +448,49 @@ DOC_TABLES = {
             '`slurm_gres.conf`',
             "include mode: the file (relative to the Slurm config directory) the site's slurm.conf pulls in with "
             '`Include`',
+        ),
+        (
+            '`hpc_gres_health`',
+            '`true`',
+            "install the GPU health check on every slurmd host and run it as slurm.conf's `HealthCheckProgram` "
+            '(docs/health.md); the deploy also runs its readiness checks before it restarts or resumes a node',
+        ),
+        (
+            '`hpc_gres_health_nhc`',
+            '`false`',
+            '`true` where LBNL NHC is the HealthCheckProgram (set `HealthCheckProgram` in '
+            '`hpc_gres_slurm_conf_options`): the deploy writes an NHC check file instead',
+        ),
+        (
+            '`hpc_gres_health_interval`',
+            '`300`',
+            '`HealthCheckInterval` in seconds (0 to 65535; 0: only when slurmd starts)',
+        ),
+        (
+            '`hpc_gres_health_node_state`',
+            '`ANY`',
+            '`HealthCheckNodeState`: `ANY`, `ALLOC`, `IDLE`, `MIXED`, `NONDRAINED_IDLE`, with `CYCLE`, comma-separated '
+            '(`START_ONLY` from Slurm 25.11)',
+        ),
+        (
+            '`hpc_gres_health_program`',
+            '`/usr/local/sbin/hpc-gres-health`',
+            'where the program is installed (its library goes to `/usr/local/lib/hpc-gres`)',
+        ),
+        (
+            '`hpc_gres_health_kernel_log`',
+            '`auto`',
+            'where the Xid lines are read: `auto` (the journal, else `dmesg`), `journal`, `dmesg`, `none` or a file',
+        ),
+        (
+            '`hpc_gres_health_ack_file`',
+            '`/etc/hpc-gres/xid-acknowledgements`',
+            "the node's file of acknowledged Xid events (docs/health.md)",
+        ),
+        (
+            '`hpc_gres_health_timeout`',
+            '`10`',
+            'seconds each command of the check may take before it is killed and reported (1 to 60)',
         ),
     ),
 }

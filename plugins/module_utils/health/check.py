@@ -7,6 +7,8 @@ import socket
 import time
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health import gres_match, inputs, results
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import verify
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import readiness
 
@@ -52,19 +54,18 @@ def _command_findings(result, nvidia_smi):
                     "the check that needs it does not apply this time")]
 
 
-def check_node(options=None, runner=None, env=None):
-    """Check this node; returns the whole document the program prints (``--json``): ``node``, ``verdict``
-    (:func:`results.evaluate`), ``inputs`` (where each came from, or why it was not read), ``commands`` (argv,
-    rc, seconds, timed_out of every external command), ``seconds``."""
+def _options(options):
     opts = dict(DEFAULTS)
     opts.update({k: v for k, v in (options or {}).items() if v is not None})
-    env = os.environ if env is None else env
-    start = time.monotonic()
-    runner = runner or inputs.Runner(opts["timeout"], opts["budget"], env=env)
-    node = node_name(opts["node"], env)
-    root = opts["root"] or "/"
-    sources, extra = {}, []
+    return opts
 
+
+def read_readiness(opts, runner, node, sources):
+    """The readiness half: read nvidia-smi -q, the kernel module version, the PCI functions, the kernel log, the
+    fabric manager and the acknowledgements, and judge them. Returns ``(readiness_findings result, smi read,
+    extra findings)``; ``sources`` receives where each input came from."""
+    root = opts["root"] or "/"
+    extra = []
     smi = inputs.read_smi(runner, opts["nvidia_smi"])
     sources["nvidia-smi -q"] = smi["path"] and "%s -q" % smi["path"] or smi["reason"]
     failure = smi["failure"]
@@ -98,16 +99,84 @@ def check_node(options=None, runner=None, env=None):
     ready = readiness.readiness_findings(smi_q=smi["smi_q"], smi_failure=failure, proc_version=proc_version,
                                          lspci=pci, kernel_events=kernel_events, acknowledgements=acks,
                                          fabric_manager=fm)
+    if smi["path"] is None:
+        # a node checked as a GPU node without nvidia-smi: the driver's tools are gone, every check would pass
+        ready["findings"].append(finding("error", "nvml", None, "nvidia-smi on this GPU node", smi["reason"],
+                                         "install the NVIDIA driver's utilities, or give the path (--nvidia-smi)"))
+        ready["not_applied"].pop("nvml", None)
     if smi["failure"] and smi["failure"]["kind"] == "timeout":
         for f in ready["findings"]:
             if f["check"] == "nvml":
                 f["expected"] = "nvidia-smi -q answers within %s s" % inputs.seconds_text(smi["run"].get("limit"))
                 f["hint"] = _TIMEOUT_HINT
+    return ready, smi, extra
+
+
+def check_readiness(options=None, runner=None, env=None):
+    """The readiness checks alone (what the deploy runs before it restarts or resumes a node, inside gres_verify):
+    ``{"ready", "findings", "not_applied", "inputs", "commands", "seconds"}``; changes nothing."""
+    opts = _options(options)
+    env = os.environ if env is None else env
+    start = time.monotonic()
+    runner = runner or inputs.Runner(opts["timeout"], opts["budget"], env=env)
+    sources = {}
+    ready, smi, extra = read_readiness(opts, runner, node_name(opts["node"], env), sources)
+    for result in runner.runs[1 if smi["run"] is not None else 0:]:
+        extra.extend(_command_findings(result, smi["path"]))
+    findings = list(ready["findings"]) + extra
+    return {"ready": not any(f["severity"] == "error" for f in findings), "findings": findings,
+            "not_applied": dict(ready["not_applied"]), "inputs": sources,
+            "commands": [r["argv"] for r in runner.runs], "seconds": round(time.monotonic() - start, 3)}
+
+
+def configured_gpus(node, slurm_text, gres_text):
+    """Whether slurm.conf gives ``node`` any gpu GRES or gres.conf a gpu line for it; None when neither file was
+    read or slurm.conf does not name the node (then the node is checked as a GPU node)."""
+    if slurm_text is None:
+        return None
+    try:
+        staged = verify.parse_staged(node, slurm_text, gres_text or "")
+    except GresError:
+        return None
+    declared = ((staged["slurm"] or {}).get("nodes") or {}).get(node)
+    if declared is None:
+        return None
+    if any(key.split(":", 1)[0] == "gpu" for key in declared.get("gres") or {}):
+        return True
+    return any(str(r.get("name") or "").lower() == "gpu" for r in staged["records"] or [])
+
+
+def _no_gpu(node, slurm_conf, start):
+    reason = "node %s has no GPU in %s" % (node, slurm_conf)
+    ready = {"findings": [], "not_applied": {c: reason for c in results.CHECKS}}
+    gres = {"applies": False, "findings": [], "reason": reason}
+    return {"node": node, "verdict": results.evaluate(ready, gres), "inputs": {"slurm.conf": slurm_conf},
+            "commands": [], "seconds": round(time.monotonic() - start, 3)}
+
+
+def check_node(options=None, runner=None, env=None):
+    """Check this node; returns the whole document the program prints (``--json``): ``node``, ``verdict``
+    (:func:`results.evaluate`), ``inputs`` (where each came from, or why it was not read), ``commands`` (argv,
+    rc, seconds, timed_out of every external command), ``seconds``.
+
+    A node whose slurm.conf declares no GPU for it and whose gres.conf has no gpu line (a CPU-only node, which
+    runs the same HealthCheckProgram) is healthy without reading anything else."""
+    opts = _options(options)
+    env = os.environ if env is None else env
+    start = time.monotonic()
+    runner = runner or inputs.Runner(opts["timeout"], opts["budget"], env=env)
+    node = node_name(opts["node"], env)
+    root = opts["root"] or "/"
+    sources = {}
 
     slurm_conf = inputs.find_slurm_conf(opts["slurm_conf"], env)
     gres_conf = inputs.find_gres_conf(opts["gres_conf"], slurm_conf)
     slurm_text = inputs.read_slurm_conf(slurm_conf) if slurm_conf else None
     gres_text = inputs.read_text(gres_conf) if gres_conf else None
+    if configured_gpus(node, slurm_text, gres_text) is False:
+        return _no_gpu(node, slurm_conf, start)
+
+    ready, smi, extra = read_readiness(opts, runner, node, sources)
     sources["slurm.conf"] = slurm_conf if slurm_text is not None else "%s not readable" % (slurm_conf or "slurm.conf")
     sources["gres.conf"] = gres_conf if gres_text is not None else "%s not readable" % (gres_conf or "gres.conf")
     listed = smi["failure"] is None or smi["failure"]["kind"] in ("gpu_lost", "device_handle")

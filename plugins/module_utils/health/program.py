@@ -5,7 +5,9 @@ The deploy copies :data:`PROGRAM_FILES` (paths relative to the collection root) 
 (``hpc-gres-health``). Only the Python standard library is needed on the node: the launcher runs Python with
 ``-I -S`` (no environment, no user or site packages).
 """
+import hashlib
 import json
+import os
 
 # health/cli.py and everything it imports, with the __init__.py of each package on the way (a unit test keeps this
 # equal to the import graph).
@@ -111,3 +113,56 @@ def nhc_check_text(program_path):
         "",
     ])
     return text, NHC_CONF_LINE
+
+
+LIBRARY_DIR = "/usr/local/lib/hpc-gres"
+
+
+def library_digest(files):
+    """sha256 over ``{relative path: text}`` (sorted paths, each path and text NUL-terminated): what the deploy
+    compares between the collection's library and the one installed on a node."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(path.encode("utf-8") + b"\0")
+        text = files[path]
+        digest.update((text if isinstance(text, bytes) else text.encode("utf-8")) + b"\0")
+    return digest.hexdigest()
+
+
+def installed_library(lib_dir):
+    """``{relative path: bytes}`` of :data:`PROGRAM_FILES` installed under ``lib_dir``; a missing file is left out."""
+    out = {}
+    for rel in PROGRAM_FILES:
+        try:
+            with open(installed_path(lib_dir, rel), "rb") as handle:
+                out[rel] = handle.read()
+        except (IOError, OSError):
+            continue
+    return out
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError, UnicodeDecodeError):
+        return None
+
+
+def health_plan(spec):
+    """What a node needs installed for the health check, from the deploy's ``spec`` (``library_dir``,
+    ``library_sha256``, ``program``, ``args``, ``python``, ``nhc``): ``{"library": bool, "launcher": text or None,
+    "nhc": text or None, "changed": bool}`` (a text only where the installed file differs)."""
+    lib_dir = spec.get("library_dir") or LIBRARY_DIR
+    installed = installed_library(lib_dir)
+    library = len(installed) != len(PROGRAM_FILES) or library_digest(installed) != spec["library_sha256"]
+    launcher = launcher_text(lib_dir, spec.get("python") or "/usr/bin/python3", spec.get("args") or ())
+    if _read(spec["program"]) == launcher and os.access(spec["program"], os.X_OK):
+        launcher = None
+    nhc = None
+    if spec.get("nhc"):
+        nhc = nhc_check_text(spec["program"])[0]
+        if _read(NHC_CHECK_PATH) == nhc:
+            nhc = None
+    return {"library": library, "launcher": launcher, "nhc": nhc,
+            "changed": bool(library or launcher is not None or nhc is not None)}

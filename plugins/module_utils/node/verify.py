@@ -311,7 +311,7 @@ def verify_node(node_name, slurm_text, gres_text, hw_facts, dev_stat, slurmd_g_o
     findings.extend(_check_cpu_layout(node))
     findings.extend(_check_autodetect_plugin(node, gpu_plugins, version))
     if slurmd_g_output is not None:
-        findings.extend(_check_slurmd_g(node, slurmd_g_output))
+        findings.extend(_check_slurmd_g(node, slurmd_g_output, slurmd_version))
     return findings
 
 
@@ -814,10 +814,17 @@ def _check_cpu_layout(node):
     return out
 
 
-def _check_slurmd_g(node, output):
-    """slurmd -G on the staged files: its errors, and its counts against slurm.conf."""
+def _check_slurmd_g(node, output, version=None):
+    """slurmd -G on the staged files: its errors, and its counts against slurm.conf. An answer without a single
+    line is never read as "no GPUs" (slurmd 24.11.0 to 24.11.2 print nothing at all: versions.POINT_FACTS)."""
     out = []
     parsed = parse_slurmd_g(output)
+    if not (output or "").strip():
+        known = versions.point_fact("slurmd_g_silent", version)
+        return [finding("warning", "slurmd_g", None, "slurmd -G lists the GRES it reads", "no output at all",
+                        "%s; the cross-check with the real slurmd was not made" % (
+                            "a known regression of this slurmd (%s)" % versions.POINT_FACTS["slurmd_g_silent"][2]
+                            if known else "slurmd printed nothing: read as unknown, not as no GPUs"))]
     fatal = False
     for level, message in parsed["messages"]:
         if level == "fatal":

@@ -81,6 +81,24 @@ RULES = (
 )
 RULE_NAMES = tuple(sorted(set(r.name for r in RULES)))
 
+# Facts of point releases: name -> (first affected version, first fixed version or None, source).
+POINT_FACTS = {
+    "slurmd_g_silent": ("24.11.0", "24.11.3",
+                        "Slurm CHANGELOG/slurm-24.11.md, 'Changes in Slurm 24.11.3': 'Fix regression where slurmd -G "
+                        "gives no output.'"),
+}
+
+
+def point_fact(name, value):
+    """Whether the point-release fact ``name`` holds for the version ``value`` (``"slurm 24.11.1"``); False for a
+    version without its point release (``"24.11"``: which one runs is not known)."""
+    first, fixed, _source = POINT_FACTS[name]
+    text = str(value or "")
+    if not re.search(r"\d{2}\.\d{1,2}\.\d+", text):
+        return False
+    version = parse_version(text)
+    return parse_version(first) <= version and (fixed is None or version < parse_version(fixed))
+
 _VERSION_RE = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?:\.(\d+))?")
 
 

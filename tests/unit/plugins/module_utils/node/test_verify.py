@@ -486,8 +486,13 @@ def test_slurmd_g_lower_count_and_warnings():
 
 
 def test_slurmd_g_with_no_gres_lines_reports_zero():
-    findings = only(run(slurmd_g_output=""), "slurmd_g")
+    findings = only(run(slurmd_g_output="slurmd: debug:  Log file re-opened\n"), "slurmd_g")
     assert [f["found"] for f in findings] == ["slurmd -G reports 0 gpu:a100"]
+
+
+def test_slurmd_g_that_prints_nothing_is_unknown_not_zero():
+    findings = only(run(slurmd_g_output=""), "slurmd_g")
+    assert [(f["severity"], f["found"]) for f in findings] == [("warning", "no output at all")]
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------

@@ -78,3 +78,27 @@ def test_autodetect_full_is_26_05_and_needs_an_nvidia_gpu_plugin():
     for plugin in ("nvml", "nvidia"):  # either one serves: slurmd tries nvml first, then nvidia
         assert findings(gres=gres, version="26.05.5", plugins={"dir": "/x", "plugins": ["generic", plugin]},
                         check="autodetect") == []
+
+
+def test_an_empty_slurmd_g_answer_is_never_read_as_no_gpus():
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import _check_slurmd_g
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import versions
+    assert versions.point_fact("slurmd_g_silent", "slurm 24.11.1")
+    assert not versions.point_fact("slurmd_g_silent", "slurm 24.11.3")
+    assert not versions.point_fact("slurmd_g_silent", "24.11")  # which point release runs is not known
+    assert not versions.point_fact("slurmd_g_silent", "slurm-wlm 22.05.8")
+
+    class Node(object):
+        @staticmethod
+        def declared():
+            return {"gpu:a100": 4}
+
+    for version, words in (("slurm 24.11.2", "known regression"), ("slurm 24.11.5", "not as no GPUs"),
+                           (None, "not as no GPUs")):
+        found = _check_slurmd_g(Node(), "", version)
+        assert [(f["severity"], f["check"]) for f in found] == [("warning", "slurmd_g")]
+        assert words in found[0]["hint"]
+    # an answer with lines is judged as before: too few GPUs is an error
+    found = _check_slurmd_g(Node(), "slurmd: Gres Name=gpu Type=a100 Count=2 Index=0 ID=7696487 File=/dev/nvidia0\n",
+                            "slurm 24.11.2")
+    assert [f["severity"] for f in found] == ["error"]
