@@ -56,6 +56,7 @@ CLUSTER_VARS = {
     "hpc_gres_types": [],
     "hpc_gres_config_mode": "files",
     "hpc_gres_include_file": "slurm_gres.conf",
+    "hpc_gres_accounting_gpu_tres": True,
 }
 
 
@@ -191,7 +192,7 @@ DOC_TABLES = {
         ('`flags`', 'list or comma string', 'no', "`Flags=`: `nvidia_gpu_env`, `amd_gpu_env`, `intel_gpu_env`, `opencl_env`, `no_gpu_env`, `CountOnly`, `one_sharing`, `all_sharing`, `explicit` (exact words). The env flags must agree across a node's GPUs, and once a GPU has them every later GPU must too (slurmd gives a line without Flags= the env flags of the line before)."),
         ('`mig`', 'list of GPU-instance profile names', 'no', "MIG instances on this GPU, one entry per instance (`[3g.40gb, 2g.20gb, 1g.10gb]`, `1g.10gb+me`); needs `model`. Each instance is one GRES typed by its profile (`Gres=gpu:3g.40gb:1,...`). The layout is checked at render time against the model's real placement rules (see docs/mig.md); the gres.conf MultipleFiles lines are written on the node, when it is verified, from its live GI/CI ids (the GPU must already have this layout: `playbooks/mig-reconfigure.yml` applies it)"),
         ('`model`', 'string', 'with `mig`', 'the GPU model for MIG checks: `A100-80GB`, `H100-80GB`, `H200-141GB`, `A30-24GB`, ... or the name nvidia-smi prints (`NVIDIA A100-SXM4-80GB`)'),
-        ('`count`', 'int 1-248', 'instead of `index`', 'GPUs AutoDetect finds, without device files: `{type: a100, count: 4}` (keys `type`, `count`, `cores`, `flags`) renders `Name=gpu Type=a100 Count=4`; only where AutoDetect is on for the node (slurmd drops GPUs without File otherwise) and not next to indexed entries on the same node (slurmd: File on all records or none)'),
+        ('`count`', 'int 1-248', 'instead of `index`', 'GPUs AutoDetect finds, without device files: `{type: a100, count: 4}` (keys `type`, `count`, `cores`, `flags`) is counted in slurm.conf (`Gres=gpu:a100:4`); with `cores` or `flags` it also renders `Name=gpu Type=a100 Count=4 Cores=...` in gres.conf (without them slurmd makes the same record from slurm.conf\'s count, so no line is written); only where AutoDetect is on for the node (slurmd drops GPUs without File otherwise) and not next to indexed entries on the same node (slurmd: File on all records or none)'),
     ),
     'cluster': (
         ('variable', 'default', 'meaning'),
@@ -204,6 +205,7 @@ DOC_TABLES = {
         ('`hpc_gres_types`', '`[]`', 'GRES names always listed in `GresTypes`, used by a node or not (the names in use are added anyway: gpu, shard, mps, then the others)'),
         ('`hpc_gres_config_mode`', '`files`', 'how the cluster gets its files, below: `files`, `configless` or `include`'),
         ('`hpc_gres_include_file`', '`slurm_gres.conf`', "include mode: the file (relative to the Slurm config directory) the site's slurm.conf pulls in with `Include`"),
+        ('`hpc_gres_accounting_gpu_tres`', '`true`', "with slurmdbd, add `gres/gpu`, `gres/gpu:TYPE` per type in use, `gres/shard` and `gres/mps` to `AccountingStorageTRES` (after the entries `hpc_gres_slurm_conf_options` gives); `false` writes `AccountingStorageTRES` exactly as the options give it (or not at all). `import-config.yml` writes `false` where the site's slurm.conf lacks them, so the first deploy keeps the site's accounting"),
     ),
 }
 
