@@ -2,6 +2,8 @@
 GRES (type, device files, count, Cores, Links, Flags, AutoDetect, as slurmd reads both), per NodeName definition,
 per slurm.conf option, partition and cgroup.conf option. Any difference refuses the import.
 """
+import re
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
@@ -159,6 +161,16 @@ def _refusal(imported, problem, nodes):
         problem.field, problem.expected, problem.found), hint)
 
 
+def _warning(imported, nodes, text):
+    """A model warning ("host H: field: ...") at the file and line the value came from."""
+    match = re.match(r"^host (\S+): ([^:\s]+): (.*)$", text, re.S)
+    if not match:
+        return "imported inventory: %s" % text
+    node = nodes.get(match.group(1))
+    return "WARNING: %s%s: %s: %s" % (where_of(imported, node, match.group(2)), ", node %s" % node if node else "",
+                                      match.group(2), match.group(3))
+
+
 def _proof_refusal(imported, diff):
     """A proof difference as a refusal at the line it concerns ("node n1: ..." -> its NodeName line)."""
     head, _unused, _rest = diff.partition(":")
@@ -221,7 +233,7 @@ class _Attempt(object):
             self.cluster["hpc_gres_accounting_gpu_tres"] = False
         self.files, self.groups = import_layout.layout_inventory(dict(imported, cluster=self.cluster), header)
         hostvars, inv_groups, cluster = import_layout.load_inventory_files(self.files)
-        nodes = dict(imported.get("controller_names") or {})
+        self.nodes = nodes = dict(imported.get("controller_names") or {})
         nodes.update((host, node) for node, host in imported["node_hosts"].items())
         self.model = self.rendered = None
         self.problems, self.refusals = [], []
@@ -296,7 +308,7 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
     if diffs:
         raise ImportRefused([_proof_refusal(imported, d) for d in diffs], notes=[release_line])
     report = [release_line] + list(imported["report"]) + report + [
-        "imported inventory: %s" % w for w in attempt.model.get("warnings") or ()]
+        _warning(imported, attempt.nodes, w) for w in attempt.model.get("warnings") or ()]
     report.extend(first_deploy_changes(imported, attempt.rendered, source))
     return {"files": attempt.files, "groups": attempt.groups, "report": report, "changes": imported["changes"],
             "rendered": attempt.rendered, "slurm_version": release, "release_line": release_line}

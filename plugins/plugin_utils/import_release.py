@@ -67,5 +67,6 @@ def assumed_line(chosen, fits, found, unknown=None):
         _spans(fits))
     if reasons:
         text += "; not %s" % "; not ".join(reasons)
-    example = next((r for r in reversed(fits) if r != chosen), None) or next(r for r in SUPPORTED if r != chosen)
+    # the oldest other release they fit: the one a site that did not name its release most often runs (Debian 12)
+    example = next((r for r in fits if r != chosen), None) or next(r for r in SUPPORTED if r != chosen)
     return text + "). If the cluster runs another release (slurmctld -V), name it, e.g. -e %s=%s" % (VARIABLE, example)

@@ -32,7 +32,7 @@ def test_the_default_release_where_the_files_fit_every_release():
     assert done["report"][0] == (
         "Slurm release not named: the import takes Slurm 24.11, the collection's default (they "
         "fit 22.05-26.05). If the cluster runs another release (slurmctld -V), name it, e.g. -e "
-        "hpc_gres_import_slurm_version=26.05")
+        "hpc_gres_import_slurm_version=22.05")
 
 
 @pytest.mark.parametrize("extra, cgroup, gres, release, evidence", [

@@ -144,7 +144,7 @@ def test_gpu_cores_within_a_socket_import_for_the_releases_that_run_them_and_are
         "Slurm release not named: the import takes Slurm 22.05, the oldest release whose rules "
         "accept these files (they fit 22.05-24.05; not from Slurm 24.11, gres.conf line 1: expected Cores covering "
         "whole sockets")
-    assert done["report"][0].endswith("name it, e.g. -e hpc_gres_import_slurm_version=24.05")
+    assert done["report"][0].endswith("name it, e.g. -e hpc_gres_import_slurm_version=23.02")
     found = refusals(slurm, gres, slurm_version="24.11")
     assert any(r.startswith("gres.conf line 1, node n1: hpc_gres_gpus[0].cores: expected Cores covering whole "
                             "sockets (Slurm 24.11") for r in found), found
@@ -359,7 +359,7 @@ def test_a_gpu_type_of_digits_is_carried_with_its_count_and_a_warning():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:5090:2 CPUs=8\n", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n")
     assert "NodeName=n1 Name=gpu Type=5090 File=/dev/nvidia[0-1]\n" in done["rendered"]["n1/gres.conf"]
     assert "NodeName=n1 CPUs=8 Gres=gpu:5090:2\n" in done["rendered"]["slurm.conf"]
-    assert any(line.startswith("imported inventory: host n1: hpc_gres_gpus[0].type: expected a GPU type that does "
+    assert any(line.startswith("WARNING: gres.conf line 1, node n1: hpc_gres_gpus[0].type: expected a GPU type that does "
                                "not read as a count, found '5090' (jobs ask for it with a count, --gres=gpu:5090:1")
                for line in done["report"]), done["report"]
 
@@ -381,7 +381,8 @@ def test_cores_without_the_nodes_layout_are_carried_as_written():
     against the node's hardware, the same before and after, so they are carried as written and the report says so."""
     done = imported("GresTypes=gpu\nNodeName=n1 CPUs=4 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia[0-1] CPUs=0-3\n")
     assert "NodeName=n1 Name=gpu File=/dev/nvidia[0-1] Cores=0-3\n" in done["rendered"]["n1/gres.conf"]
-    assert any(line.startswith("imported inventory: host n1: hpc_gres_node_sockets: expected the node's CPU layout")
+    assert any(line.startswith("WARNING: slurm.conf line 7, node n1: hpc_gres_node_sockets: expected the node's CPU "
+                               "layout")
                for line in done["report"]), done["report"]
 
 
