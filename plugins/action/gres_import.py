@@ -23,7 +23,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source impor
     source_from_texts,
     write_new_files,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import ImportRefused
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import REPAIRS, ImportRefused
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
 ARGS = {
@@ -36,6 +36,9 @@ ARGS = {
     "dest": {"type": "path"},
     "header": {"type": "list", "elements": "str", "default": []},
     "slurm_version": {"type": "str"},
+    "scontrol": {"type": "str", "default": "scontrol"},
+    "drop_invalid_cores": {"type": "bool", "default": False},
+    "mig_model": {"type": "str"},
 }
 # What the live import's plays register: the controller's files (this action with read_config), each node's gres.conf
 # (hpc.slurm_gres.config_tree, state read, label "config").
@@ -55,7 +58,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("reading %s on the controller failed: %s" % (directory, out.get("msg")))
         return out["contents"]["config"]
 
-    def _read_controller(self, directory, slurmctld, task_vars):
+    def _read_controller(self, directory, slurmctld, scontrol, task_vars):
         """slurm.conf, every file it includes (at any depth), cgroup.conf and a cluster-wide gres.conf, and the
         release ``slurmctld -V`` reports, read on the controller this task runs on."""
         found = self._read(directory, ["slurm.conf", "cgroup.conf", "gres.conf"], task_vars)
@@ -74,17 +77,21 @@ class ActionModule(ActionBase):
                     raise AnsibleActionFail("slurm.conf includes %s, which does not exist on the controller" % path)
                 includes[target] = body
                 todo.append((body, depth + 1))
-        version = self._execute_module(module_name="ansible.builtin.command", task_vars=task_vars,
-                                       module_args={"argv": [slurmctld, "-V"]})
-        release = None
-        if version.get("rc") == 0:
-            try:
-                release = release_of(version.get("stdout") or "")
-            except ValueError:
-                release = None
+        release, answers = None, []
+        for argv in ([slurmctld, "-V"], [scontrol, "--version"]):  # scontrol where slurmctld is not on the PATH
+            version = self._execute_module(module_name="ansible.builtin.command", task_vars=task_vars,
+                                           module_args={"argv": argv})
+            text = (version.get("stdout") or version.get("stderr") or version.get("msg") or "").strip()
+            answers.append("%s: %s" % (" ".join(argv), text or "rc %s" % version.get("rc")))
+            if version.get("rc") == 0:
+                try:
+                    release = release_of(version.get("stdout") or "")
+                    break
+                except ValueError:
+                    release = None
         return {"slurm_conf": found["slurm.conf"], "includes": includes, "cgroup_conf": found["cgroup.conf"],
                 "gres_conf": found["gres.conf"], "slurm_version": release,
-                "slurmctld_version": (version.get("stdout") or version.get("stderr") or version.get("msg") or "").strip()}
+                "slurmctld_version": answers[-1] if release else "; ".join(answers)}
 
     @staticmethod
     def _live_sources(task_vars):
@@ -109,7 +116,12 @@ class ActionModule(ActionBase):
             texts["gres_conf"] = None
             texts["node_gres"] = {names[h]: ((values[h].get(NODE_READ) or {}).get("contents") or {}).get(
                 "config", {}).get("gres.conf") for h in nodes}
-        return texts, {names[h]: h for h in nodes + controllers}, read.get("sources", {}).get("slurm_version")
+        sources = read.get("sources") or {}
+        if sources.get("slurm_version"):
+            note = "reported by %s on %s" % (sources.get("slurmctld_version") or "slurmctld -V", controllers[0])
+        else:
+            note = "%s on %s gave no release" % (sources.get("slurmctld_version") or "slurmctld -V", controllers[0])
+        return texts, {names[h]: h for h in nodes + controllers}, sources.get("slurm_version"), note
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -126,26 +138,29 @@ class ActionModule(ActionBase):
             return result
         if args["read_config"]:
             result.update(changed=False, sources=self._read_controller(args["read_config"], args["slurmctld"],
-                                                                       task_vars))
+                                                                       args["scontrol"], task_vars))
             return result
         if not args["dest"]:
             raise AnsibleActionFail("dest: expected the inventory directory to write, found none")
-        release, hosts, found_release = args["slurm_version"], args["hosts"], None
+        release, hosts, note = args["slurm_version"], args["hosts"], None
+        repairs = {key: args[key] for key in REPAIRS if args[key]}
         try:
             if args["live"]:
-                texts, hosts, found_release = self._live_sources(task_vars)
-                release = release or found_release
+                texts, hosts, found_release, found_note = self._live_sources(task_vars)
+                if release is None:
+                    release, note = found_release, found_note
                 source = source_from_texts(texts)
             elif args["src"]:
                 source = read_source_dir(args["src"])
             else:
                 source = source_from_texts(args["sources"])
-            done = run_import(source, args["header"], hosts=hosts, slurm_version=release)
+            done = run_import(source, args["header"], hosts=hosts, slurm_version=release, repairs=repairs,
+                              version_note=note)
         except SourceError as exc:
             result.update(failed=True, msg="import refused, nothing written: %s" % exc, refusals=[str(exc)])
             return result
         except ImportRefused as exc:
-            result.update(failed=True, msg=str(exc), refusals=[str(r) for r in exc.refusals])
+            result.update(failed=True, msg=str(exc), refusals=[str(r) for r in exc.refusals], notes=exc.notes)
             return result
         try:
             written = write_new_files(os.path.abspath(args["dest"]), done["files"], check=self._task.check_mode)
@@ -153,5 +168,5 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg=str(exc), refusals=[str(exc)])
             return result
         result.update(changed=bool(written), written=written, groups=done["groups"], report=done["report"],
-                      files=done["files"], slurm_version=release)
+                      changes=done["changes"], files=done["files"], slurm_version=done["slurm_version"])
         return result

@@ -18,12 +18,17 @@ description:
   - Proves itself before writing anything - the written inventory is read back, rendered, and per node and GRES
     the types, device files, counts, Cores, Links and Flags must equal the original's, as must every NodeName
     definition, slurm.conf option, partition and cgroup.conf option. Anything it cannot carry over exactly is
-    refused, naming the file, line and node; then nothing is written.
+    refused, naming the file and line it read it from, and the node; then nothing is written.
+  - Lists every difference between the site's files and the rendered ones that the first deploy would make, in
+    what Slurm reads (options, NodeName and PartitionName definitions, cgroup.conf options, each node's gres.conf
+    records and AutoDetect), as C(first deploy:) lines of RV(report); keeps the site's C(AccountingStorageTRES)
+    (C(hpc_gres_accounting_gpu_tres) false where the collection would add GPU entries).
   - Never overwrites - when any file it would write already exists under O(dest), it fails and writes nothing.
   - Runs on the control machine (action plugin); O(src) and O(dest) are paths there.
   - "A live import is two steps, as C(hpc.slurm_gres.import_config) runs them: O(read_config) on the first
     slurmctld host reads C(slurm.conf), every file it includes (at any depth), C(cgroup.conf), a cluster-wide
-    C(gres.conf) and the release C(slurmctld -V) reports (registered as C(hpc_gres_import_controller)); each node's
+    C(gres.conf) and the release C(slurmctld -V) (else C(scontrol --version)) reports (registered as
+    C(hpc_gres_import_controller)); each node's
     C(gres.conf) is read with M(hpc.slurm_gres.config_tree) (registered as C(hpc_gres_import_gres), label
     C(config)); then O(live) on the control machine imports what they read. The release slurmctld reports is the
     one the inventory is written for unless O(slurm_version) names another."
@@ -41,6 +46,11 @@ options:
     description: With O(read_config), the slurmctld command whose C(-V) names the release the cluster runs.
     type: str
     default: slurmctld
+  scontrol:
+    description: With O(read_config), the command whose C(--version) names the release when O(slurmctld) does not
+      run on the controller.
+    type: str
+    default: scontrol
   live:
     description: Import what the live import's reads registered on the controller and the nodes.
     type: bool
@@ -67,9 +77,30 @@ options:
   slurm_version:
     description:
       - The Slurm release the cluster runs (V("22.05") to V("26.05")), written as C(hpc_gres_slurm_version) in
-        C(group_vars/all.yml); the proof renders for that release.
-      - Unset, the inventory sets none and the proof renders for the collection's default release, whose rules
-        apply (from 24.11 GPU C(Cores) must cover whole sockets, so a site on an older release should name it).
+        C(group_vars/all.yml); the files are judged and the proof renders for that release's rules.
+      - Unset, a live import takes the release C(slurmctld -V) (else C(scontrol --version)) reports on the
+        controller. Otherwise the files are judged by the rules of every release from 22.05 to 26.05 (option names
+        each reads, AutoDetect modes, hostlist forms, GPU Cores on socket boundaries); the collection's default
+        release (24.11) is taken when they fit it, else the oldest release they fit (Debian 12's
+        C(CgroupAutomount=yes) fits up to 23.02, so 22.05 is taken). RV(report) starts with one line naming the
+        release taken, why, and the C(-e hpc_gres_import_slurm_version=...) that names another; a refused import
+        ends its message with it.
+    type: str
+  drop_invalid_cores:
+    description:
+      - Import GPUs whose C(Cores=) slurmd drops today (beyond the cores slurm.conf declares) without the binding,
+        instead of refusing them. slurmctld then no longer receives the C(Cores=) text it keeps a topology record
+        for; the report lists each such GPU as a C(CHANGE:) line. The playbook's C(hpc_gres_import_drop_invalid_cores).
+    type: bool
+    default: false
+  mig_model:
+    description:
+      - Import C(MultipleFiles=) (MIG) lines as MIG layouts (C(mig:) and C(model:) per parent GPU) of this GPU model
+        (C(A100-80GB), C(H100-80GB), ... see docs/mig.md), instead of refusing them. Only lines typed by their MIG
+        profile (C(Type=3g.40gb)) with one C(/dev/nvidiaN) and its C(nvidia-caps) files are imported so; the
+        rendered gres.conf then leaves those lines to the node, which writes them from its live MIG devices when
+        the deploy verifies it (and refuses it while the live layout differs). The report lists each such GPU as a
+        C(CHANGE:) line. The playbook's C(hpc_gres_import_mig_model).
     type: str
 attributes:
   check_mode:
@@ -108,9 +139,21 @@ groups:
   type: dict
 report:
   description:
-    - What changed in form but not in meaning (null options, SocketsPerBoard written as Sockets, lines slurmd ignores
-      and that were left out, ...), one line each.
+    - First the Slurm release the import was judged and written for (and, when it was not named, why and how to
+      name another); then what changed in form but not in meaning (null options, SocketsPerBoard written as
+      Sockets, lines slurmd ignores and that were left out, ...), the repairs asked for (C(CHANGE:)), and every
+      difference the first deploy makes in what Slurm reads (C(first deploy:)), one line each.
   returned: success
+  type: list
+  elements: str
+changes:
+  description: The C(CHANGE:) lines of RV(report) - what O(drop_invalid_cores) and O(mig_model) changed.
+  returned: success
+  type: list
+  elements: str
+notes:
+  description: On a refusal, the line naming the Slurm release the files were judged by.
+  returned: failure
   type: list
   elements: str
 files:
@@ -124,11 +167,12 @@ refusals:
   elements: str
 sources:
   description: With O(read_config), the files read on the controller (C(slurm_conf), C(includes), C(cgroup_conf),
-    C(gres_conf)) and C(slurm_version), the release C(slurmctld -V) reports (null when it does not run).
+    C(gres_conf)), C(slurm_version), the release C(slurmctld -V) or else C(scontrol --version) reports (null when
+    neither does), and C(slurmctld_version), what they answered.
   returned: with O(read_config)
   type: dict
 slurm_version:
-  description: The release the inventory was written and proven for (null when the collection's default applied).
+  description: The release the inventory was written and proven for (always written as C(hpc_gres_slurm_version)).
   returned: success
   type: str
 """

@@ -3,6 +3,7 @@
 Nodes with identical variables form one group (500 identical nodes are one group and one group_vars file);
 host_vars hold only what a node has of its own (NodeAddr, NodeHostname, a Slurm name that is not the host name).
 """
+import json
 import re
 
 import yaml
@@ -12,7 +13,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import PER
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 CLUSTER_ORDER = ("hpc_gres_cluster_name", "hpc_gres_slurm_version", "hpc_gres_autodetect", "hpc_gres_types",
-                 "hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options", "hpc_gres_partitions")
+                 "hpc_gres_accounting_gpu_tres", "hpc_gres_slurm_conf_options", "hpc_gres_cgroup_conf_options",
+                 "hpc_gres_partitions")
 NODE_ORDER = ("hpc_gres_node_name", "hpc_gres_node_sockets", "hpc_gres_node_cores_per_socket", "hpc_gres_node_threads_per_core",
               "hpc_gres_node_real_memory", "hpc_gres_node_features", "hpc_gres_node_weight", "hpc_gres_node_autodetect",
               "hpc_gres_node_options", "hpc_gres_gpus", "hpc_gres_node_shards", "hpc_gres_node_mps", "hpc_gres_node_gres",
@@ -119,7 +121,7 @@ def _group_name(shape, taken):
         total = 0
         for gpu in gpus:
             total += gpu.get("count", 1)
-            gtype = gpu.get("type") or "gpu"
+            gtype = gpu.get("type") or ("mig" if gpu.get("mig") else "gpu")
             if gtype not in types:
                 types.append(gtype)
         base = "gpu_%s_x%d" % ("_".join(types) if types != ["gpu"] else "untyped", total)
@@ -152,7 +154,7 @@ def layout_inventory(imported, header):
         host = node_hosts[node]
         values = {k: v for k, v in hostvars[host].items() if k != "hpc_gres_controller_addr"}
         shape, own = _own(values)
-        key = yaml.safe_dump(shape, sort_keys=True)
+        key = json.dumps(shape, sort_keys=True)
         if key not in by_shape:
             by_shape[key] = {"shape": shape, "hosts": []}
             shapes.append(key)
@@ -210,11 +212,14 @@ def load_inventory_files(files):
             member[host] = gname
     cluster = yaml.safe_load(files["group_vars/all.yml"]) or {}
     hostvars = {}
+    parsed = {}
     for host in set(groups["slurmd"]) | set(groups["slurmctld"]):
         values = dict(cluster)
         gname = member.get(host)
         if gname and "group_vars/%s.yml" % gname in files:
-            values.update(yaml.safe_load(files["group_vars/%s.yml" % gname]) or {})
+            if gname not in parsed:
+                parsed[gname] = yaml.safe_load(files["group_vars/%s.yml" % gname]) or {}
+            values.update(parsed[gname])  # the group's objects, shared by its hosts as in Ansible
         if "host_vars/%s.yml" % host in files:
             values.update(yaml.safe_load(files["host_vars/%s.yml" % host]) or {})
         hostvars[host] = values

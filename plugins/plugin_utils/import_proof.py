@@ -2,15 +2,21 @@
 GRES (type, device files, count, Cores, Links, Flags, AutoDetect, as slurmd reads both), per NodeName definition,
 per slurm.conf option, partition and cgroup.conf option. Any difference refuses the import.
 """
+import re
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
+    ConfSyntaxError,
     cgroup_options,
+    gres_conf_lines,
     node_definition,
     parse_slurm_conf,
     partition_definition,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import hostlist_form_problem, release_of
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout, import_release
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_diff import first_deploy_changes
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
     IGNORED_OPTIONS,
     ImportRefused,
@@ -18,7 +24,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
     import_cluster,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import CLUSTER, deferred_gres, render_all
 
 # slurm.conf options the renderer derives; compared through the model instead of as text
 DERIVED = ("clustername", "slurmctldhost", "controlmachine", "controladdr", "backupcontroller", "backupaddr",
@@ -33,9 +39,24 @@ def _declared(view):
     return out
 
 
-def compare(imported, files, source):
-    """[str] differences between the site's files (as imported) and the rendered ones; empty = proven."""
+def _without_mig(view):
+    """(the view without its MultipleFiles records, {"gpu:type": count} of those records)."""
+    counts = {}
+    for rec in view["records"]:
+        if rec["multiple"]:
+            key = "gpu:%s" % (rec["type"] or "").lower()
+            counts[key] = counts.get(key, 0) + rec["count"]
+    return dict(view, records=[r for r in view["records"] if not r["multiple"]]), counts
+
+
+def compare(imported, files, source, deferred=None):
+    """[str] differences between the site's files (as imported) and the rendered ones; empty = proven.
+
+    ``deferred``: {node: {gres key: count}} of the MIG instances the rendered gres.conf leaves to the node
+    (render.deferred_gres): on a node whose MIG lines were imported as layouts (hpc_gres_import_mig_model) the
+    site's MultipleFiles records must be exactly those counts."""
     diffs = []
+    deferred = deferred or {}
     old = imported["conf"]
     new = parse_slurm_conf(files["slurm.conf"])
     for name in sorted(old["nodes"]):
@@ -51,6 +72,10 @@ def compare(imported, files, source):
         if after["fatal"]:
             diffs.append("node %s: slurmd would stop on the rendered files: %s" % (name, after["fatal"]))
             continue
+        if name in (imported.get("mig") or {}):
+            before, mig = _without_mig(before)
+            if mig != {k.lower(): v for k, v in deferred.get(name, {}).items()}:
+                diffs.append("node %s: MIG instances %s != left to the node %s" % (name, mig, deferred.get(name)))
         if view_units(before) != view_units(after):
             diffs.append("node %s: GRES %s != rendered %s" % (name, view_units(before), view_units(after)))
         if _declared(before) != _declared(after):
@@ -109,38 +134,181 @@ def _controllers(conf):
     return out
 
 
-def tres_note(imported, files):
-    """Report line when the rendered AccountingStorageTRES gains the GPU entries the collection adds."""
-    old = (imported["conf"]["options"].get("accountingstoragetres") or "")
-    new = (parse_slurm_conf(files["slurm.conf"])["options"].get("accountingstoragetres") or "")
-    added = [e for e in new.split(",") if e and e.lower() not in {x.lower() for x in old.split(",")}]
-    if added:
-        return ("AccountingStorageTRES gains %s: with slurmdbd the collection accounts every GPU type it deploys"
-                % ",".join(added))
-    return None
+def _tres(conf):
+    return (conf["options"].get("accountingstoragetres") or "").strip()
 
 
-def run_import(source, header, hosts=None, slurm_version=None):
+def where_of(imported, node, field):
+    """"FILE line N" a value of the imported inventory came from (import_cluster's provenance): the field, else the
+    nearest field it is part of, else the node's NodeName line, else slurm.conf."""
+    provenance = imported.get("provenance") or {}
+    field = (field or "").lower()
+    while True:
+        if (node, field) in provenance:
+            return provenance[(node, field)]
+        if not field:
+            return "slurm.conf"
+        cut = max(field.rfind("."), field.rfind("["))
+        field = field[:cut] if cut > 0 else ""
+
+
+def _refusal(imported, problem, nodes):
+    node = nodes.get(problem.host)
+    hint = problem.hint
+    if hint:  # the model speaks of the inventory variable; the import's admin names the release on the command line
+        hint = hint.replace("set hpc_gres_slurm_version to ", "re-run with -e %s=" % import_release.VARIABLE)
+    return Refusal(where_of(imported, node, problem.field), node, "%s: expected %s, found %s" % (
+        problem.field, problem.expected, problem.found), hint)
+
+
+def _warning(imported, nodes, text):
+    """A model warning ("host H: field: ...") at the file and line the value came from."""
+    match = re.match(r"^host (\S+): ([^:\s]+): (.*)$", text, re.S)
+    if not match:
+        return "imported inventory: %s" % text
+    node = nodes.get(match.group(1))
+    return "WARNING: %s%s: %s: %s" % (where_of(imported, node, match.group(2)), ", node %s" % node if node else "",
+                                      match.group(2), match.group(3))
+
+
+def _proof_refusal(imported, diff):
+    """A proof difference as a refusal at the line it concerns ("node n1: ..." -> its NodeName line)."""
+    head, _unused, _rest = diff.partition(":")
+    words = head.split()
+    node = words[1] if len(words) == 2 and words[0] == "node" else None
+    field = ""
+    if words and words[0] == "slurm.conf" and len(words) > 1:
+        field = "hpc_gres_slurm_conf_options.%s" % words[1]
+    elif words and words[0] == "cgroup.conf":
+        field = "hpc_gres_cgroup_conf_options"
+    elif words and words[0] == "partitions":
+        field = "hpc_gres_partitions[0]"
+    return Refusal(where_of(imported, node, field), node, "the rendered files would differ from what runs today: "
+                   + diff, "an importer fault: please report it; nothing written")
+
+
+def _hostlists(imported, source):
+    """[(where, key, expr, whether slurmctld reads it)] of every hostlist the site's files give (NodeName, NodeAddr,
+    NodeHostname, a partition's Nodes; gres.conf NodeName, which slurmd reads)."""
+    out = []
+    origin = imported.get("origin")
+    for entry in imported["conf"]["entries"]:
+        where = origin.where(entry["line"]) if origin else "slurm.conf line %d" % entry["line"]
+        pairs = [(entry["key"], entry["value"])] if entry["key"].lower() == "nodename" else []
+        pairs += [(k, v) for k, v in entry["options"] if k.lower() in ("nodeaddr", "nodehostname", "nodes")]
+        out.extend((where, k, v, True) for k, v in pairs if v.upper() not in ("DEFAULT", "ALL"))
+    texts = [("gres.conf", source.get("gres.conf"))] + [("%s/gres.conf" % n, t) for n, t in
+                                                        sorted((source.get("node_gres") or {}).items())]
+    for fname, text in texts:
+        try:
+            recs = gres_conf_lines(text or "")
+        except ConfSyntaxError:
+            continue
+        out.extend(("%s line %d" % (fname, r["line"]), "NodeName", r["nodes"], False) for r in recs if r["nodes"])
+    return out
+
+
+def _site_refusals(imported, source, release):
+    """[((key), Refusal)] of the site's own lines the release cannot read: hostlists with a shared suffix
+    (``node[01-02]-ib``) before 23.11 (versions.hostlist_form_problem; a NodeName stops slurmctld 22.05)."""
+    out = []
+    for where, key, expr, slurmctld in _hostlists(imported, source):
+        token = hostlist_form_problem(expr, release)
+        if not token:
+            continue
+        why = "Slurm %s cannot read the hostlist %s; a suffix after ']' is read from Slurm 23.11" % (release, token)
+        if slurmctld and key.lower() == "nodename":
+            why += "; slurmctld stops: 'Unable to create NodeAddr list from %s'" % token
+        out.append((("hostlist", where, key), Refusal(where, None, "%s=%s" % (key, expr), why)))
+    return out
+
+
+class _Attempt(object):
+    """The imported inventory laid out, read back as Ansible reads it, modelled and rendered for one release."""
+
+    def __init__(self, imported, header, release, gpu_tres=True, source=None):
+        self.site = _site_refusals(imported, source or {}, release)
+        self.cluster = dict(imported["cluster"], hpc_gres_slurm_version=release)
+        if not gpu_tres:
+            self.cluster["hpc_gres_accounting_gpu_tres"] = False
+        self.files, self.groups = import_layout.layout_inventory(dict(imported, cluster=self.cluster), header)
+        hostvars, inv_groups, cluster = import_layout.load_inventory_files(self.files)
+        self.nodes = nodes = dict(imported.get("controller_names") or {})
+        nodes.update((host, node) for node, host in imported["node_hosts"].items())
+        self.model = self.rendered = None
+        self.problems, self.refusals = [], []
+        try:
+            self.model = build_cluster_model(hostvars, inv_groups, cluster, cluster_host=CLUSTER)
+            self.rendered = render_all(self.model)
+        except GresError as exc:
+            self.problems = exc.problems
+            self.refusals = [_refusal(imported, p, nodes) for p in exc.problems]
+        self.refusals = [r for _unused, r in self.site] + self.refusals
+
+
+def _release(imported, source, header, slurm_version, version_note, attempts):
+    """(the release, the report line saying how it was known or why it was assumed); ``attempts`` collects the
+    _Attempt of each release tried."""
+    if slurm_version is not None:
+        return release_of(slurm_version), "Slurm release %s (%s): the files are judged by its rules" % (
+            release_of(slurm_version), version_note or "named with -e %s" % import_release.VARIABLE)
+
+    def judge(release):
+        attempt = attempts[release] = _Attempt(imported, header, release, source=source)
+        found = [(key, "%s: %s (%s)" % (r.where, r.what, r.why.split(" (", 1)[0]), True) for key, r in attempt.site]
+        for p, r in zip(attempt.problems, attempt.refusals[len(attempt.site):]):
+            what = p.found if "Slurm" in p.found else "expected %s, found %s" % (p.expected, p.found)
+            found.append(((p.host, p.field), "%s: %s" % (r.where, what), "Slurm" in p.expected + p.found))
+        # the problems that name a release first: they are why a release does not fit
+        return [(key, text) for key, text, _unused in sorted(found, key=lambda f: not f[2])]
+    fits, found = import_release.releases_accepting(judge)
+    chosen = import_release.choose(fits)
+    return chosen, import_release.assumed_line(chosen, fits, found, version_note)
+
+
+def run_import(source, header, hosts=None, slurm_version=None, repairs=None, version_note=None):
     """Import, lay out, read the layout back the way Ansible does, render, compare.
 
-    Returns ``{"files": {relative path: text}, "groups": {group: [hosts]}, "report": [str], "rendered": {...}}``;
-    raises ImportRefused with every refusal (or difference) found.
+    ``slurm_version``: the release the cluster runs (named by the admin, or what ``slurmctld -V`` reported; the
+    note says which, ``version_note``); None: the release the files fit (import_release), said in one report line.
+    ``repairs``: the admin's opt-ins (importer.REPAIRS), each listed in the report as a change.
+    Returns ``{"files": {relative path: text}, "groups": {group: [hosts]}, "report": [str], "changes": [str],
+    "rendered": {...}, "slurm_version": release, "release_line": str}``; raises ImportRefused with every refusal
+    (or difference) found, each naming the file and line it concerns.
     """
-    imported = import_cluster(source, hosts, slurm_version)
-    files, groups = import_layout.layout_inventory(imported, header)
-    hostvars, inv_groups, cluster = import_layout.load_inventory_files(files)
-    try:
-        model = build_cluster_model(hostvars, inv_groups, cluster)
-        rendered = render_all(model)
-    except GresError as exc:
-        raise ImportRefused([Refusal("imported inventory", p.host, "%s: expected %s, found %s" % (
-            p.field, p.expected, p.found), p.hint) for p in exc.problems])
-    diffs = compare(imported, rendered, source)
+    imported = import_cluster(source, hosts, None, repairs)
+    if slurm_version is not None:
+        named = version_note or "-e %s=%s" % (import_release.VARIABLE, slurm_version)
+        imported["provenance"][(None, "hpc_gres_slurm_version")] = named
+        try:
+            release_of(slurm_version)
+        except ValueError:
+            raise ImportRefused([Refusal(named, None, "expected a Slurm release such as 22.05, found %r"
+                                         % (slurm_version,))])
+    attempts = {}
+    release, release_line = _release(imported, source, header, slurm_version, version_note, attempts)
+    attempt = attempts.get(release) or _Attempt(imported, header, release, source=source)
+    if attempt.refusals:
+        raise ImportRefused(attempt.refusals, notes=[release_line])
+    report = []
+    old_tres, new_tres = _tres(imported["conf"]), _tres(parse_slurm_conf(attempt.rendered["slurm.conf"]))
+    if old_tres != new_tres:
+        # keep the site's accounting: the collection's GPU TRES only when the admin asks for them
+        attempt = _Attempt(imported, header, release, gpu_tres=False, source=source)
+        if attempt.refusals:
+            raise ImportRefused(attempt.refusals, notes=[release_line])
+        line = imported["provenance"].get((None, "hpc_gres_slurm_conf_options.accountingstoragetres"), "slurm.conf")
+        added = [e for e in new_tres.split(",") if e.lower() not in old_tres.lower().split(",")]
+        report.append("%s: AccountingStorageTRES%s kept as the site has it (hpc_gres_accounting_gpu_tres: false in "
+                      "group_vars/all.yml); set it to true to have the collection account %s (the deploy then "
+                      "writes AccountingStorageTRES=%s)"
+                      % (line, "=" + old_tres if old_tres else " (not set)", ",".join(added), new_tres))
+    deferred = deferred_gres(attempt.model)
+    diffs = compare(imported, attempt.rendered, source, deferred)
     if diffs:
-        raise ImportRefused([Refusal("proof", None, d, "the rendered files would differ from what runs today; "
-                                     "nothing written") for d in diffs])
-    report = list(imported["report"]) + ["imported inventory: %s" % w for w in model.get("warnings") or ()]
-    note = tres_note(imported, rendered)
-    if note:
-        report.append(note)
-    return {"files": files, "groups": groups, "report": report, "rendered": rendered}
+        raise ImportRefused([_proof_refusal(imported, d) for d in diffs], notes=[release_line])
+    report = [release_line] + list(imported["report"]) + report + [
+        _warning(imported, attempt.nodes, w) for w in attempt.model.get("warnings") or ()]
+    report.extend(first_deploy_changes(imported, attempt.rendered, source))
+    return {"files": attempt.files, "groups": attempt.groups, "report": report, "changes": imported["changes"],
+            "rendered": attempt.rendered, "slurm_version": release, "release_line": release_line}

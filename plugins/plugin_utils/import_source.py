@@ -49,7 +49,13 @@ def combine_slurm_conf(text, includes, name="slurm.conf", origin=None, depth=0):
 
 def include_targets(text):
     """The files a slurm.conf (or an included file) names in Include lines."""
-    return [m.group(1) for m in (_INCLUDE_RE.match(line.split("#", 1)[0]) for line in text.split("\n")) if m]
+    return [target for _unused, target in include_lines(text)]
+
+
+def include_lines(text):
+    """[(line number, file)] of a slurm.conf's (or an included file's) Include lines."""
+    return [(n, m.group(1)) for n, m in ((n, _INCLUDE_RE.match(line.split("#", 1)[0]))
+                                         for n, line in enumerate(text.split("\n"), 1)) if m]
 
 
 def _read(path):

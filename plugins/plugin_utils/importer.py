@@ -7,6 +7,12 @@ line and node. ``import_proof.prove`` then renders the result and compares it wi
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import (
+    known_models,
+    normalize_model,
+    normalize_profile,
+    profile_names,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_cgroup_conf, parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
@@ -36,6 +42,10 @@ _FLAG_CANON = {"countonly": "CountOnly"}
 # value of them stops slurmctld. Not imported; import_proof leaves them out of its comparison.
 IGNORED_OPTIONS = {"fastschedule": ("1", "Slurm ignores it since 20.11 (slurmctld: Ignoring obsolete FastSchedule=1 "
                                          "option. Please remove from your configuration.)")}
+# The admin's opt-in repairs: name in import_cluster's ``repairs`` -> the playbook variable that sets it. By default
+# the import refuses what they repair; each repair it makes is a change the report lists.
+REPAIRS = {"drop_invalid_cores": "hpc_gres_import_drop_invalid_cores", "mig_model": "hpc_gres_import_mig_model"}
+MIG_CAP_FILE_RE = re.compile(r"^/dev/nvidia-caps/nvidia-cap\d+$")
 _SUFFIXES = ((1024 ** 5, "P"), (1024 ** 4, "T"), (1024 ** 3, "G"), (1024 ** 2, "M"), (1024, "K"))
 
 
@@ -63,11 +73,13 @@ class Refusal(object):
 class ImportRefused(Exception):
     """Raised with every refusal found; nothing is written."""
 
-    def __init__(self, refusals):
+    def __init__(self, refusals, notes=()):
         self.refusals = list(refusals)
+        self.notes = list(notes)
         lines = [str(r) for r in self.refusals]
         super(ImportRefused, self).__init__(
-            "import refused, nothing written: %d problem(s):\n- %s" % (len(lines), "\n- ".join(lines)))
+            "import refused, nothing written: %d problem(s):\n- %s%s" % (len(lines), "\n- ".join(lines), "".join(
+                "\n" + n for n in self.notes)))
 
 
 def count_text(count):
@@ -79,21 +91,35 @@ def count_text(count):
 
 
 class _Import(object):
-    def __init__(self, source, hosts):
+    def __init__(self, source, hosts, repairs=None):
         self.source = source
         self.hosts = hosts or {}
+        self.repairs = repairs or {}
         self.refusals = []
         self.report = []
         self.origin = None
         self.conf = None
         self.views = {}
+        self.provenance = {}
+        self.mig = {}
 
     def refuse(self, where, node, what, why=None):
         self.refusals.append(Refusal(where, node, what, why))
 
+    def mark(self, node, field, where):
+        """Where an inventory value came from: (Slurm node name or None for the cluster, field) -> "FILE line N"."""
+        self.provenance.setdefault((node, field.lower()), where)
+
     def note(self, text):
         if text not in self.report:
             self.report.append(text)
+
+    def change(self, text):
+        """A change to what runs today that the admin asked for (REPAIRS): the report lists it as one."""
+        self.note("CHANGE: " + text)
+
+    def changes_made(self):
+        return [line for line in self.report if line.startswith("CHANGE: ")]
 
     def where(self, lineno):
         return self.origin.where(lineno) if self.origin else "slurm.conf line %s" % lineno
@@ -113,7 +139,7 @@ def _int(value):
         return None
 
 
-def import_cluster(source, hosts=None, slurm_version=None):
+def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
     """Translate a site's files into inventory variables.
 
     ``source``: ``{"slurm.conf": text, "includes": {name: text}, "cgroup.conf": text or None, "gres.conf": text or
@@ -121,11 +147,13 @@ def import_cluster(source, hosts=None, slurm_version=None):
     ``hosts``: {Slurm node or controller name: inventory host name} (live imports keep the inventory's names).
     ``slurm_version``: the release the cluster runs ("24.11"), written as the inventory's hpc_gres_slurm_version; the proof
     renders for it (unset: the model's default release, whose rules, e.g. whole-socket GPU Cores, then apply).
+    ``repairs``: the admin's opt-ins (``REPAIRS``): ``drop_invalid_cores`` (True), ``mig_model`` (a MIG model name).
     Returns ``{"hostvars", "groups", "cluster", "node_hosts": {node: host}, "controllers": [hosts],
-    "report": [str], "views": {node: node_view}, "conf": parsed slurm.conf}``; raises ImportRefused with every
-    refusal.
+    "report": [str], "changes": [str], "views": {node: node_view}, "conf": parsed slurm.conf, "provenance":
+    {(node or None, lower-case field): "FILE line N"}, "mig": {node: {gres type: count}}}``; raises ImportRefused
+    with every refusal.
     """
-    imp = _Import(source, hosts)
+    imp = _Import(source, hosts, repairs)
     try:
         text, imp.origin = combine_slurm_conf(source["slurm.conf"], source.get("includes") or {})
     except SourceError as exc:
@@ -147,6 +175,8 @@ def import_cluster(source, hosts=None, slurm_version=None):
     node_vars = {}
     for name in sorted(conf["nodes"], key=natural_key):
         node_vars[name] = _node(imp, conf, name)
+    for ctl in controllers:  # a controller that is also a node keeps its NodeName line
+        imp.mark(ctl["name"], "", ctl["where"])
     _autodetect_modes(imp, node_vars, cluster)
     cluster["hpc_gres_partitions"] = _partitions(imp, conf)
     _gres_types(imp, conf, node_vars, cluster)
@@ -170,9 +200,11 @@ def import_cluster(source, hosts=None, slurm_version=None):
             values.setdefault("hpc_gres_node_name", ctl["name"])
         ctl_hosts.append(host)
     groups = {"slurmctld": ctl_hosts, "slurmd": [node_hosts[n] for n in node_vars]}
+    ctl_names = {imp.hosts.get(ctl["name"], ctl["name"]): ctl["name"] for ctl in controllers}
     return {"hostvars": hostvars, "groups": groups, "cluster": cluster, "node_hosts": node_hosts,
-            "controllers": ctl_hosts, "report": imp.report, "views": imp.views, "conf": conf,
-            "slurm_text": text}
+            "controllers": ctl_hosts, "report": imp.report, "changes": imp.changes_made(), "views": imp.views,
+            "conf": conf, "slurm_text": text, "provenance": imp.provenance, "mig": imp.mig, "origin": imp.origin,
+            "controller_names": ctl_names}
 
 
 # --------------------------------------------------------------------------------------------- cluster
@@ -196,11 +228,14 @@ def _cluster_options(imp, conf):
             imp.note("%s: %s is set again (first on %s); slurmctld uses this last value" % (where, key, seen[low]))
         seen[low] = where
         if low == "clustername":
+            imp.mark(None, "hpc_gres_cluster_name", where)
             cluster["hpc_gres_cluster_name"] = entry["value"]
             problem = cluster_name_problem(entry["value"])
             if problem:
                 imp.refuse(where, None, "ClusterName=%s" % entry["value"], "expected %s" % problem)
         elif low in ("slurmctldhost", "grestypes") or low in LEGACY_CONTROLLER_KEYS:
+            if low == "grestypes":
+                imp.mark(None, "hpc_gres_types", where)
             continue
         elif low in IGNORED_OPTIONS:
             value, why = IGNORED_OPTIONS[low]
@@ -216,6 +251,7 @@ def _cluster_options(imp, conf):
             for other in [k for k in options if k.lower() == low]:
                 del options[other]
             options[key] = entry["value"]
+            imp.provenance[(None, "hpc_gres_slurm_conf_options.%s" % low)] = where  # the last line is the one in force
     if "hpc_gres_cluster_name" not in cluster:
         imp.refuse("slurm.conf", None, "no ClusterName", "slurmctld and slurmd stop: ClusterName needs to be specified")
     present = {k.lower() for k in options}
@@ -248,14 +284,14 @@ def _controllers(imp, conf):
                 imp.refuse(imp.where(entry["line"]), None, "SlurmctldHost=%s" % entry["value"],
                            "expected a host name, optionally with (address)")
                 continue
-            out.append({"name": match.group(1), "addr": match.group(2) or None})
+            out.append({"name": match.group(1), "addr": match.group(2) or None, "where": imp.where(entry["line"])})
         elif low in LEGACY_CONTROLLER_KEYS:
             legacy[low] = (entry["value"], imp.where(entry["line"]), entry["key"])
     if legacy and not out:
         for host_key, addr_key in (("controlmachine", "controladdr"), ("backupcontroller", "backupaddr")):
             if host_key in legacy:
                 addr = legacy.get(addr_key, (None,))[0]
-                out.append({"name": legacy[host_key][0], "addr": addr})
+                out.append({"name": legacy[host_key][0], "addr": addr, "where": legacy[host_key][1]})
                 imp.note("%s: %s=%s written as SlurmctldHost=%s%s (the same for slurmctld)"
                          % (legacy[host_key][1], legacy[host_key][2], legacy[host_key][0], legacy[host_key][0],
                             "(%s)" % addr if addr else ""))
@@ -273,6 +309,7 @@ def _controllers(imp, conf):
 def _node(imp, conf, name):
     node = conf["nodes"][name]
     where = imp.where(node["line"])
+    imp.mark(name, "", where)
     values = {}
     options = {}
     if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", name):
@@ -369,6 +406,7 @@ def _node_gres(imp, conf, name, values):
     if declared.get("gpu", {}).get("count"):
         # AutoDetect only matters where slurm.conf declares GPUs (slurmd keeps no undeclared GPU)
         values["__autodetect"] = autodetect or "off"
+        imp.mark(name, "hpc_gres_node_autodetect", at(view["autodetect_line"]))
     if not autodetect:
         _check_registered(imp, name, node_where, declared, view)
     gpus, counts, generic = [], [], []
@@ -387,14 +425,18 @@ def _node_gres(imp, conf, name, values):
                 imp.refuse(where, name, "Flags= on a %s line" % low, "the inventory has no flags for %s" % low)
             shares[low].append(rec)
         else:
+            imp.mark(name, "hpc_gres_node_gres[%d]" % len(generic), where)
             _generic_record(imp, name, where, rec, declared, generic)
+    gpus.extend(_mig_gpus(imp, name))
     if not gpus and not counts:
         for low, recs in shares.items():
             if any(r["count"] for r in recs):
                 imp.refuse(node_where, name, "%s without GPUs" % low, "slurmd stops: SHARED without SHARING")
     _place_gpus(imp, name, node_where, gpus, values)
     if counts:
-        values.setdefault("hpc_gres_gpus", []).extend(counts)
+        for entry in counts:
+            imp.mark(name, "hpc_gres_gpus[%d]" % len(values.get("hpc_gres_gpus", [])), entry.pop("where"))
+            values.setdefault("hpc_gres_gpus", []).append(entry)
     for low, key in (("shard", "shards"), ("mps", "mps")):
         total = declared.get(low, {}).get("count", 0)
         if not total:
@@ -463,11 +505,20 @@ def _bad_cores(imp, name, where, rec):
         # node slurmctld keeps in service (slurmd.c _read_config), and drops the binding; but it still sends the
         # Cores= text to slurmctld, which logs "invalid GRES core specification" and keeps a topology record for it
         # (gres_node_config_validate). An inventory without the binding changes that record; only the text keeps it.
+        if imp.repairs.get("drop_invalid_cores"):
+            imp.change("%s, node %s: %s Cores=%s is left out (%s=true): slurmd drops this binding today (Invalid "
+                       "GRES data for %s), so the GPUs stay unbound for jobs; slurmctld, which receives the Cores= "
+                       "text today and keeps a topology record for it, no longer gets it (scontrol show node -d "
+                       "changes)" % (where, name, rec["name"], rec["cores_text"], REPAIRS["drop_invalid_cores"],
+                                     rec["name"]))
+            return False
         imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
                    "slurmd drops this binding (Invalid GRES data for %s): it checks Cores= against the cores "
                    "slurm.conf declares (Sockets x CoresPerSocket), also on hardware with more; slurmctld still gets "
                    "the Cores= text and keeps a topology record for it, which an import without the binding would "
-                   "change; fix Cores= or slurm.conf's layout (slurmd -C), then import" % rec["name"])
+                   "change; fix Cores= or slurm.conf's layout (slurmd -C), then import, or import without the "
+                   "binding: -e %s=true (the report lists it as a change)"
+                   % (rec["name"], REPAIRS["drop_invalid_cores"]))
         return True
     return False
 
@@ -476,13 +527,11 @@ def _gpu_record(imp, name, where, rec, gpus, counts):
     if _bad_cores(imp, name, where, rec):
         return
     if rec["multiple"]:
-        imp.refuse(where, name, "MultipleFiles= (MIG) line",
-                   "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node completes "
-                   "these lines itself")
+        _mig_record(imp, name, where, rec)
         return
     if not rec["files"]:
-        counts.append(_compact({"type": rec["type"], "count": rec["count"], "cores": rec["cores"],
-                                "flags": _flags_list(rec)}))
+        counts.append(dict(_compact({"type": rec["type"], "count": rec["count"], "cores": rec["cores"],
+                                     "flags": _flags_list(rec)}), where=where))
         return
     for path in rec["files"]:
         match = NVIDIA_FILE_RE.match(path)
@@ -495,13 +544,77 @@ def _gpu_record(imp, name, where, rec, gpus, counts):
                        "path of letters, digits, '/', '.', '_', '+', ':' and '-'")
             continue
         gpu = {"minor": int(match.group(1)) if match else None, "file": None if match else path,
-               "type": rec["type"], "cores": rec["cores"], "links": rec["links"], "flags": _flags_list(rec)}
+               "type": rec["type"], "cores": rec["cores"], "links": rec["links"], "flags": _flags_list(rec),
+               "where": where}
         gpus.append(gpu)
 
 
+def _mig_record(imp, name, where, rec):
+    """A MultipleFiles= (MIG) line: refused, or with hpc_gres_import_mig_model one instance of its parent GPU's
+    layout (``mig:``), which the node's own MultipleFiles lines then describe (written from its live devices)."""
+    gtype = rec["type"] or ""
+    parents = [int(m.group(1)) for m in (NVIDIA_FILE_RE.match(p) for p in rec["files"]) if m]
+    others = [p for p in rec["files"] if not NVIDIA_FILE_RE.match(p)]
+    profile = normalize_profile(gtype)
+    fits = [m for m in known_models() if profile in profile_names(m)]
+    model = imp.repairs.get("mig_model")
+    why = None
+    if len(parents) != 1 or not all(MIG_CAP_FILE_RE.match(p) for p in others):
+        why = ("its files are not one /dev/nvidiaN and its /dev/nvidia-caps/nvidia-capN files, as the node's own "
+               "MultipleFiles lines would name them")
+    elif profile != gtype or not fits:
+        why = ("Type=%s is not a MIG profile name (1g.10gb, 3g.40gb, ...): the collection types MIG instances by "
+               "their profile, so an import would rename this GRES" % (gtype or "(none)"))
+    elif rec["flags"] or rec["env"] or rec["links"]:
+        why = "the collection writes MIG lines without Flags= or Links="
+    if model is None or why:
+        hint = "describe the MIG layout with mig: [...] and model: per GPU (docs/mig.md); the node completes these " \
+               "lines itself"
+        if why:
+            hint += "; this line cannot be imported so: " + why
+        else:
+            hint += "; or import it so: -e %s=MODEL (MODEL one of %s; the report lists it as a change)" % (
+                REPAIRS["mig_model"], ", ".join(fits))
+        imp.refuse(where, name, "MultipleFiles= (MIG) line", hint)
+        return
+    canon = normalize_model(model)
+    if canon is None or profile not in profile_names(canon):
+        imp.refuse(where, name, "MultipleFiles= (MIG) line Type=%s" % gtype, "%s=%s: expected a MIG model whose "
+                   "profiles include %s: %s" % (REPAIRS["mig_model"], model, profile, ", ".join(fits)))
+        return
+    gpu = imp.mig.setdefault(name, {}).setdefault(parents[0], {
+        "minor": parents[0], "model": canon, "mig": [], "cores": rec["cores"], "where": where, "lines": []})
+    if gpu["cores"] != rec["cores"]:
+        imp.refuse(where, name, "MIG instances of /dev/nvidia%d with different Cores= (%s, %s)"
+                   % (parents[0], gpu["cores"], rec["cores"]), "the collection binds a MIG GPU's instances to the "
+                   "GPU's cores")
+        return
+    gpu["mig"].append(profile)
+    gpu["lines"].append(rec["line"])
+
+
+def _mig_gpus(imp, name):
+    """The node's MIG GPUs (hpc_gres_import_mig_model), each with the change the first deploy makes to its lines."""
+    out = []
+    fname = _gres_text(imp, name)[1]
+    for minor in sorted(imp.mig.get(name, {})):
+        gpu = imp.mig[name][minor]
+        out.append(gpu)
+        imp.change("%s line(s) %s, node %s: the MultipleFiles= lines of /dev/nvidia%d are imported as mig: [%s], "
+                   "model: %s (%s); the rendered gres.conf leaves them to the node, which writes one line per live "
+                   "MIG device (Type=profile MultipleFiles=/dev/nvidia%d,GI cap,CI cap) when the deploy verifies it, "
+                   "and refuses the node while its live MIG layout differs"
+                   % (fname, ",".join(str(n) for n in gpu["lines"]), name, minor, ", ".join(gpu["mig"]),
+                      gpu["model"], REPAIRS["mig_model"], minor))
+    return [dict(g, type=None, file=None, links=None, flags=None) for g in out]
+
+
 def _place_gpus(imp, name, where, gpus, values):
-    """Index = Slurm's order. Where the device minors rise in that order (the usual case) index = minor."""
-    if not gpus:
+    """Index = Slurm's order. Where the device minors rise in that order (the usual case) index = minor. MIG GPUs
+    (imported with hpc_gres_import_mig_model) are indexed by their minor after the whole GPUs."""
+    mig = [g for g in gpus if g.get("mig")]
+    gpus = [g for g in gpus if not g.get("mig")]
+    if not gpus and not mig:
         return
     minors = [g["minor"] for g in gpus]
     files = [g["file"] for g in gpus if g["file"]]
@@ -524,8 +637,23 @@ def _place_gpus(imp, name, where, gpus, values):
         for key in ("cores", "links", "flags"):
             if gpu[key]:
                 entry[key] = gpu[key]
-        out.append(entry)
-    values["hpc_gres_gpus"] = out
+        out.append((entry, gpu["where"]))
+    taken = {e["index"] for e, _unused in out} | {e.get("minor", e["index"]) for e, _unused in out}
+    for gpu in mig:
+        if gpu["minor"] in taken:
+            imp.refuse(gpu["where"], name, "MIG GPU /dev/nvidia%d next to whole GPUs numbered in another order"
+                       % gpu["minor"], "the inventory indexes a MIG GPU by its device minor, which another GPU of "
+                       "this node takes in Slurm's order; describe the node with mig: [...] by hand (docs/mig.md)")
+            continue
+        entry = {"index": gpu["minor"], "model": gpu["model"], "mig": gpu["mig"]}
+        if gpu["cores"]:
+            entry["cores"] = gpu["cores"]
+        out.append((entry, gpu["where"]))
+    if mig:
+        out.sort(key=lambda pair: pair[0]["index"])
+    for pos, (_unused, gpu_where) in enumerate(out):
+        imp.mark(name, "hpc_gres_gpus[%d]" % pos, gpu_where)
+    values["hpc_gres_gpus"] = [entry for entry, _unused in out]
 
 
 def _files_text(files):
@@ -564,7 +692,7 @@ def _compact(entry):
     return {k: v for k, v in entry.items() if v is not None}
 
 
-def _autodetect_modes(imp, node_vars, cluster):
+def _autodetect_modes(imp, node_vars, cluster):  # node_vars: {Slurm node name: its variables}
     """The cluster's AutoDetect is the commonest node mode; nodes that differ get hpc_gres_node_autodetect."""
     modes = {}
     for values in node_vars.values():
@@ -573,10 +701,12 @@ def _autodetect_modes(imp, node_vars, cluster):
             modes[mode] = modes.get(mode, 0) + 1
     common = max(sorted(modes), key=lambda m: (modes[m], m == "off")) if modes else "off"
     cluster["hpc_gres_autodetect"] = common
-    for values in node_vars.values():
+    for name, values in node_vars.items():
         mode = values.pop("__autodetect", None)
         if mode is not None and mode != common:
             values["hpc_gres_node_autodetect"] = mode
+        elif mode is not None:
+            imp.mark(None, "hpc_gres_autodetect", imp.provenance[(name, "hpc_gres_node_autodetect")])
 
 
 # --------------------------------------------------------------------------------------------- partitions
@@ -616,6 +746,7 @@ def _partitions(imp, conf):
             if not any(k.lower() == key.lower() for k in options):
                 options[key] = None
         entry["options"] = options
+        imp.mark(None, "hpc_gres_partitions[%d]" % len(out), where)
         out.append(entry)
     defaults = [p for p in out if p["default"]]
     for part in defaults[:-1]:
@@ -649,7 +780,7 @@ def _gres_types(imp, conf, node_vars, cluster):
     """GresTypes names no node uses are kept in hpc_gres_types (they change what slurmd does, e.g. shard)."""
     names, problems = gres_types_order(conf["options"].get("grestypes"))
     for problem in problems:
-        imp.refuse("slurm.conf", None, problem)
+        imp.refuse(imp.provenance.get((None, "hpc_gres_types"), "slurm.conf"), None, problem)
     used = set()
     for values in node_vars.values():
         if values.get("hpc_gres_gpus"):
@@ -674,8 +805,14 @@ def _cgroup(imp, source, cluster):
     try:
         options = parse_cgroup_conf(text)
     except ConfSyntaxError as exc:
-        imp.refuse("cgroup.conf", None, str(exc))
+        where, _unused, what = str(exc).partition(": ")
+        imp.refuse(where, None, what, "slurmd and slurmctld cannot read this line")
         return
+    for lineno, raw in enumerate(text.split("\n"), 1):  # parse_cgroup_conf's reading: the last line of a key wins
+        key = raw.split("#", 1)[0].partition("=")[0].strip()
+        if key and "=" in raw.split("#", 1)[0]:
+            imp.provenance[(None, "hpc_gres_cgroup_conf_options.%s" % key.lower())] = "cgroup.conf line %d" % lineno
+    imp.mark(None, "hpc_gres_cgroup_conf_options", "cgroup.conf line 1")
     present = {k.lower() for k in options}
     for key, _unused in model_schema.DEFAULT_CGROUP_CONF:
         if key.lower() not in present:

@@ -123,6 +123,10 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         controllers.append({"host": host, "name": name, "addr": plain(addr) if addr else None})
 
     check_accounting(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"))
+    gpu_tres = cluster.get("hpc_gres_accounting_gpu_tres", CLUSTER_VARS["hpc_gres_accounting_gpu_tres"])
+    if not isinstance(gpu_tres, bool):
+        col.add(cluster_host, "hpc_gres_accounting_gpu_tres", "true or false", values.describe(gpu_tres))
+        gpu_tres = True
     autodetect = autodetect_mode(col, cluster_host, cluster.get("hpc_gres_autodetect",
                                                                 CLUSTER_VARS["hpc_gres_autodetect"]), release)
     check_autodetect_with_mig(col, cluster_host, autodetect, nodes)
@@ -151,6 +155,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
                                  slurmd_set, by_name, version),
         "nodes": nodes,
         "gres_types": extra_types,
+        "accounting_gpu_tres": bool(gpu_tres),
         "slurm_version": version,
         "cluster_host": str(cluster_host),
         "warnings": [str(w) for w in col.warnings],

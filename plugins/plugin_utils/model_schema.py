@@ -56,6 +56,7 @@ CLUSTER_VARS = {
     "hpc_gres_types": [],
     "hpc_gres_config_mode": "files",
     "hpc_gres_include_file": "slurm_gres.conf",
+    "hpc_gres_accounting_gpu_tres": True,
     # the GPU health check (docs/health.md): installed on every slurmd host, wired as slurm.conf's HealthCheckProgram
     "hpc_gres_health": True,
     "hpc_gres_health_nhc": False,
@@ -380,9 +381,11 @@ DOC_TABLES = {
             'int 1-248',
             'instead of `index`',
             'GPUs AutoDetect finds, without device files: `{type: a100, count: 4}` (keys `type`, `count`, `cores`, '
-            '`flags`) renders `Name=gpu Type=a100 Count=4`; only where AutoDetect is on for the node (slurmd drops '
-            'GPUs without File otherwise) and not next to indexed entries on the same node (slurmd: File on all '
-            'records or none)',
+            '`flags`) is counted in slurm.conf (`Gres=gpu:a100:4`); with `cores` or `flags` it also renders '
+            '`Name=gpu Type=a100 Count=4 Cores=...` in gres.conf (without them slurmd makes the same record from '
+            "slurm.conf's count, so no line is written); only where AutoDetect is on for the node (slurmd drops GPUs "
+            'without File otherwise) and not next to indexed entries on the same node (slurmd: File on all records '
+            'or none)',
         ),
     ),
     'cluster': (
@@ -450,6 +453,14 @@ DOC_TABLES = {
             '`Include`',
         ),
         (
+            '`hpc_gres_accounting_gpu_tres`',
+            '`true`',
+            'with slurmdbd, add `gres/gpu`, `gres/gpu:TYPE` per type in use, `gres/shard` and `gres/mps` to '
+            '`AccountingStorageTRES` (after the entries `hpc_gres_slurm_conf_options` gives); `false` writes '
+            '`AccountingStorageTRES` exactly as the options give it (or not at all). `import-config.yml` writes '
+            "`false` where the site's slurm.conf lacks them, so the first deploy keeps the site's accounting",
+        ),
+        (
             '`hpc_gres_health`',
             '`true`',
             "install the GPU health check on every slurmd host and run it as slurm.conf's `HealthCheckProgram` "
@@ -469,8 +480,8 @@ DOC_TABLES = {
         (
             '`hpc_gres_health_node_state`',
             '`ANY`',
-            '`HealthCheckNodeState`: `ANY`, `ALLOC`, `IDLE`, `MIXED`, `NONDRAINED_IDLE`, with `CYCLE`, comma-separated '
-            '(`START_ONLY` from Slurm 25.11)',
+            '`HealthCheckNodeState`: `ANY`, `ALLOC`, `IDLE`, `MIXED`, `NONDRAINED_IDLE`, with `CYCLE`, '
+            'comma-separated (`START_ONLY` from Slurm 25.11)',
         ),
         (
             '`hpc_gres_health_program`',

@@ -107,6 +107,8 @@ def _tres(model, user_value, elements):
         ours.append("gres/gpu")
         ours.extend("gres/gpu:%s" % t for t in sorted(types, key=str.lower))
     ours.extend("gres/%s" % name for name in sorted(shared, reverse=True))
+    if not model.get("accounting_gpu_tres", True):  # hpc_gres_accounting_gpu_tres: false, the user's value as is
+        return user_value or "", has_gpus
     entries = [e.strip() for e in user_value.split(",") if e.strip()] if user_value else []
     lower = {e.lower() for e in entries}
     entries.extend(e for e in ours if e.lower() not in lower)
@@ -163,7 +165,7 @@ def _slurm_conf(model):
     else:
         if user_tres:
             out.line([("AccountingStorageTRES", user_tres, tres_origin)])
-        if has_gpus:
+        if has_gpus and model.get("accounting_gpu_tres", True):
             # slurmctld exits on GRES TRES without slurmdbd ("slurmdbd is required to run with TRES gres/gpu").
             out.comment("GPU accounting (AccountingStorageTRES=gres/gpu,gres/gpu:TYPE,...) is added when\n"
                         "AccountingStorageType=accounting_storage/slurmdbd is set in hpc_gres_slurm_conf_options.")

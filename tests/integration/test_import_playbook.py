@@ -2,6 +2,7 @@
 render play) what the real slurmd reads from the original, node by node; never an overwrite; a refusal writes
 nothing."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -162,6 +163,13 @@ def test_live_import_keeps_the_inventory_host_names(tmp_path, configless):
     rc, log = run("playbooks/import-config.yml", "-i", str(inventory), "-e", "hpc_gres_import_live=true",
                   "-e", "hpc_gres_import_dest=%s" % dest)
     assert rc == 0, log
+    # the release the controller's slurmctld reports (scontrol's where slurmctld does not run), else the files'
+    release = slurmd_oracle.slurmd_release()
+    if release:
+        assert re.search(r"Slurm release %s \(reported by (slurmctld -V|scontrol --version): [^)]*%s\.\d+ on "
+                         r"head01\.site\.example\): the files are judged by its rules" % (release, release), log), log
+    else:
+        assert "Slurm release not named (slurmctld -V: " in log
     hosts = (dest / "hosts.yml").read_text()
     assert "head01.site.example:" in hosts and "mix01.site.example:" in hosts and "gpu[01:04].site.example:" in hosts
     # the Slurm names are the short host names: only the controller's address is a host variable

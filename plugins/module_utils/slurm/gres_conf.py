@@ -15,7 +15,8 @@ node's own ``autodetect`` writes the ``AutoDetect=`` line even when it is ``off`
 ``type`` null) collapse into ``File=/dev/nvidia[a-b]`` lines over runs consecutive in index *and* minor with one
 type, one Cores set and one Flags set (a GPU with its own ``file``, a device other than /dev/nvidiaN, likewise:
 ``File=/dev/tty[0-3]``); a GPU with ``Links=`` is a line of its own. Count-only GPUs
-(``gpu_counts``) are ``Count=`` lines; shard and mps lines cover runs of GPUs with equal counts (a node-wide
+(``gpu_counts``) with Cores or Flags are ``Count=`` lines (without them slurm.conf's count alone gives slurmd the
+same record); shard and mps lines cover runs of GPUs with equal counts (a node-wide
 ``shards``/``mps`` is in slurm.conf only: slurmd spreads it over the GPUs); other GRES (``generic_gres``) get a
 line when they have a File, Cores or Flags. A MIG GPU gets a comment naming it
 and, given the node's live facts (``hpc_gres_hw``), one ``MultipleFiles=`` line per live MIG device
@@ -148,6 +149,10 @@ def node_gres_conftext(spec, live=None):
             pairs.append(("Flags", ",".join(run[0]["flags"]), (host, field + ".flags")))
         out.line(pairs, (host, field))
     for group in node.get("gpu_counts") or ():
+        if not (group["cores"] or group["flags"]):
+            # slurmd adds what gres.conf leaves uncovered of slurm.conf's count as the same record (gres.c
+            # _merge_gres: no File, Cores or Flags): a line would only repeat it
+            continue
         pairs = [("NodeName", name), ("Name", "gpu")]
         if group["type"]:
             pairs.append(("Type", group["type"]))

@@ -31,9 +31,9 @@ def imported(slurm, gres=None, slurm_version=None, **kwargs):
     return run_import(source(slurm, gres, **kwargs), ["test"], slurm_version=slurm_version)
 
 
-def refusals(slurm, gres=None, **kwargs):
+def refusals(slurm, gres=None, slurm_version=None, **kwargs):
     with pytest.raises(ImportRefused) as err:
-        run_import(source(slurm, gres, **kwargs), ["test"])
+        run_import(source(slurm, gres, **kwargs), ["test"], slurm_version=slurm_version)
     return [str(r) for r in err.value.refusals]
 
 
@@ -131,14 +131,23 @@ def test_shards_spread_mps_per_gpu_links_and_other_gres():
     assert shape["hpc_gres_node_gres"] == [{"name": "bandwidth", "type": "lustre", "count": "4G", "no_consume": True}]
 
 
-def test_gpu_cores_within_a_socket_are_refused_for_a_release_that_drains_such_nodes():
-    """Half-socket Cores import for 22.05; for 24.11 (the default release) the proof refuses them by node."""
+def test_gpu_cores_within_a_socket_import_for_the_releases_that_run_them_and_are_refused_for_one_that_drains():
+    """Half-socket Cores run on 22.05 to 24.05; 24.11 drains such nodes. Without a release named, the import is
+    written for the oldest release the files fit and says so in one line; with 24.11 named it is refused at the
+    gres.conf line."""
     slurm = "GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=8 Gres=gpu:h100:2\n"
     gres = "Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-3\nName=gpu Type=h100 File=/dev/nvidia1 Cores=4-7\n"
     assert load(imported(slurm, gres, slurm_version="22.05")["files"], "group_vars/all.yml")["hpc_gres_slurm_version"] == "22.05"
-    found = refusals(slurm, gres)
-    assert any("node n1: hpc_gres_gpus[0].cores: expected Cores covering whole sockets (Slurm 24.11" in r
-               for r in found), found
+    done = imported(slurm, gres)
+    assert load(done["files"], "group_vars/all.yml")["hpc_gres_slurm_version"] == "22.05"
+    assert done["report"][0].startswith(
+        "Slurm release not named: the import takes Slurm 22.05, the oldest release whose rules "
+        "accept these files (they fit 22.05-24.05; not from Slurm 24.11, gres.conf line 1: expected Cores covering "
+        "whole sockets")
+    assert done["report"][0].endswith("name it, e.g. -e hpc_gres_import_slurm_version=23.02")
+    found = refusals(slurm, gres, slurm_version="24.11")
+    assert any(r.startswith("gres.conf line 1, node n1: hpc_gres_gpus[0].cores: expected Cores covering whole "
+                            "sockets (Slurm 24.11") for r in found), found
 
 
 def test_autodetect_of_the_cluster_and_one_node_off():
@@ -350,7 +359,7 @@ def test_a_gpu_type_of_digits_is_carried_with_its_count_and_a_warning():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:5090:2 CPUs=8\n", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n")
     assert "NodeName=n1 Name=gpu Type=5090 File=/dev/nvidia[0-1]\n" in done["rendered"]["n1/gres.conf"]
     assert "NodeName=n1 CPUs=8 Gres=gpu:5090:2\n" in done["rendered"]["slurm.conf"]
-    assert any(line.startswith("imported inventory: host n1: hpc_gres_gpus[0].type: expected a GPU type that does "
+    assert any(line.startswith("WARNING: gres.conf line 1, node n1: hpc_gres_gpus[0].type: expected a GPU type that does "
                                "not read as a count, found '5090' (jobs ask for it with a count, --gres=gpu:5090:1")
                for line in done["report"]), done["report"]
 
@@ -372,5 +381,63 @@ def test_cores_without_the_nodes_layout_are_carried_as_written():
     against the node's hardware, the same before and after, so they are carried as written and the report says so."""
     done = imported("GresTypes=gpu\nNodeName=n1 CPUs=4 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia[0-1] CPUs=0-3\n")
     assert "NodeName=n1 Name=gpu File=/dev/nvidia[0-1] Cores=0-3\n" in done["rendered"]["n1/gres.conf"]
-    assert any(line.startswith("imported inventory: host n1: hpc_gres_node_sockets: expected the node's CPU layout")
+    assert any(line.startswith("WARNING: slurm.conf line 7, node n1: hpc_gres_node_sockets: expected the node's CPU "
+                               "layout")
                for line in done["report"]), done["report"]
+
+
+@pytest.mark.parametrize("slurm, cgroup, includes, release, expected", [
+    ("NodeName=n1\nPartitionName=p Nodes=n1 PowerDownOnIdle=YES\n", None, None, "22.05",
+     "slurm.conf line 7: hpc_gres_partitions[0].options.PowerDownOnIdle: expected a PartitionName= line option that "
+     "Slurm 22.05 reads, found PowerDownOnIdle (added in Slurm 23.02)"),
+    ("Include nodes.conf\n", None, {"nodes.conf": "# nodes\nMetricsType=metrics/none\nNodeName=n1\n"}, "25.05",
+     "nodes.conf line 2: hpc_gres_slurm_conf_options.MetricsType: expected a slurm.conf option that Slurm 25.05 "
+     "reads, found MetricsType (added in Slurm 25.11)"),
+    ("NodeName=n1\n", "# site\nConstrainDevices=yes\nCgroupAutomount=yes\n", None, "24.11",
+     "cgroup.conf line 3: hpc_gres_cgroup_conf_options.CgroupAutomount: expected a cgroup.conf option that Slurm "
+     "24.11 reads, found CgroupAutomount (defunct since Slurm 23.11)"),
+    ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=8 Gres=gpu:2\n", None, None, "24.11",
+     "gres.conf line 2, node n1: hpc_gres_gpus[1].cores: expected Cores covering whole sockets (Slurm 24.11"),
+])
+def test_the_collections_own_refusals_name_the_file_and_line_the_value_came_from(
+        slurm, cgroup, includes, release, expected):
+    gres = "Name=gpu File=/dev/nvidia0 Cores=0-7\nName=gpu File=/dev/nvidia1 Cores=0-3\n" if "Gres=" in slurm \
+        else None
+    found = refusals(slurm, gres, slurm_version=release, cgroup=cgroup, includes=includes)
+    assert any(r.startswith(expected) for r in found), found
+
+
+def test_cores_slurmd_drops_are_left_out_only_when_asked_and_then_listed_as_a_change():
+    slurm = "GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:2\n"
+    gres = "Name=gpu File=/dev/nvidia0 Cores=0-3\nName=gpu File=/dev/nvidia1 Cores=4-7\n"
+    found = refusals(slurm, gres)
+    assert found == ["gres.conf line 2, node n1: gpu Cores=4-7 (slurmd drops this binding (Invalid GRES data for gpu): "
+                     "it checks Cores= against the cores slurm.conf declares (Sockets x CoresPerSocket), also on "
+                     "hardware with more; slurmctld still gets the Cores= text and keeps a topology record for it, "
+                     "which an import without the binding would change; fix Cores= or slurm.conf's layout (slurmd -C), "
+                     "then import, or import without the binding: -e hpc_gres_import_drop_invalid_cores=true (the "
+                     "report lists it as a change))"]
+    done = run_import(source(slurm, gres), [], repairs={"drop_invalid_cores": True})
+    assert load(done["files"], "group_vars/gpu_untyped_x2.yml")["hpc_gres_gpus"] == [
+        {"index": 0, "cores": "0-3"}, {"index": 1}]
+    assert done["changes"] == ["CHANGE: gres.conf line 2, node n1: gpu Cores=4-7 is left out "
+                               "(hpc_gres_import_drop_invalid_cores=true): slurmd drops this binding today (Invalid "
+                               "GRES data for gpu), so the GPUs stay unbound for jobs; slurmctld, which receives the "
+                               "Cores= text today and keeps a topology record for it, no longer gets it (scontrol show "
+                               "node -d changes)"]
+    assert done["changes"][0] in done["report"]
+
+
+@pytest.mark.parametrize("gres, why", [
+    ("Name=gpu Type=a100 MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22\n",
+     "Type=a100 is not a MIG profile name (1g.10gb, 3g.40gb, ...): the collection types MIG instances by their "
+     "profile, so an import would rename this GRES"),
+    ("Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia1\n",
+     "its files are not one /dev/nvidiaN and its /dev/nvidia-caps/nvidia-capN files"),
+])
+def test_mig_lines_the_layout_cannot_describe_stay_refused_with_the_model_named(gres, why):
+    with pytest.raises(ImportRefused) as err:
+        run_import(source("GresTypes=gpu\nNodeName=n1 Gres=gpu:%s:1\n" % gres.split("Type=")[1].split()[0], gres),
+                   [], repairs={"mig_model": "A100-80GB"})
+    text = str(err.value.refusals[0])
+    assert text.startswith("gres.conf line 1, node n1: MultipleFiles= (MIG) line") and why in text, text

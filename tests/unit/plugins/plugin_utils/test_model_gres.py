@@ -110,7 +110,13 @@ def test_count_only_gpus_need_autodetect():
         "from the final list when nothing detects them)"]
     files = render_all(model(nodes, hpc_gres_autodetect="nvml"))
     assert node_line(files, "n1").endswith("Gres=gpu:a100:4")
-    assert "NodeName=n1 AutoDetect=nvml\nNodeName=n1 Name=gpu Type=a100 Count=4\n" in files["n1/gres.conf"]
+    # slurmd makes the same record from slurm.conf's count (gres.c _merge_gres): no gres.conf line repeats it
+    assert files["n1/gres.conf"].endswith("NodeName=n1 AutoDetect=nvml\n")
+    files = render_all(model({"n1": {"hpc_gres_gpus": [{"type": "a100", "count": 4, "cores": "0-1"}],
+                                     "hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 2}},
+                             hpc_gres_autodetect="nvml"))
+    assert files["n1/gres.conf"].endswith("NodeName=n1 AutoDetect=nvml\nNodeName=n1 Name=gpu Type=a100 Count=4 "
+                                          "Cores=0-1\n")
 
 
 def test_count_only_and_indexed_gpus_do_not_mix():

@@ -152,6 +152,20 @@ def test_gpu_tres_only_with_slurmdbd_and_user_tres_kept():
     assert "# AccountingStorageType=accounting_storage/slurmdbd is set in hpc_gres_slurm_conf_options." in no_dbd
 
 
+def test_gpu_tres_false_writes_the_users_accounting_as_it_is():
+    gpus = [{"index": 0, "type": "a100"}]
+    dbd = {"AccountingStorageType": "accounting_storage/slurmdbd"}
+    kept = render.render_slurm_conf(make({"n1": layout(hpc_gres_gpus=gpus)}, hpc_gres_accounting_gpu_tres=False,
+                                         hpc_gres_slurm_conf_options=dict(dbd, AccountingStorageTRES="gres/gpu")))
+    assert "\nAccountingStorageTRES=gres/gpu\n" in kept
+    none = render.render_slurm_conf(make({"n1": layout(hpc_gres_gpus=gpus)}, hpc_gres_accounting_gpu_tres=False,
+                                         hpc_gres_slurm_conf_options=dbd))
+    assert "AccountingStorageTRES" not in none
+    with pytest.raises(GresError) as err:
+        make({"n1": layout(hpc_gres_gpus=gpus)}, hpc_gres_accounting_gpu_tres="no")
+    assert "hpc_gres_accounting_gpu_tres: expected true or false, found 'no'" in str(err.value)
+
+
 def test_cpu_only_cluster_has_no_gres_types():
     files = render.render_all(make({"cpu1": layout()}))
     assert "GresTypes" not in files["slurm.conf"]
