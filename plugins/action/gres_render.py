@@ -14,6 +14,8 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render impo
     cluster_vars,
     render_cluster,
 )
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import report_lines
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.var_origin import VarOrigins, plain
 
 ARGUMENT_SPEC = dict(
     dest=dict(type="path"),
@@ -46,12 +48,26 @@ class ActionModule(ActionBase):
             # the layouts the GPUs of the other slurmd hosts have now, as the runbook read them
             found = host_values(hostvars, groups.get("slurmd") or [], (MIG_LIVE_FACT,))
             live = {host: values[MIG_LIVE_FACT] for host, values in found.items() if values}
+        values, cluster = {}, {}
+
+        def value_of(host, name):
+            if host == cluster_host and name in cluster:
+                return plain(cluster[name])
+            return (values.get(host) or {}).get(name, VarOrigins.MISSING)
+        origins = VarOrigins(value_of, groups, task_vars.get("ansible_inventory_sources"),
+                             task_vars.get("playbook_dir"))
         try:
-            cluster = cluster_vars(source, self._templar.template, cluster_host)
-            out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live)
+            cluster.update(cluster_vars(source, self._templar.template, cluster_host))
+            out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live,
+                                 into=values, where=origins.where)
         except GresError as exc:
-            result.update(failed=True, problems=[str(p) for p in exc.problems],
-                          msg="inventory check failed, nothing was rendered or written: %s" % exc)
+            # Each problem once, with its hosts and file. msg stays one short line: ansible-core 2.19+ prints it
+            # twice (the error line and the result); the list is printed once, in the result. The newline that
+            # ends each problem makes the YAML callback print it as a block, unwrapped and unquoted.
+            problems = report_lines(exc.problems, origins.where)
+            result.update(failed=True, problems=[p + "\n" for p in problems], _ansible_verbose_always=True,
+                          msg="inventory refused (%d problem%s, listed below), nothing was written"
+                              % (len(problems), "" if len(problems) == 1 else "s"))
             return result
         except TypeError as exc:
             raise AnsibleActionFail(str(exc))

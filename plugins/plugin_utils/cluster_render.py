@@ -47,7 +47,8 @@ def mig_node(model, node):
     }
 
 
-def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None):
+def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None, into=None,
+                   where=None):
     """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes", "config_mode",
     "include_file"}``.
 
@@ -55,9 +56,10 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
     ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
     instead: that host with the layout the inventory declares, every host in ``live`` (``{host: {gpu index:
     [profiles] or None}}``) with the layout its GPUs have now, and no guide (a step is not what users get).
+    ``into`` and ``where`` as ``model_from_inventory`` takes them (the warnings are located with ``where``).
     Raises GresError (inventory, guide directory or proof) or TypeError (bad arguments).
     """
-    model = model_from_inventory(hostvars, groups, cluster, cluster_host)
+    model = model_from_inventory(hostvars, groups, cluster, cluster_host, into=into, where=where)
     if mig_step is not None:
         model = step_model(model, mig_step, live or {})
     files = render_all(model)
