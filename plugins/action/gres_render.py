@@ -7,12 +7,13 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_tree
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import TreeError, apply_owned_tree
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render import (
     MIG_LIVE_FACT,
     cluster_vars,
     render_cluster,
+    tree_lines,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import report_lines
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.var_origin import VarOrigins, plain
@@ -77,14 +78,15 @@ class ActionModule(ActionBase):
         result["changed"] = False
         if args["dest"]:
             try:
-                written = apply_tree(args["dest"], out["files"], args["mode"], args["directory_mode"],
-                                     check_mode=self._task.check_mode, diff=self._task.diff)
+                written = apply_owned_tree(args["dest"], out["files"], args["mode"], args["directory_mode"],
+                                           check_mode=self._task.check_mode, diff=self._task.diff)
             except TreeError as exc:
                 raise AnsibleActionFail("nothing was written: %s" % exc)
             except OSError as exc:
                 raise AnsibleActionFail("writing %s failed: %s" % (args["dest"], exc))
             result["changed"] = written.pop("changed")
             result.update(written)
+            result["summary"]["lines"].extend(tree_lines(written, self._task.check_mode))
         return_files = args["return_files"]
         if return_files is None:
             return_files = not args["dest"]

@@ -75,3 +75,19 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
         "config_mode": model["config_mode"],
         "include_file": model["include_file"],
     }
+
+
+def tree_lines(written, check_mode=False):
+    """What writing the render directory did (file_tree.apply_owned_tree's result), for the summary: the counts,
+    then each file removed because the render no longer writes it (a node taken out of the inventory)."""
+    removed = written.get("removed") or []
+    counts = "%d changed, %d unchanged, %d removed, in %s" % (len(written["written"]), written["unchanged"],
+                                                             len(removed), written["dest"])
+    if check_mode:
+        lines = ["check mode, nothing written: " + counts.replace(" changed", " would change", 1)
+                 .replace(" removed", " would be removed", 1)]
+    else:
+        lines = ["written: " + counts]
+    lines.extend("%s: %s (the render no longer writes it)" % ("would remove" if check_mode else "removed", rel)
+                 for rel in removed)
+    return lines
