@@ -131,8 +131,12 @@ def build_node(col, host, hv, version, boundary=None):
         model_gres.check_env_flags(col, host, lambda pos: "hpc_gres_gpus[%d]" % pos,
                                    [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
                                    + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
+        # a GPU whose type key is misspelt (tpye) is already refused for it: not also as the one untyped GPU
+        slips = {id(gpus[k]) for k, (_unused, e) in enumerate(whole) if isinstance(e, dict) and "type" not in e
+                 and any(did_you_mean(key, GPU_KEYS) == "did you mean type?" for key in e if key not in GPU_KEYS)}
         gpus = [gpus[k] for k in order]
-        _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _unused in counted])
+        _check_gpu_kinds(col, host, [g for g in gpus if id(g) not in slips], gpu_counts,
+                         [i for i, _unused in counted])
         if col.count == mark and (gpus or gpu_counts):
             col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts],
                                         list(col.warnings[warned:]))

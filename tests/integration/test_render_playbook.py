@@ -1,5 +1,6 @@
 """The render-only main job through ansible-playbook: writes every file, or nothing at all."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -223,3 +224,44 @@ def test_a_node_taken_out_of_the_inventory_leaves_the_render_directory_and_an_ad
     assert after["deploy-notes.txt"] == before["deploy-notes.txt"]
     assert after["gpu01/rack.txt"] == before["gpu01/rack.txt"]
     assert after["gpu02/gres.conf"] == before["gpu02/gres.conf"]
+
+
+def doc_block(marker):
+    with open(os.path.join(ROOT, "docs", "inventory.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    found = re.search(r"<!-- %s -->\n```[a-z]*\n(.*?)```\n" % re.escape(marker), text, re.S)
+    assert found, "docs/inventory.md lost its block %s" % marker
+    return found.group(1)
+
+
+def test_the_refusal_and_the_warning_docs_show_are_what_the_render_prints(tmp_path):
+    """docs/inventory.md, "What a refusal looks like": its group_vars file, rendered by the real playbook from the
+    inventory's directory, prints each of its problem lines once; fixed as the page says, the summary's warning."""
+    hosts = {"all": {"children": {"slurmctld": {"hosts": {"head": None}},
+                                  "slurmd": {"children": {"gpu": {"hosts": {"gpu-[01:08]": None}}}}}}}
+    write_inventory(tmp_path, hosts)
+    (tmp_path / "group_vars").mkdir()
+    sample = doc_block("refusal-sample:inventory")
+    (tmp_path / "group_vars" / "gpu.yml").write_text(sample)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+
+    def run():
+        proc = subprocess.run([testpaths.ANSIBLE_PLAYBOOK, "hpc.slurm_gres.render_gres", "-i", "hosts.yml",
+                               "-e", "hpc_gres_render_dir=out"], cwd=str(tmp_path), env=env, check=False,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return proc.returncode, " ".join(proc.stdout.split()).replace("''", "'")
+    rc, out = run()
+    assert rc != 0 and not (tmp_path / "out").exists(), out
+    msg, head, *problems = doc_block("refusal-sample:output").splitlines()
+    assert head == "problems:" and msg.startswith("msg: ") and msg[5:] in out, out
+    assert "(%d problems," % len(problems) in msg
+    for line in problems:
+        assert line.startswith("- ") and out.count(" ".join(line[2:].split())) == 1, (line, out)
+    fixed = sample.replace("tpye", "type").replace("\\nState=DRAIN", "").replace(
+        '  - {index: 1, type: a100, cores: "32-95"}', '  - {index: 1, type: a1OO, cores: "32-63"}')
+    assert "`- {index: 1, type: a1OO, cores: \"32-63\"}`" in open(os.path.join(ROOT, "docs", "inventory.md")).read()
+    (tmp_path / "group_vars" / "gpu.yml").write_text(fixed)
+    rc, out = run()
+    assert rc == 0, out
+    (warning,) = doc_block("refusal-sample:warning").splitlines()
+    assert out.count(" ".join(warning.split())) == 1, (warning, out)
