@@ -307,7 +307,10 @@ def gres_types(col, host, value):
     if isinstance(value, str):
         value = [v for v in value.split(",") if v]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and _GRES_NAME_RE.match(v) for v in value):
-        col.add(host, "hpc_gres_types", "a list of GRES names (gpu, mps, shard, bandwidth, ...)", describe(value))
+        bad = [v for v in value if isinstance(v, str) and not _GRES_NAME_RE.match(v)] if isinstance(
+            value, (list, tuple)) else []
+        col.add(host, "hpc_gres_types", "a list of GRES names (gpu, mps, shard, bandwidth, ...: letters, digits, "
+                "'_')", describe_chars(bad[0], r"[A-Za-z0-9_]") if bad else describe(value))
         return []
     out = []
     for name in value:

@@ -244,3 +244,17 @@ def test_cluster_names_slurm_takes(name, ok):
     else:
         assert any("hpc_gres_cluster_name: expected a cluster name" in p
                    for p in problems({"n1": {}}, hpc_gres_cluster_name=name))
+
+
+@pytest.mark.parametrize("value, named", [
+    ("rack 12\nState=DRAIN", "'rack 12\\nState=DRAIN' (contains a newline) (a newline would start a new line"),
+    ('say "hi"', "'say \"hi\"' (contains '\"')"),
+    ("bad#disk", "(contains '#' (starts a comment in Slurm files)) (Slurm drops everything from '#'"),
+    ("C:\\temp", "(contains '\\' (Slurm's escape and line continuation))"),
+])
+def test_a_node_option_value_is_refused_naming_the_character_that_makes_it_unsafe(value, named):
+    """Issue 25: "expected a string or integer, found '...' (string)" contradicted itself; the refusal names the
+    character, and a value with '"' or '\\' no longer fails while the file is written."""
+    (found,) = problems({"n1": {"hpc_gres_node_options": {"Reason": value}}})
+    assert found.startswith("host n1: hpc_gres_node_options.Reason: expected printable ASCII without '\"', '#' or "
+                            "'\\', found ") and named in found, found
