@@ -81,8 +81,8 @@ def tree_lines(written, check_mode=False):
     """What writing the render directory did (file_tree.apply_owned_tree's result), for the summary: the counts,
     then each file removed because the render no longer writes it (a node taken out of the inventory)."""
     removed = written.get("removed") or []
-    counts = "%d changed, %d unchanged, %d removed, in %s" % (len(written["written"]), written["unchanged"],
-                                                             len(removed), written["dest"])
+    counts = "%d changed, %d unchanged, %d removed, in %s" % (
+        len(written["written"]), written["unchanged"], len(removed), written["dest"])
     if check_mode:
         lines = ["check mode, nothing written: " + counts.replace(" changed", " would change", 1)
                  .replace(" removed", " would be removed", 1)]

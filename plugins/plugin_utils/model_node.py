@@ -225,11 +225,11 @@ def _gpu_type(col, host, field, gtype, index=None):
             # a site may name its types as it likes; a slip (h1OO) would still render and schedule as a type of its
             # own, so say so, without refusing
             near = gpu_types.nearest_types(gtype)
+            found = repr(str(gtype)) + (" on GPU %s" % index if index is not None else "")
+            hint = "ignore this for a name of your own"
             col.warn(host, field + ".type", "a type that names a GPU model the collection knows "
-                     "(module_utils/nvidia/gpu_types.py)", "%r%s" % (str(gtype), " on GPU %s" % index
-                                                                    if index is not None else ""),
-                     "nearest known: %s; ignore this for a name of your own" % ", ".join(near) if near else
-                     "ignore this for a name of your own")
+                     "(module_utils/nvidia/gpu_types.py)", found,
+                     "nearest known: %s; %s" % (", ".join(near), hint) if near else hint)
         return str(gtype)
     return None
 

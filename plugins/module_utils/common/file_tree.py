@@ -306,8 +306,8 @@ def read_manifest(dest, name=MANIFEST):
         try:
             listed.append(check_relpath(line))
         except TreeError as exc:
-            raise TreeError("%s line %d: %s (remove the line, or the file to keep every old file)" % (path, number,
-                                                                                                 exc))
+            raise TreeError("%s line %d: %s (remove the line, or the file to keep every old file)"
+                            % (path, number, exc))
     return listed
 
 
