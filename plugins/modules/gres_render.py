@@ -15,6 +15,11 @@ description:
     C(hpc_gres_cgroup_conf_options)), validates them, renders C(slurm.conf), C(cgroup.conf) and one C(gres.conf) per
     GPU node, parses them back and proves per node and GPU type that the counts agree. Any problem fails the task
     before anything is written; every message names the host, the field, what was expected and what was found.
+  - A refusal lists each problem once (RV(problems)), with the hosts it applies to as one hostlist
+    (C(hosts gpu-[01-08]) before the field) and, where an inventory file holds the value the hosts have, that file and line
+    (C(defined in group_vars/gpu.yml:7)), read from the C(host_vars) and C(group_vars) files beside the inventory
+    sources and the playbook, and from the C(vars) of YAML inventory files. A value no such file holds as it is (C(-e), a template's
+    result, a vaulted value) is named without a file. C(msg) is one short line.
   - The files follow the rules of the Slurm release in C(hpc_gres_slurm_version) (V(22.05) to V(26.05); unset, the default
     release, and the summary says so); hostlist forms its parser reads, its AutoDetect modes, GPU C(Cores=) on
     socket boundaries from 24.11 (refused; a warning for older releases). The rules are one table,
@@ -24,12 +29,18 @@ description:
     C(mig), what their MIG layouts and live gres.conf need (RV(mig_nodes)).
   - With O(dest), writes the tree there on the controller, all or nothing, touching only files whose content or
     mode differs (render-only mode); the files are then not returned unless O(return_files) is set.
+  - The render owns only the files it wrote in O(dest); it lists them in O(dest)C(/.hpc_gres_render_files). A file
+    listed there that the render no longer writes (the C(gres.conf) of a node taken out of the inventory, the
+    C(gres.conf) of configless mode after a switch to files mode) is removed, with the folders it leaves empty;
+    RV(removed) names them. A file that list does not name is never touched, nor one reached through a symbolic
+    link. Check mode reports what would be removed and removes nothing; diff mode shows each removed file.
   - Runs entirely on the controller and contacts no host.
 options:
   dest:
     description:
       - Directory on the controller to write C(slurm.conf), C(cgroup.conf) and C(<node>/gres.conf) into; created if
-        missing. Files under it that are not rendered are left alone.
+        missing. Files under it that the render did not write are left alone; those it wrote and no longer renders
+        are removed (see the description).
     type: path
   mode:
     description: Permissions of the written files.
@@ -59,16 +70,17 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Renders and proves as usual; with O(dest), reports the files that would change and writes nothing.
+    description: Renders and proves as usual; with O(dest), reports the files that would change or be removed and
+      writes or removes nothing.
   diff_mode:
     support: full
-    description: With O(dest), the before and after text of every file that changes.
+    description: With O(dest), the before and after text of every file that changes or is removed.
 notes:
   - Use it once, on the controller (a play on C(localhost), or C(run_once)), and read its registered result from
     there; the roles C(hpc.slurm_gres.hpc_gres_slurmd), C(hpc.slurm_gres.hpc_gres_verify) and
     C(hpc.slurm_gres.hpc_gres_slurmctld) take the files and node names from C(hpc_gres_render_result) of
     C(localhost) by default.
-  - A new cluster-wide variable is one entry of C(CLUSTER_VARS) in C(plugins/plugin_utils/model.py).
+  - A new cluster-wide variable is one entry of C(CLUSTER_VARS) in C(plugins/plugin_utils/model_schema.py).
 seealso:
   - module: hpc.slurm_gres.gres_verify
   - module: hpc.slurm_gres.config_tree
@@ -138,9 +150,18 @@ unchanged:
   description: Number of files that already had the wanted content and mode.
   returned: when O(dest) is set
   type: int
+removed:
+  description: Relative paths the render wrote before and no longer writes, removed (in check mode, to be removed).
+  returned: when O(dest) is set
+  type: list
+  elements: str
 problems:
-  description: Every inventory problem, one line each, when the task fails for them.
+  description:
+    - Every inventory problem once, one line each (ended by a newline, so that the YAML callback prints it as a
+      block), naming its hosts as a hostlist and, where known, the inventory file and line of its value.
   returned: failure
   type: list
   elements: str
+  sample: ["hosts gpu-[01-08]: hpc_gres_gpus[0].tpye: expected a GPU key (index, type, ...), found unknown key
+    'tpye' (did you mean type?); defined in inventories/prod/group_vars/gpu.yml:7\n"]
 """

@@ -48,7 +48,8 @@ def mig_node(model, node):
     }
 
 
-def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None):
+def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None, into=None,
+                   where=None):
     """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes", "config_mode",
     "include_file", "health"}``.
 
@@ -56,9 +57,10 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
     ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
     instead: that host with the layout the inventory declares, every host in ``live`` (``{host: {gpu index:
     [profiles] or None}}``) with the layout its GPUs have now, and no guide (a step is not what users get).
+    ``into`` and ``where`` as ``model_from_inventory`` takes them (the warnings are located with ``where``).
     Raises GresError (inventory, guide directory or proof) or TypeError (bad arguments).
     """
-    model = model_from_inventory(hostvars, groups, cluster, cluster_host)
+    model = model_from_inventory(hostvars, groups, cluster, cluster_host, into=into, where=where)
     if mig_step is not None:
         model = step_model(model, mig_step, live or {})
     files = render_all(model)
@@ -76,3 +78,19 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
         # the GPU health check the deploy installs and wires (docs/health.md)
         "health": deploy_health(model["health"]),
     }
+
+
+def tree_lines(written, check_mode=False):
+    """What writing the render directory did (file_tree.apply_owned_tree's result), for the summary: the counts,
+    then each file removed because the render no longer writes it (a node taken out of the inventory)."""
+    removed = written.get("removed") or []
+    counts = "%d changed, %d unchanged, %d removed, in %s" % (
+        len(written["written"]), written["unchanged"], len(removed), written["dest"])
+    if check_mode:
+        lines = ["check mode, nothing written: " + counts.replace(" changed", " would change", 1)
+                 .replace(" removed", " would be removed", 1)]
+    else:
+        lines = ["written: " + counts]
+    lines.extend("%s: %s (the render no longer writes it)" % ("would remove" if check_mode else "removed", rel)
+                 for rel in removed)
+    return lines

@@ -16,6 +16,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CTLD_GROUP, MAX_PROBLEMS, SLURMD_GROUP
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import message_key
 
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
@@ -80,14 +81,19 @@ def _read_schema_hostvars(hostvars, hosts, wanted):
     cache = {}
     result = {}
     problems = []
+    # one template failing in group_vars fails on every host of the group: read on while the distinct problems
+    # are few, so the refusal names every host (problem_report groups them)
+    distinct = set()
     for host in hosts:
+        before = len(problems)
         try:
             result[host] = _host_schema_vars(hostvars, host, wanted, cache, problems)
         except Exception as exc:  # Ansible's loading raises many types; each message names its cause
             result[host] = {}
             problems.append(Problem(host, "vars", "variables Ansible can load (every vars file a mapping)",
                                     _one_line(exc)))
-        if len(problems) >= MAX_PROBLEMS:
+        distinct.update(message_key(p) for p in problems[before:])
+        if len(distinct) >= MAX_PROBLEMS:
             break
     return result, problems
 
@@ -135,10 +141,12 @@ def _schema_var(name):
     return namespace.ours(name)
 
 
-def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost"):
+def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost", into=None, where=None):
     """Read only the schema variables of every inventory host and build the model.
 
     ``hostvars``/``groups`` as a play sees them; ``cluster``: the cluster-wide variables (``model.CLUSTER_VARS``).
+    ``into``: a dict that receives ``{host: {variable: plain value}}`` as read (what a refusal locates in the
+    inventory files, var_origin.py); ``where(host, field)`` locates the warnings (problem_report.report_lines).
     Raises GresError on inventory problems, TypeError when ``groups`` or ``cluster`` is not a mapping.
     """
     if not isinstance(groups, Mapping):
@@ -153,9 +161,12 @@ def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost
                 hosts.append(host)
                 known.add(host)
     extracted, load_problems = _read_schema_hostvars(hostvars, hosts, _schema_var)
+    if into is not None:
+        into.update(extracted)
     plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
     try:
-        model = build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host))
+        model = build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host),
+                                    where=where)
     except GresError as exc:
         if not load_problems:
             raise

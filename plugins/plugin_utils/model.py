@@ -35,6 +35,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_node import (
     socket_boundary_setting,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import Collector, plain
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import report_lines
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import (
     CLUSTER_VARS,
     CTLD_GROUP,
@@ -46,14 +47,15 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import
 )
 
 
-def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
+def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", where=None):
     """Validate the inventory and return the cluster model.
 
     ``hostvars``: {inventory host: {var: value}} holding at least the variables in HOST_VARS that are set
     (other keys are ignored unless they are in the collection's namespace, then they must be known).
     ``groups``: {group: [hosts]} as Ansible's ``groups`` (``slurmd`` and ``slurmctld`` with all descendants).
     ``cluster``: the cluster-wide variables (keys of CLUSTER_VARS; missing ones take their defaults).
-    ``cluster_host`` names the host reported for problems in cluster-wide variables.
+    ``cluster_host`` names the host reported for problems in cluster-wide variables. ``where(host, field)``: the
+    inventory file a warning's value comes from, or None (problem_report).
     Raises GresError listing every problem found.
     """
     col = Collector()
@@ -158,7 +160,8 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost"):
         "accounting_gpu_tres": bool(gpu_tres),
         "slurm_version": version,
         "cluster_host": str(cluster_host),
-        "warnings": [str(w) for w in col.warnings],
+        # each warning once, with the hosts it applies to (problem_report)
+        "warnings": report_lines(col.warnings, where),
     }
     model["config_mode"], model["include_file"], model["health"] = mode, include, health
     check_max_node_count(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"), model["settings"]["slurm_conf"],

@@ -50,7 +50,7 @@ def cluster_name_problem(value):
 def cluster_name(col, host, value):
     problem = cluster_name_problem(value)
     if problem:
-        col.add(host, "hpc_gres_cluster_name", problem, describe(value))
+        col.add(host, "hpc_gres_cluster_name", problem, model_gres.describe_chars(value, r"[A-Za-z0-9!$-<>-\[\]-~]"))
         return "cluster"
     return str(value)
 
@@ -97,7 +97,7 @@ def config_mode(col, host, cluster, nodes):
     if not isinstance(include, str) or not re.match(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", include) or (
             ".." in include.split("/")) or include in ("slurm.conf", "gres.conf", "cgroup.conf"):
         col.add(host, "hpc_gres_include_file", "a file name relative to the Slurm config directory, not "
-                "slurm.conf, gres.conf or cgroup.conf", describe(include))
+                "slurm.conf, gres.conf or cgroup.conf", model_gres.describe_chars(include, r"[A-Za-z0-9_./-]"))
         include = CLUSTER_VARS["hpc_gres_include_file"]
     if mode != "files":
         why = {"configless": "each MIG node completes its own gres.conf lines, and configless nodes get gres.conf "

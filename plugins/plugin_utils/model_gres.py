@@ -7,13 +7,18 @@ inventory that passes renders files slurmd reads exactly as written.
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_count
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import GRES_COUNT_MAX
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import (
+    GRES_COUNT_MAX,
+    bad_characters,
+    check_option_value,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     ENV_FLAGS,
     SHARED_NAMES,
     links_valid,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import did_you_mean
 
 # gres.conf Flags= words (22.05-26.05); slurmd matches them as substrings, the model wants them exact.
 FLAG_WORDS = ENV_FLAGS + ("no_gpu_env",) + ("CountOnly", "one_sharing", "all_sharing", "explicit")
@@ -46,6 +51,16 @@ def describe(value):
     return "%r (%s)" % (value, type(value).__name__)
 
 
+def describe_chars(value, allowed):
+    """``describe``, naming the characters of a string outside ``allowed`` (a one-character regex class) that make
+    it unsafe: ``'rack 12\\nState=DRAIN' (string, contains a newline)``."""
+    if isinstance(value, str):
+        bad = bad_characters(value, re.compile(allowed))
+        if bad:
+            return "%r (string, contains %s)" % (value, bad)
+    return describe(value)
+
+
 def flags_value(col, host, field, value):
     """Flags as a list of exact flag words (a list, or a comma-separated string); None after a problem."""
     words = value.split(",") if isinstance(value, str) else value
@@ -56,7 +71,8 @@ def flags_value(col, host, field, value):
     for word in words:
         canon = _FLAG_CANON.get(word.strip().lower())
         if canon is None:
-            col.add(host, field, "gres.conf flags (%s)" % ", ".join(FLAG_WORDS), "unknown flag %r" % word)
+            col.add(host, field, "gres.conf flags (%s)" % ", ".join(FLAG_WORDS), "unknown flag %r" % word,
+                    did_you_mean(word.strip(), FLAG_WORDS))
             return None
         if canon not in out:
             out.append(canon)
@@ -102,7 +118,7 @@ def links_text(col, host, field, value):
     if isinstance(value, str) and links_valid(value.replace(" ", "")):
         return value.replace(" ", "")
     col.add(host, field, "a Links list of integers -2..1023 with exactly one -1 (this GPU), e.g. \"-1,0,2,2\"",
-            describe(value), "slurmd ignores an invalid Links= (gres.conf: Ignoring invalid Links)")
+            describe_chars(value, r"[-0-9, ]"), "slurmd ignores an invalid Links= (gres.conf: Ignoring invalid Links)")
     return None
 
 
@@ -119,7 +135,8 @@ def count_value(col, host, field, value):
             count = 0
         if count >= 1:
             return count, value.strip()
-    col.add(host, field, "a count >= 1 (integer, or with a K/M/G/T/P suffix such as 4G)", describe(value))
+    col.add(host, field, "a count >= 1 (integer, or with a K/M/G/T/P suffix such as 4G)",
+            describe_chars(value, r"[0-9A-Za-z ]"))
     return None
 
 
@@ -128,7 +145,7 @@ def gpu_device_file(col, host, field, value):
     one entry is one GPU), not /dev/nvidiaN (that is ``minor``). None after a problem."""
     if not isinstance(value, str) or not _DEVICE_FILE_RE.match(value) or "/../" in value + "/":
         col.add(host, field, "one device file as an absolute path such as /dev/nvidia-caps/nvidia-cap30 "
-                "(letters, digits, '/', '.', '_', '+', ':', '-')", describe(value),
+                "(letters, digits, '/', '.', '_', '+', ':', '-')", describe_chars(value, r"[A-Za-z0-9_./+:-]"),
                 "one GPU entry per device file: write a GPU entry for each file of a range")
         return None
     if re.match(r"^/dev/nvidia\d+$", value):
@@ -141,7 +158,7 @@ def gpu_device_file(col, host, field, value):
 def _file_list(col, host, field, value):
     if not isinstance(value, str) or not _PATH_RE.match(value):
         col.add(host, field, "device file(s) as an absolute path or hostlist expression (/dev/mic[0-1])",
-                describe(value))
+                describe_chars(value, r"[A-Za-z0-9_./\[\],-]"))
         return None
     try:
         return hostlist.expand_hostlist(value, allow_duplicates=True)
@@ -162,7 +179,7 @@ def keyed_entries(col, host, var, value, keys, what, example):
             continue
         for key in sorted(set(entry) - set(keys), key=str):
             col.add(host, "%s.%s" % (field, key), "a %s key (%s)" % (what.split()[0], ", ".join(keys)),
-                    "unknown key %r" % key)
+                    "unknown key %r" % key, did_you_mean(key, keys))
         yield i, field, entry
 
 
@@ -177,7 +194,7 @@ def generic_gres(col, host, value, cores_fn):
                "file": None, "cores": None, "flags": None}
         name = entry.get("name")
         if not isinstance(name, str) or not _GRES_NAME_RE.match(name):
-            col.add(host, field + ".name", "a GRES name (letters, digits, '_')", describe(name))
+            col.add(host, field + ".name", "a GRES name (letters, digits, '_')", describe_chars(name, r"[A-Za-z0-9_]"))
             continue
         if name.lower() in ("gpu",) + SHARED_NAMES:
             col.add(host, field + ".name", "a GRES other than gpu, shard and mps",
@@ -187,7 +204,8 @@ def generic_gres(col, host, value, cores_fn):
         gtype = entry.get("type")
         if gtype is not None:
             if not isinstance(gtype, str) or not _TYPE_RE.match(gtype):
-                col.add(host, field + ".type", "a GRES type (letters, digits, '_', '.', '-', '+')", describe(gtype))
+                col.add(host, field + ".type", "a GRES type (letters, digits, '_', '.', '-', '+')",
+                        describe_chars(gtype, r"[A-Za-z0-9_.+-]"))
             else:
                 rec["type"] = str(gtype)
         if entry.get("file") is not None:
@@ -260,14 +278,19 @@ def node_options(col, host, value):
         canon = _NODE_OPTION_CANON.get(low)
         if canon is None:
             col.add(host, field, "a NodeName option (%s)" % ", ".join(sorted(_NODE_OPTION_CANON.values())),
-                    "unknown option %r" % key)
+                    "unknown option %r" % key, did_you_mean(key, sorted(_NODE_OPTION_CANON.values())))
             continue
         item = value[key]
-        if isinstance(item, bool) or not isinstance(item, (str, int)) or (
-                isinstance(item, str) and (not item.strip() or "\n" in item or "#" in item)):
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
             col.add(host, field, "a string or integer", describe(item))
             continue
-        out[canon] = str(item).strip() if isinstance(item, str) else str(item)
+        if isinstance(item, str):
+            # written "..." when it holds a space (Reason="rack 12"); what would end the value or the line is refused
+            # by name: a newline, '#', '"', '\\'
+            item = item.strip()
+            if not col.check(host, field, check_option_value(item, quoted_ok=True)):
+                continue
+        out[canon] = str(item)
     return out
 
 
@@ -284,7 +307,10 @@ def gres_types(col, host, value):
     if isinstance(value, str):
         value = [v for v in value.split(",") if v]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and _GRES_NAME_RE.match(v) for v in value):
-        col.add(host, "hpc_gres_types", "a list of GRES names (gpu, mps, shard, bandwidth, ...)", describe(value))
+        bad = [v for v in value if isinstance(v, str) and not _GRES_NAME_RE.match(v)] if isinstance(
+            value, (list, tuple)) else []
+        col.add(host, "hpc_gres_types", "a list of GRES names (gpu, mps, shard, bandwidth, ...: letters, digits, "
+                "'_')", describe_chars(bad[0], r"[A-Za-z0-9_]") if bad else describe(value))
         return []
     out = []
     for name in value:

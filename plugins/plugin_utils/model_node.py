@@ -5,9 +5,10 @@
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import MAX_VALUES, format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import short_name
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import gpu_types
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import options, values, versions
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe, did_you_mean
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import (
     AUTODETECT_CHOICES,
     GPU_KEYS,
@@ -116,8 +117,11 @@ def build_node(col, host, hv, version, boundary=None):
     if cached is not None and cached[0] is gpus_raw:
         gpus = [dict(g, mig=list(g["mig"]) if g["mig"] else g["mig"]) for g in cached[1]]
         gpu_counts = [dict(g) for g in cached[2]]
+        for warning in cached[3]:  # the same list warns on every host that has it
+            col.warn(host, warning.field, warning.expected, warning.found, warning.hint)
     else:
         mark = col.count
+        warned = len(col.warnings)
         whole = [(i, e) for i, e in enumerate(gpus_raw) if not (isinstance(e, dict) and "count" in e)]
         counted = [(i, e) for i, e in enumerate(gpus_raw) if isinstance(e, dict) and "count" in e]
         gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in whole]
@@ -127,10 +131,15 @@ def build_node(col, host, hv, version, boundary=None):
         model_gres.check_env_flags(col, host, lambda pos: "hpc_gres_gpus[%d]" % pos,
                                    [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
                                    + [(counted[k][0], g) for k, g in enumerate(gpu_counts)])
+        # a GPU whose type key is misspelt (tpye) is already refused for it: not also as the one untyped GPU
+        slips = {id(gpus[k]) for k, (_unused, e) in enumerate(whole) if isinstance(e, dict) and "type" not in e
+                 and any(did_you_mean(key, GPU_KEYS) == "did you mean type?" for key in e if key not in GPU_KEYS)}
         gpus = [gpus[k] for k in order]
-        _check_gpu_kinds(col, host, gpus, gpu_counts, [i for i, _unused in counted])
+        _check_gpu_kinds(col, host, [g for g in gpus if id(g) not in slips], gpu_counts,
+                         [i for i, _unused in counted])
         if col.count == mark and (gpus or gpu_counts):
-            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts])
+            col.gpu_cache[cache_key] = (gpus_raw, [dict(g) for g in gpus], [dict(g) for g in gpu_counts],
+                                        list(col.warnings[warned:]))
     shards = model_gres.shared_count(col, host, "hpc_gres_node_shards", hv.get("hpc_gres_node_shards"))
     mps = model_gres.shared_count(col, host, "hpc_gres_node_mps", hv.get("hpc_gres_node_mps"))
     for var, count, key in (("hpc_gres_node_shards", shards, "shards"), ("hpc_gres_node_mps", mps, "mps")):
@@ -204,7 +213,7 @@ def _build_gpu_count(col, host, i, entry, layout, core_count):
     return group
 
 
-def _gpu_type(col, host, field, gtype):
+def _gpu_type(col, host, field, gtype, index=None):
     """The GPU's GRES type, or None for an untyped GPU (no type given)."""
     if gtype is None:
         return None
@@ -212,6 +221,15 @@ def _gpu_type(col, host, field, gtype):
         hint = values.gres_type_reads_as_count(gtype)
         if hint:
             col.warn(host, field + ".type", "a GPU type that does not read as a count", repr(gtype), hint)
+        if not gpu_types.known_type(gtype):
+            # a site may name its types as it likes; a slip (h1OO) would still render and schedule as a type of its
+            # own, so say so, without refusing
+            near = gpu_types.nearest_types(gtype)
+            found = repr(str(gtype)) + (" on GPU %s" % index if index is not None else "")
+            hint = "ignore this for a name of your own"
+            col.warn(host, field + ".type", "a type that names a GPU model the collection knows "
+                     "(module_utils/nvidia/gpu_types.py)", found,
+                     "nearest known: %s; %s" % (", ".join(near), hint) if near else hint)
         return str(gtype)
     return None
 
@@ -241,14 +259,15 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         col.add(host, field, "a mapping like {index: 0, type: a100}", describe(entry))
         return gpu
     for key in sorted(set(entry) - set(GPU_KEYS), key=str):
-        col.add(host, "%s.%s" % (field, key), "a GPU key (%s)" % ", ".join(GPU_KEYS), "unknown key %r" % key)
+        col.add(host, "%s.%s" % (field, key), "a GPU key (%s)" % ", ".join(GPU_KEYS), "unknown key %r" % key,
+                did_you_mean(key, GPU_KEYS))
     if "index" not in entry:
         col.add(host, field + ".index", "the nvidia-smi index of the GPU (integer 0-%d)" % values.GPU_MINOR_MAX,
                 "no index", "or count: N for GPUs AutoDetect finds")
     else:
         gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0, values.GPU_MINOR_MAX,
                                      note="the nvidia-smi index of the GPU")
-    gpu["type"] = _gpu_type(col, host, field, entry.get("type"))
+    gpu["type"] = _gpu_type(col, host, field, entry.get("type"), gpu["index"])
     if entry.get("file") is not None:
         gpu["file"] = model_gres.gpu_device_file(col, host, field + ".file", entry["file"])
         if entry.get("minor") is not None:
@@ -266,7 +285,8 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         if isinstance(model, str) and model.strip() and values.check_option_value(model, quoted_ok=True) is None:
             gpu["model"] = str(model)
         else:
-            col.add(host, field + ".model", "a GPU model name such as A100-80GB (printable ASCII)", describe(model))
+            col.add(host, field + ".model", "a GPU model name such as A100-80GB (printable ASCII without '\"', '#' "
+                    "or '\\')", model_gres.describe_chars(model, r'[ !$-\[\]-~]'))
     if entry.get("shards") is not None:
         gpu["shards"] = col.int_value(host, field + ".shards", entry["shards"], 1, values.GRES_COUNT_MAX,
                                       note="shards on this GPU")

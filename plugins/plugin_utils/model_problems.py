@@ -1,9 +1,12 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Collecting the problems of an inventory: every one names host, field, expected and found."""
+import difflib
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import values
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import MAX_PROBLEMS
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import message_key
 
 
 def plain(value):
@@ -26,6 +29,12 @@ def plain(value):
 describe = values.describe
 
 
+def did_you_mean(word, choices):
+    """The hint for a misspelt key (``tpye``): the closest of ``choices``, or None."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return "did you mean %s?" % close[0] if close else None
+
+
 class Collector(object):
     def __init__(self):
         self.problems = []
@@ -35,6 +44,7 @@ class Collector(object):
         self.cores_cache = {}
         self.boundary_cache = {}
         self.warnings = []
+        self.kept = set()
 
     def add(self, host, field, expected, found, hint=None):
         self.extend([Problem(host, field, expected, found, hint)])
@@ -43,17 +53,21 @@ class Collector(object):
         self.warnings.append(Problem(host, field, expected, found, hint))
 
     def extend(self, problems):
+        """Keep every problem whose message (problem_report.message_key) is among the first MAX_PROBLEMS distinct
+        ones: a mistake in group_vars is one problem on every host of the group, and the refusal names them all."""
         for problem in problems:
             self.count += 1
-            if len(self.problems) < MAX_PROBLEMS:
+            key = message_key(problem)
+            if key in self.kept or len(self.kept) < MAX_PROBLEMS:
+                self.kept.add(key)
                 self.problems.append(problem)
 
     def result(self):
-        """The problems to raise: the first MAX_PROBLEMS, and a last one that says how many more there were."""
+        """The problems to raise, and a last one that says how many more there were when some were left out."""
         if self.count > len(self.problems):
             last = self.problems[-1]
-            return self.problems + [Problem(last.host, last.field, "at most %d problems listed" % MAX_PROBLEMS,
-                                            "%d more not shown" % (self.count - len(self.problems)),
+            return self.problems + [Problem(last.host, last.field, "at most %d distinct problems listed"
+                                            % MAX_PROBLEMS, "%d more not shown" % (self.count - len(self.problems)),
                                             "fix these and run again")]
         return self.problems
 

@@ -157,7 +157,7 @@ def _slurm_conf(model):
     names = gres_types(model, elements)
     if names:
         out.blank()
-        out.comment("Generic resources: every node's Gres= below is proven equal to its gres.conf")
+        out.comment(_gres_proof_comment(model))
         out.line([("GresTypes", ",".join(names), (cluster_host, "hpc_gres_types"))])
     if uses_slurmdbd(model):
         if tres:
@@ -171,6 +171,27 @@ def _slurm_conf(model):
                         "AccountingStorageType=accounting_storage/slurmdbd is set in hpc_gres_slurm_conf_options.")
     _nodes_and_partitions(out, model, elements)
     return out
+
+
+def _gres_proof_comment(model):
+    """What the render proved of Gres=: all of it, or all but the MIG instances whose gres.conf lines the node
+    completes (named, with who writes them)."""
+    by_deploy, by_slurmd = [], []
+    for node in model["nodes"]:
+        if gres_conf.deferred_gres(gres_spec(model, node)):
+            (by_slurmd if node_autodetect(model, node) == "nvml" else by_deploy).append(node["name"])
+    text = "Generic resources: every node's Gres= below is proven equal to its gres.conf"
+    if not (by_deploy or by_slurmd):
+        return text
+    version = target_version(model)
+    parts = []
+    if by_deploy:
+        parts.append("their gres.conf lines are written on %s by the deploy,\nfrom the node's live MIG devices, and "
+                     "proven against this file there" % hostlist_expr(by_deploy, version))
+    if by_slurmd:
+        parts.append("on %s slurmd finds them (AutoDetect=nvml),\nand gres.conf has no lines for them"
+                     % hostlist_expr(by_slurmd, version))
+    return text + ", but for MIG instances.\nThey are counted from the inventory's layouts; %s." % "; ".join(parts)
 
 
 def _nodes_and_partitions(out, model, elements=None):

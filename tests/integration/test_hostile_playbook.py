@@ -59,6 +59,9 @@ def test_every_hostile_value_is_refused_naming_host_and_field_and_nothing_is_wri
     missing = [e for e in expected if e not in out]
     assert not missing, "refusals not reported: %s\n%s" % (missing, out)
     assert not os.path.exists(dest)
+    # each value is in a file of the inventory: the refusal names it (the line of the GPU entry's cores)
+    assert "found '0-100000000' (string) (value 100000000 above 65535); defined in %s:7" % (
+        tmp_path / "inv" / "host_vars" / "gpu02.lab.yml") in out, out
 
 
 def test_1_identical_suffixed_nodes_render_files_slurmd_reads(tmp_path):

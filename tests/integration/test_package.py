@@ -17,6 +17,8 @@ import yaml
 import testpaths
 from render_helpers import write_inventory
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import MANIFEST, manifest_text
+
 ROOT = testpaths.ROOT
 GALAXY = yaml.safe_load(open(os.path.join(ROOT, "galaxy.yml")))
 ROLES = sorted(os.listdir(os.path.join(ROOT, "roles")))
@@ -84,6 +86,7 @@ def golden_example():
     for name, golden in (("USERS.md", "example.md"), ("USERS.motd", "example.motd")):
         with open(os.path.join(GOLDEN, "users_guide", golden), "rb") as handle:
             files[name] = handle.read()
+    files[MANIFEST] = manifest_text(files).encode()  # the render's list of the files it wrote
     return files
 
 
@@ -132,8 +135,8 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
     rc, out = playbook(package, "hpc.slurm_gres.render_gres", "-i", inventory,
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "out"))
     files = testpaths.read_tree(tmp_path / "out")
-    assert sorted(files) == ["USERS.md", "USERS.motd", "cgroup.conf", "n1/gres.conf", "n2/gres.conf", "n3/gres.conf",
-                             "slurm.conf"]
+    assert sorted(files) == [MANIFEST, "USERS.md", "USERS.motd", "cgroup.conf", "n1/gres.conf", "n2/gres.conf",
+                             "n3/gres.conf", "slurm.conf"]
     assert b"NodeName=n[1-3] Sockets=1 CoresPerSocket=8 ThreadsPerCore=1 Gres=gpu:l4:2\n" in files["slurm.conf"]
 
     bad = dict(node, hpc_gres_gpus=[{"index": 0, "type": "l4", "cores": "0-15"}])
@@ -142,6 +145,7 @@ def test_installed_collection_renders_a_new_inventory_and_refuses_a_bad_one(pack
                        "-e", "hpc_gres_render_dir=%s" % (tmp_path / "bad-out"), check=False)
     assert rc != 0
     assert "host n2: hpc_gres_gpus[0].cores: expected Slurm logical core indices within 0-7" in out
+    assert "defined in %s:" % os.path.join(tmp_path, "bad", "host_vars", "n2.yml") in out
     assert not (tmp_path / "bad-out").exists()
 
 

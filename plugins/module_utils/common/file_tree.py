@@ -279,3 +279,89 @@ def _read_text(dest, rel):
             return handle.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+# The render directory's record of what the render wrote there (hpc.slurm_gres.gres_render with dest): one relative
+# path a line. Only the files it lists are ever removed; everything else in the directory is the admin's.
+MANIFEST = ".hpc_gres_render_files"
+MANIFEST_HEADER = ("# The files hpc.slurm_gres's render wrote in this directory, one a line. The next render removes\n"
+                   "# those it no longer writes (a node taken out of the inventory) and leaves every other file alone.\n")
+
+
+def read_manifest(dest, name=MANIFEST):
+    """The relative paths a manifest lists (none when there is no manifest); TreeError for a manifest that is not
+    one (a line that is no relative path inside the tree, a file that is not text)."""
+    path = os.path.join(dest, name)
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeError) as exc:
+        raise TreeError("%s: expected the render's list of its files, cannot read it: %s" % (path, exc))
+    listed = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            listed.append(check_relpath(line))
+        except TreeError as exc:
+            raise TreeError("%s line %d: %s (remove the line, or the file to keep every old file)"
+                            % (path, number, exc))
+    return listed
+
+
+def manifest_text(files):
+    return MANIFEST_HEADER + "".join("%s\n" % rel for rel in sorted(files))
+
+
+def _inside(dest, rel):
+    """Whether ``dest/rel`` is a regular file reached through real directories only (no symbolic link on the way
+    can lead a removal out of the tree)."""
+    folder = dest
+    for part in rel.split("/")[:-1]:
+        folder = os.path.join(folder, part)
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return False
+        except OSError:
+            return False
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(dest, rel)).st_mode)
+    except OSError:
+        return False
+
+
+def apply_owned_tree(dest, files, mode, directory_mode, check_mode=False, diff=False, manifest=MANIFEST):
+    """``apply_tree`` for a directory this tree owns only in part: the files the manifest lists that ``files`` no
+    longer holds are removed (with the folders they leave empty), every other file is left alone, and the manifest
+    then lists ``files``. The result has the keys of ``apply_tree``, counting the rendered files only."""
+    dest = os.path.abspath(dest)
+    if manifest in files:
+        raise TreeError("file %s: the name of the render's own list of files" % manifest)
+    owned = read_manifest(dest, manifest) if os.path.isdir(dest) else []
+    absent = sorted(rel for rel in set(owned) - set(files) if _inside(dest, rel))
+    result = apply_tree(dest, dict(files, **{manifest: manifest_text(files)}), mode, directory_mode,
+                        check_mode=check_mode, diff=diff, absent=absent)
+    if manifest in result["written"]:
+        result["written"] = [rel for rel in result["written"] if rel != manifest]
+        result["diff"] = [d for d in result.get("diff") or () if not d["before_header"].endswith("/" + manifest)]
+        if not result["diff"]:
+            result.pop("diff")
+    else:
+        result["unchanged"] -= 1
+    result["files"] -= 1
+    if not check_mode:
+        for rel in result["removed"]:
+            _remove_empty_folders(dest, rel)
+    return result
+
+
+def _remove_empty_folders(dest, rel):
+    folder = os.path.dirname(rel)
+    while folder:
+        try:
+            os.rmdir(os.path.join(dest, folder))
+        except OSError:  # not empty (an admin's file), or gone already
+            return
+        folder = os.path.dirname(folder)

@@ -94,3 +94,33 @@ def classify(gpu_name, compiled):
     """Every type key whose pattern matches ``gpu_name`` (most specific first: longest key)."""
     hits = [key for key, rx in compiled.items() if rx.search(gpu_name or "")]
     return sorted(hits, key=lambda k: (-len(k), k))
+
+
+# Letters typed for the digits they look like: h1OO is meant as h100.
+_LOOKALIKE = str.maketrans({"o": "0"})
+
+
+def known_type(gres_type, patterns=None):
+    """Whether a GRES type names a GPU the tables know: it is a key of the tables (``a6000``), or a pattern finds
+    its model in it, read as a device name (``h100_pcie``, ``rtx_a6000``, ``tesla_v100``: '_' and '-' as spaces)."""
+    key = str(gres_type).lower()
+    table = patterns or DEFAULT_TYPE_PATTERNS
+    if key in table:
+        return True
+    as_name = re.sub(r"[_-]+", " ", key)
+    return any(re.search(pattern, as_name, re.IGNORECASE) for pattern in table.values())
+
+
+def nearest_types(gres_type, patterns=None, count=3):
+    """The known type names closest to ``gres_type`` (a letter O read as the digit 0 too), closest first."""
+    import difflib
+
+    names = sorted(patterns or DEFAULT_TYPE_PATTERNS)
+    key = str(gres_type).lower()
+    scores = {}
+    for candidate in (key, key.translate(_LOOKALIKE)):
+        for name in names:
+            ratio = difflib.SequenceMatcher(None, candidate, name).ratio()
+            if ratio >= 0.5:
+                scores[name] = max(scores.get(name, 0), ratio)
+    return sorted(scores, key=lambda name: (-scores[name], name))[:count]

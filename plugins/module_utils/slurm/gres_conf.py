@@ -21,7 +21,9 @@ same record); shard and mps lines cover runs of GPUs with equal counts (a node-w
 line when they have a File, Cores or Flags. A MIG GPU gets a comment naming it
 and, given the node's live facts (``hpc_gres_hw``), one ``MultipleFiles=`` line per live MIG device
 (``mig.render``); without them only the comment, and its instances are *deferred*: counted in slurm.conf,
-completed on the node. ``AutoDetect=nvml`` leaves MIG lines to slurmd, so they stay deferred there.
+completed on the node (the controller's copy says so in its header: a site that ships it as it is would leave the
+MIG instances out). ``AutoDetect=nvml`` leaves MIG lines to slurmd, so they stay deferred there. GPUs whose
+/dev/nvidiaN minors do not rise with the index get a comment that the File= order is meant.
 
 Lines are written through ``writer.ConfText`` (``node_gres_conftext``), so the controller can read the file back
 the way slurmd does and prove it says exactly what was meant, naming the inventory host and field of a difference.
@@ -75,6 +77,17 @@ def _runs(gpus, same):
     return runs
 
 
+def _out_of_minor_order(gpus):
+    """``index 2 is /dev/nvidia3, index 3 is /dev/nvidia2`` when the /dev/nvidiaN minors of whole GPUs (sorted by
+    index) do not rise with the index, else None."""
+    plain = [g for g in gpus if not g.get("file") and g.get("minor") is not None]
+    minors = [g["minor"] for g in plain]
+    if minors == sorted(minors):
+        return None
+    moved = ["index %d is %s%d" % (g["index"], DEVICE_PREFIX, g["minor"]) for g in plain if g["index"] != g["minor"]]
+    return ", ".join(moved[:4]) + (", ..." if len(moved) > 4 else "")
+
+
 def needs_gres_conf(node):
     """A node gets a gres.conf when it has GPUs, gres.conf-only GRES settings or its own AutoDetect."""
     return bool(node["gpus"] or node.get("gpu_counts") or node.get("autodetect") or any(
@@ -124,6 +137,13 @@ def node_gres_conftext(spec, live=None):
     out.comment("gres.conf for node %s (inventory host %s), cluster %s" % (name, host, spec["cluster_name"]))
     out.comment(GENERATED)
     out.comment("Cores= are Slurm logical core indices; Slurm numbers the GPUs in the order of these lines.")
+    mig = [g for g in gpus if g.get("mig")]
+    if mig and live is None and spec.get("autodetect") != "nvml":
+        out.comment("Not complete here: the %d MIG instances of GPU %s in slurm.conf's Gres= have no lines yet. The\n"
+                    "deploy (hpc.slurm_gres.deploy_gres) writes one MultipleFiles line per instance on the node, from\n"
+                    "its live GPU and compute instances, and proves the completed file against slurm.conf there;\n"
+                    "install that file, not this copy." % (sum(len(g["mig"]) for g in mig),
+                                                           ", ".join(str(g["index"]) for g in mig)))
     if spec["autodetect"] != "off" or node.get("autodetect"):
         field = "hpc_gres_node_autodetect" if node.get("autodetect") else "hpc_gres_autodetect"
         out.line([("NodeName", name), ("AutoDetect", spec["autodetect"])], (host, field))
@@ -135,6 +155,10 @@ def node_gres_conftext(spec, live=None):
     def same(a, b):
         return (a["type"], a["cores"], a.get("flags")) == (b["type"], b["cores"], b.get("flags")) and not (
             a.get("links") or b.get("links"))
+    out_of_order = _out_of_minor_order(whole)
+    if out_of_order:
+        out.comment("File= is out of /dev/nvidiaN order on purpose: the lines follow the nvidia-smi index (%s)."
+                    % out_of_order)
     for run in _runs(whole, same):
         field = "hpc_gres_gpus[%d]" % position[id(run[0])]
         pairs = [("NodeName", name, (host, "hpc_gres_node_name")), ("Name", "gpu")]
@@ -191,7 +215,7 @@ def node_gres_conftext(spec, live=None):
         if not gpu.get("mig"):
             continue
         if live is None:
-            where = "MultipleFiles lines are completed on the node"
+            where = "its MultipleFiles lines are written on the node by the deploy"
         elif gpu["index"] in blocks:
             where = "one MultipleFiles line per live MIG device"
         else:

@@ -67,7 +67,8 @@ def test_flags_are_exact_words_and_env_flags_agree():
     assert "NodeName=n1 Name=gpu Type=a File=/dev/nvidia[0-1] Flags=nvidia_gpu_env\n" in files["n1/gres.conf"]
     assert problems({"n1": {"hpc_gres_gpus": [{"index": 0, "flags": ["nvidia_gpu"]}]}}) == [
         "host n1: hpc_gres_gpus[0].flags: expected gres.conf flags (nvidia_gpu_env, amd_gpu_env, intel_gpu_env, "
-        "opencl_env, no_gpu_env, CountOnly, one_sharing, all_sharing, explicit), found unknown flag 'nvidia_gpu'"]
+        "opencl_env, no_gpu_env, CountOnly, one_sharing, all_sharing, explicit), found unknown flag 'nvidia_gpu' "
+        "(did you mean nvidia_gpu_env?)"]
     found = problems({"n1": {"hpc_gres_gpus": [
         {"index": 0, "flags": ["nvidia_gpu_env"]}, {"index": 1, "flags": ["amd_gpu_env"]}]}})
     assert "Flags does not match env flags for previous GRES" in found[0]
@@ -185,14 +186,14 @@ def test_node_options_render_on_the_node_line_and_owned_keys_are_refused():
 def test_cores_without_a_layout_are_written_as_given_with_a_warning():
     """A site's slurm.conf often gives only CPUs=: Cores= cannot be checked against a layout then; slurmd (and the
     node verification) judge them against the node's hardware."""
-    assert model({"n1": {"hpc_gres_gpus": [{"index": 0, "type": "a"}]}})["warnings"] == []
+    assert model({"n1": {"hpc_gres_gpus": [{"index": 0, "type": "a100"}]}})["warnings"] == []
     m = model({"n1": {"hpc_gres_node_options": {"CPUs": 8},
-                      "hpc_gres_gpus": [{"index": 0, "type": "a", "cores": "0-3"}]}})
+                      "hpc_gres_gpus": [{"index": 0, "type": "a100", "cores": "0-3"}]}})
     assert [str(w) for w in m["warnings"]] == [
         "host n1: hpc_gres_node_sockets: expected the node's CPU layout (sockets, cores_per_socket) on a node whose "
         "GRES have cores, found not set (Cores= are not checked here, only by the node verification against the "
         "node's hardware; see `slurmd -C` on the node)"]
-    assert "NodeName=n1 Name=gpu Type=a File=/dev/nvidia0 Cores=0-3\n" in render_all(m)["n1/gres.conf"]
+    assert "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-3\n" in render_all(m)["n1/gres.conf"]
 
 
 def test_shared_gres_with_mig_is_refused_for_mps_too():
@@ -249,3 +250,17 @@ def test_cluster_names_slurm_takes(name, ok):
     else:
         assert any("hpc_gres_cluster_name: expected a cluster name" in p
                    for p in problems({"n1": {}}, hpc_gres_cluster_name=name))
+
+
+@pytest.mark.parametrize("value, named", [
+    ("rack 12\nState=DRAIN", "'rack 12\\nState=DRAIN' (contains a newline) (a newline would start a new line"),
+    ('say "hi"', "'say \"hi\"' (contains '\"')"),
+    ("bad#disk", "(contains '#' (starts a comment in Slurm files)) (Slurm drops everything from '#'"),
+    ("C:\\temp", "(contains '\\' (Slurm's escape and line continuation))"),
+])
+def test_a_node_option_value_is_refused_naming_the_character_that_makes_it_unsafe(value, named):
+    """Issue 25: "expected a string or integer, found '...' (string)" contradicted itself; the refusal names the
+    character, and a value with '"' or '\\' no longer fails while the file is written."""
+    (found,) = problems({"n1": {"hpc_gres_node_options": {"Reason": value}}})
+    assert found.startswith("host n1: hpc_gres_node_options.Reason: expected printable ASCII without '\"', '#' or "
+                            "'\\', found ") and named in found, found

@@ -147,7 +147,7 @@ CASES = [
     ("autodetect true", set_cluster("hpc_gres_autodetect", True), "localhost", "hpc_gres_autodetect",
      "one of off, nvml, nvidia", "True (bool)"),
     ("cluster name", set_cluster("hpc_gres_cluster_name", "my cluster"), "localhost", "hpc_gres_cluster_name",
-     "a cluster name", "'my cluster' (string)"),
+     "a cluster name", "'my cluster' (string, contains a space)"),
     ("owned slurm.conf option", set_cluster("hpc_gres_slurm_conf_options", {"GresTypes": "gpu,mps"}), "localhost",
      "hpc_gres_slurm_conf_options.GresTypes", "an option the renderer does not derive", "GresTypes (derived from"),
     ("option value a dict", set_cluster("hpc_gres_slurm_conf_options", {"SlurmctldDebug": {"level": 3}}), "localhost",

@@ -87,13 +87,36 @@ def test_autodetect_adds_a_node_line_and_keeps_explicit_lines():
     assert "AutoDetect" not in text
 
 
+def test_an_out_of_order_file_line_says_that_it_is_meant_and_an_ordered_one_says_nothing():
+    text, _model = one_node([{"index": 0, "type": "a100", "minor": 1}, {"index": 1, "type": "a100", "minor": 0},
+                             {"index": 2, "type": "a100"}])
+    assert "# File= is out of /dev/nvidiaN order on purpose: the lines follow the nvidia-smi index (index 0 is " \
+           "/dev/nvidia1, index 1 is /dev/nvidia0).\nNodeName=n1 Name=gpu Type=a100 File=/dev/nvidia1\n" in text
+    text, _model = one_node([{"index": i, "type": "a100", "minor": i + 4} for i in range(4)])
+    assert "out of /dev/nvidiaN order" not in text and gres_lines(text) == [
+        "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[4-7]"]
+
+
+def test_with_autodetect_nvml_slurm_conf_says_that_slurmd_finds_the_mig_instances():
+    _text, model = one_node([{"index": 0, "type": "a100", "model": "A100-80GB", "mig": ["7g.80gb"]}],
+                            hpc_gres_autodetect="nvml")
+    assert "layouts; on n1 slurmd finds them (AutoDetect=nvml),\n# and gres.conf has no lines for them.\n" in \
+        render.render_slurm_conf(model)
+    assert "Not complete here" not in _text
+
+
 def test_mig_gpus_count_per_profile_in_slurm_conf_and_are_left_to_the_node_in_gres_conf():
     text, model = one_node([{"index": 0, "type": "a100"},
                             {"index": 1, "type": "a100", "model": "A100-80GB",
                              "mig": ["3g.40gb", "2g.20gb", "1g.10gb"]}])
     assert gres_lines(text) == ["NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0"]
-    assert "# MIG: GPU 1 (a100, /dev/nvidia1) 3g.40gb,2g.20gb,1g.10gb: MultipleFiles lines are " \
-           "completed on the node" in text
+    assert "# MIG: GPU 1 (a100, /dev/nvidia1) 3g.40gb,2g.20gb,1g.10gb: its MultipleFiles lines are written on the " \
+           "node by the deploy" in text
+    # the copy says that it is not the file to install, and slurm.conf does not claim more than was proven
+    assert "# Not complete here: the 3 MIG instances of GPU 1 in slurm.conf's Gres= have no lines yet." in text
+    assert ("# Generic resources: every node's Gres= below is proven equal to its gres.conf, but for MIG instances.\n"
+            "# They are counted from the inventory's layouts; their gres.conf lines are written on n1 by the deploy,\n"
+            "# from the node's live MIG devices, and proven against this file there.\n") in render.render_slurm_conf(model)
     slurm = render.render_slurm_conf(model)
     assert "Gres=gpu:a100:1,gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:1" in slurm
     assert render.deferred_gres(model) == {"n1": {"gpu:3g.40gb": 1, "gpu:2g.20gb": 1, "gpu:1g.10gb": 1}}

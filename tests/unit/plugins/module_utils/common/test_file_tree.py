@@ -157,3 +157,54 @@ def test_attributes_of_an_installed_file_and_whether_they_are_the_wanted_ones(tm
     # what cannot be compared here is left to config_tree on the node
     assert not attributes_match(attrs, "u=rw,g=r")
     assert not attributes_match(None, "0640")
+
+
+def test_the_render_directory_loses_the_files_the_render_no_longer_writes_and_keeps_every_other(tmp_path):
+    """apply_owned_tree: the manifest says which files are the render's; a dropped node's gres.conf goes (with its
+    folder when that is left empty), an admin's file stays, check mode and diff mode show the removal only."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import MANIFEST, apply_owned_tree
+
+    dest = tmp_path / "out"
+    first = apply_owned_tree(str(dest), FILES, "0644", "0755")
+    assert first["written"] == sorted(FILES) and first["removed"] == [] and first["files"] == len(FILES)
+    listed = [line for line in (dest / MANIFEST).read_text().splitlines() if not line.startswith("#")]
+    assert listed == sorted(FILES)
+    (dest / "site-notes.txt").write_text("the admin's\n")
+    (dest / "gpu-a02" / "rack.txt").write_text("the admin's too\n")
+    fewer = {k: v for k, v in FILES.items() if not k.startswith("gpu-a0")}
+    preview = apply_owned_tree(str(dest), fewer, "0644", "0755", check_mode=True, diff=True)
+    assert preview["removed"] == ["gpu-a01/gres.conf", "gpu-a02/gres.conf"] and preview["changed"]
+    assert preview["written"] == [] and preview["unchanged"] == 2
+    assert [(d["before_header"].rsplit("/", 2)[-2:], d["after_header"], d["after"]) for d in preview["diff"]] == [
+        (["gpu-a01", "gres.conf"], "(removed)", ""), (["gpu-a02", "gres.conf"], "(removed)", "")]
+    assert read_tree(dest)["gpu-a01/gres.conf"] == FILES["gpu-a01/gres.conf"]  # check mode removed nothing
+    done = apply_owned_tree(str(dest), fewer, "0644", "0755")
+    assert done["removed"] == ["gpu-a01/gres.conf", "gpu-a02/gres.conf"]
+    tree = read_tree(dest)
+    assert sorted(tree) == sorted([MANIFEST, "cgroup.conf", "gpu-a02/rack.txt", "site-notes.txt", "slurm.conf"])
+    assert not (dest / "gpu-a01").exists()
+    again = apply_owned_tree(str(dest), fewer, "0644", "0755")
+    assert (again["changed"], again["written"], again["unchanged"], again["removed"]) == (False, [], 2, [])
+
+
+def test_a_removal_never_leaves_the_tree_and_a_bad_manifest_writes_nothing(tmp_path):
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import MANIFEST, apply_owned_tree
+
+    dest = tmp_path / "out"
+    apply_owned_tree(str(dest), FILES, "0644", "0755")
+    # an admin replaced a node folder by a link to elsewhere: what lies behind it is not the render's
+    elsewhere = tmp_path / "etc-slurm"
+    elsewhere.mkdir()
+    (elsewhere / "gres.conf").write_text("live\n")
+    for rel in ("gpu-a01/gres.conf",):
+        os.remove(dest / rel)
+    os.rmdir(dest / "gpu-a01")
+    os.symlink(elsewhere, dest / "gpu-a01")
+    result = apply_owned_tree(str(dest), {"slurm.conf": "x\n"}, "0644", "0755")
+    assert "gpu-a01/gres.conf" not in result["removed"] and (elsewhere / "gres.conf").read_text() == "live\n"
+    (dest / MANIFEST).write_text("slurm.conf\n../../etc/passwd\n")
+    with pytest.raises(TreeError, match=r"\.hpc_gres_render_files line 2: file name '\.\./\.\./etc/passwd'"):
+        apply_owned_tree(str(dest), {"slurm.conf": "y\n"}, "0644", "0755")
+    assert (dest / "slurm.conf").read_text() == "x\n"
+    with pytest.raises(TreeError, match="the name of the render's own list"):
+        apply_owned_tree(str(dest), {MANIFEST: "x\n"}, "0644", "0755")

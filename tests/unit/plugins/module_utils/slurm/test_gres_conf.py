@@ -165,7 +165,8 @@ def test_untyped_whole_gpus_next_to_mig_are_refused_and_an_untyped_mig_gpu_is_na
                             "hpc_gres_gpus": [{"index": 0, "model": "A30-24GB", "mig": ["2g.12gb", "2g.12gb"]}]}}
     m = model.build_cluster_model(hv, {"slurmctld": ["ctl"], "slurmd": ["n1"]}, {})
     text = render.render_all(m)["n1/gres.conf"]
-    assert "# MIG: GPU 0 (untyped, /dev/nvidia0) 2g.12gb,2g.12gb: MultipleFiles lines are completed on the node" in text
+    assert "# MIG: GPU 0 (untyped, /dev/nvidia0) 2g.12gb,2g.12gb: its MultipleFiles lines are written on the node by " \
+           "the deploy" in text
 
 
 def test_the_nodes_own_autodetect_is_the_spec_and_decides_whether_mig_lines_are_deferred():

@@ -1,0 +1,70 @@
+"""A refusal as an admin reads it (plugins/plugin_utils/problem_report.py): each problem once, its hosts as a
+hostlist, its file where known; and the model keeps every host of a problem it lists (model_problems.Collector)."""
+import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import MAX_PROBLEMS
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import host_expression, report_lines
+
+GPU = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}
+
+
+def test_one_problem_on_every_host_of_a_group_is_one_line_with_a_hostlist():
+    problems = [Problem("gpu-%02d.lab" % i, "hpc_gres_gpus[0].index", "unique GPU index", "0") for i in (3, 1, 2, 8)]
+    problems += [Problem("gpu-%02d.lab" % i, "hpc_gres_gpus[0].index", "unique GPU index", "0") for i in range(4, 8)]
+    problems.append(Problem("gpu-09.lab", "hpc_gres_gpus[0].index", "unique GPU index", "1"))
+    assert report_lines(problems) == [
+        "hosts gpu-[01-08].lab: hpc_gres_gpus[0].index: expected unique GPU index, found 0",
+        "host gpu-09.lab: hpc_gres_gpus[0].index: expected unique GPU index, found 1"]
+
+
+def test_a_location_is_named_and_splits_a_group_whose_hosts_take_the_value_from_different_files():
+    problems = [Problem(h, "hpc_gres_node_options.Reason", "one line", "'a\\nb'", "a newline")
+                for h in ("n1", "n2", "n3")]
+    where = {"n1": "group_vars/gpu.yml:4", "n2": "group_vars/gpu.yml:4", "n3": "host_vars/n3.yml:2"}
+    assert report_lines(problems, lambda host, field: where[host]) == [
+        "hosts n[1-2]: hpc_gres_node_options.Reason: expected one line, found 'a\\nb' (a newline); defined in "
+        "group_vars/gpu.yml:4",
+        "host n3: hpc_gres_node_options.Reason: expected one line, found 'a\\nb' (a newline); defined in "
+        "host_vars/n3.yml:2"]
+
+
+def test_host_names_the_hostlist_syntax_cannot_hold_are_listed_as_they_are():
+    assert host_expression(["b[1]", "a2", "a1", "a1", "x,y"]) == "a[1-2],b[1],x,y"
+    assert host_expression(["localhost"]) == "localhost"
+    assert host_expression(["10.0.0.%d" % i for i in range(1, 4)]) == "10.0.0.[1-3]"
+
+
+def test_the_model_names_every_host_of_a_group_even_past_the_problem_limit():
+    """4,096 hosts with the same mistake: every host is kept (one line after grouping), and the limit counts the
+    distinct problems, not the hosts."""
+    hosts = ["gpu%04d" % i for i in range(4096)]
+    bad = dict(GPU, hpc_gres_gpus=[{"index": 0, "type": "a100", "cores": "0-99"}])
+    with pytest.raises(GresError) as err:
+        build_cluster_model({h: bad for h in hosts}, {"slurmd": hosts, "slurmctld": ["ctl"]}, {})
+    assert len(err.value.problems) == 4096
+    (line,) = report_lines(err.value.problems)
+    assert line.startswith("hosts gpu[0000-4095]: hpc_gres_gpus[0].cores: expected Slurm logical core indices")
+
+
+def test_past_the_limit_of_distinct_problems_the_rest_are_counted():
+    hosts = ["n%d" % i for i in range(MAX_PROBLEMS + 5)]
+    hostvars = {h: dict(GPU, hpc_gres_gpus=[{"index": 0, "type": "a100", "cores": str(100 + i)}])
+                for i, h in enumerate(hosts)}
+    with pytest.raises(GresError) as err:
+        build_cluster_model(hostvars, {"slurmd": hosts, "slurmctld": ["ctl"]}, {})
+    lines = report_lines(err.value.problems)
+    assert len(lines) == MAX_PROBLEMS + 1
+    assert lines[-1].endswith("expected at most %d distinct problems listed, found 5 more not shown (fix these and "
+                              "run again)" % MAX_PROBLEMS)
+
+
+def test_warnings_are_grouped_too():
+    hosts = ["gpu%d" % i for i in range(1, 5)]
+    model = build_cluster_model({h: dict(GPU, hpc_gres_gpus=[{"index": 0, "type": "h1OO"}]) for h in hosts},
+                                {"slurmd": hosts, "slurmctld": ["ctl"]}, {})
+    assert model["warnings"] == [
+        "hosts gpu[1-4]: hpc_gres_gpus[0].type: expected a type that names a GPU model the collection knows "
+        "(module_utils/nvidia/gpu_types.py), found 'h1OO' on GPU 0 (nearest known: h100, a100, b100; ignore this "
+        "for a name of your own)"]
