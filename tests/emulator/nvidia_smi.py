@@ -6,7 +6,8 @@ README.md beside it). Every call may be logged as one JSON line (its argv) to ``
 Answers, in the formats real nvidia-smi prints (copied from recorded outputs under tests/fixtures/):
 ``--query-gpu=<fields> --format=csv[,noheader][,nounits]``, ``--query-compute-apps=...``, ``-L``,
 ``topo -m`` (verbatim recorded text, or a generated matrix), ``mig -lgi``, ``mig -lci``, ``-q`` (the
-profile's recorded ``nvidia-smi -q`` text, key ``smi_q``); ``-i`` selects GPUs. Unknown options fail like
+profile's recorded ``nvidia-smi -q`` text, key ``smi_q``; else recorded GPU blocks, ``Q_TEMPLATES``, with the
+profile's GPUs written in); ``-i`` selects GPUs. Unknown options fail like
 nvidia-smi (exit 2). Missing GPUs vanish from enumeration; unreachable ones print "Unable to determine the
 device handle ..." and make the command exit 15. A profile with ``failure`` fails every call with that
 recorded text and exit status (driver/library mismatch, no devices, ...).
@@ -209,7 +210,7 @@ GPU_FIELDS = {
     "memory.used": ("memory.used [MiB]", "MiB", lambda i, g, m: _mib(g.get("memory_used_mib", 0))),
     "memory.free": ("memory.free [MiB]", "MiB", lambda i, g, m: _mib(
         None if g.get("memory_total_mib") is None else g["memory_total_mib"] - g.get("memory_used_mib", 0))),
-    "driver_version": ("driver_version", None, lambda i, g, m: m.profile.get("driver_version", "550.127.05")),
+    "driver_version": ("driver_version", None, lambda i, g, m: m.profile.get("driver_version") or DEFAULT_DRIVER),
     "count": ("count", None, lambda i, g, m: str(len(m.enumerated()))),
     "minor_number": ("minor_number", None, lambda i, g, m: str(g.get("minor", i))),
     "serial": ("serial", None, lambda i, g, m: g.get("serial", "[N/A]")),
@@ -512,13 +513,14 @@ _Q_ATTACHED = re.compile(r"^(Attached GPUs\s*:\s*)\d+", re.M)
 
 
 def query_text(machine, ids):
-    """``nvidia-smi -q [-i ...]``: the profile's recorded ``-q`` text (key ``smi_q``), verbatim. GPU blocks whose
-    bus id is a profile GPU marked ``lost`` are taken out (``Attached GPUs`` counts the rest; an ``unreachable``
-    one also prints "Unable to determine the device handle" and exits 15); ``-i`` keeps the header and the
-    selected blocks (index in the recorded order, bus id or UUID)."""
+    """``nvidia-smi -q [-i ...]``: the profile's recorded ``-q`` text (key ``smi_q``), verbatim, else one made by
+    :func:`synthesized_q` from recorded blocks. GPU blocks whose bus id is a profile GPU marked ``lost`` are taken
+    out (``Attached GPUs`` counts the rest; an ``unreachable`` one also prints "Unable to determine the device
+    handle" and exits 15); ``-i`` keeps the header and the selected blocks (index in the recorded order, bus id
+    or UUID)."""
     text = machine.recorded(machine.profile.get("smi_q") or {})
     if text is None:
-        raise Exit(255, "", "nvidia-smi emulator: the profile has no recorded -q output (key smi_q)\n")
+        text = synthesized_q(machine)
     head, blocks = [], []
     for line in text.splitlines(True):
         m = _Q_GPU.match(line.rstrip("\r\n"))
@@ -619,6 +621,212 @@ def recorded_failure(machine):
 
 
 # ----------------------------------------------------------------------------------------------------
+# -q synthesized: a profile without smi_q gets, per GPU, a recorded GPU block (Q_TEMPLATES, at the end of this
+# file) with what the profile knows written into it; everything else stays as recorded.
+
+DEFAULT_DRIVER = "550.127.05"
+
+# Product names -> "Product Architecture", for the architectures recordings print (tests/fixtures/readiness).
+ARCHITECTURES = (
+    (re.compile(r"\bG?H(?:100|200|800|20)\b"), "Hopper"),
+    (re.compile(r"\bG?B(?:100|200|300)\b|\bRTX (?:PRO )?50\d0\b|Blackwell"), "Blackwell"),
+    (re.compile(r"\bA(?:2|10G?|16|30|40|100|800)\b|\bRTX A\d{4}\b|\bRTX 30\d0\b"), "Ampere"),
+    (re.compile(r"\bL(?:4|20|40S?)\b|\bRTX 40\d0\b|\bAda\b"), "Ada Lovelace"),
+    (re.compile(r"\bV100\b|\bTITAN V\b"), "Volta"),
+)
+# NVML reports a fabric state "for Hopper or newer fully supported devices" (nvmlDeviceGetGpuFabricInfo); older
+# GPUs print N/A even behind NVSwitches.
+FABRIC_ARCHITECTURES = ("Hopper", "Blackwell")
+# Driver branch -> the "CUDA Version" its nvidia-smi prints (each pair recorded under tests/fixtures/).
+CUDA_VERSIONS = {"470": "11.4", "510": "11.6", "525": "12.0", "535": "12.2", "550": "12.4", "555": "12.5",
+                 "560": "12.6", "565": "12.7", "570": "12.8"}
+# Fabric lines of a healthy GPU: no NVSwitch (every recording without one), or registered with the fabric
+# (h100-8gpu-sxm-535.183-fabric-completed.txt, and CliqueId/ClusterUUID of h200-1gpu-passthrough-550-...txt).
+FABRIC_NONE = {"State": "N/A", "Status": "N/A", "CliqueId": "N/A", "ClusterUUID": "N/A"}
+FABRIC_COMPLETED = {"State": "Completed", "Status": "Success", "CliqueId": "0",
+                    "ClusterUUID": "00000000-0000-0000-0000-000000000000"}
+
+_Q_FIELD = re.compile(r"^( *)(\S.*?)( *: )(.*)$")
+
+
+class QBlock(object):
+    """Lines of a recorded ``-q`` header or GPU block, fields addressed by path: the titles of the sections above
+    a line (less indented) and its own key, ``("MIG Mode", "Current")``; the first line of a path wins."""
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+        self.paths = {}
+        stack = []
+        for n, line in enumerate(self.lines):
+            if not line.strip():
+                continue
+            if _Q_GPU.match(line.rstrip("\n")):
+                continue
+            indent = _indent(line)
+            m = _Q_FIELD.match(line.rstrip("\n"))
+            key = m.group(2) if m else line.strip()
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            self.paths.setdefault(tuple(k for _i, k in stack) + (key,), n)
+            stack.append((indent, key))
+
+    def get(self, *path):
+        n = self.paths.get(path)
+        m = _Q_FIELD.match(self.lines[n].rstrip("\n")) if n is not None else None
+        return m.group(4) if m else None
+
+    def set(self, path, value):
+        n = self.paths[path]
+        m = _Q_FIELD.match(self.lines[n].rstrip("\n"))
+        self.lines[n] = m.group(1) + m.group(2) + m.group(3) + value + "\n"
+
+    def set_if_there(self, path, value):
+        if self.get(*path) is not None:
+            self.set(path, value)
+
+    def text(self):
+        return "".join(self.lines)
+
+
+_PARSED_TEMPLATES = {}
+
+
+def q_template(name):
+    """``(head, block, facts)`` of a template: its header and GPU block as :class:`QBlock` (copies) and what the
+    recording says about itself (driver, architecture, bus id, board id, GSP firmware)."""
+    if name not in _PARSED_TEMPLATES:
+        text = Q_TEMPLATES[name][2]
+        split = text.index("\nGPU ") + 1
+        head, block = QBlock(text[:split].splitlines(True)), QBlock(text[split:].splitlines(True))
+        facts = {"driver": head.get("Driver Version"), "architecture": block.get("Product Architecture"),
+                 "bus": _bus_key(block.lines[0].split()[1]), "board_id": block.get("Board ID"),
+                 "gsp": block.get("GSP Firmware Version"), "source": Q_TEMPLATES[name][0], "gpu": Q_TEMPLATES[name][1]}
+        _PARSED_TEMPLATES[name] = (head.lines, block.lines, facts)
+    head, block, facts = _PARSED_TEMPLATES[name]
+    return QBlock(head), QBlock(block), facts
+
+
+def architecture(name):
+    for pattern, arch in ARCHITECTURES:
+        if pattern.search(name or ""):
+            return arch
+    return None
+
+
+def _version(text):
+    return tuple(int(p) for p in re.findall(r"\d+", text or ""))
+
+
+def template_name(machine, gpu):
+    """The template a GPU's block comes from: the profile's ``q_template``, else the recording of the GPU's
+    architecture (every one when the name says none) whose driver is nearest the profile's."""
+    name = machine.profile.get("q_template")
+    if name:
+        if name not in Q_TEMPLATES:
+            raise Exit(255, "", "nvidia-smi emulator: q_template: no template %r (known: %s)\n"
+                       % (name, ", ".join(sorted(Q_TEMPLATES))))
+        return name
+    arch = architecture(gpu.get("name")) if gpu else None
+    names = sorted(Q_TEMPLATES)
+    candidates = [n for n in names if q_template(n)[2]["architecture"] == arch] or names
+    want = _version(machine.profile.get("driver_version") or DEFAULT_DRIVER)
+
+    def distance(n):
+        have = _version(q_template(n)[2]["driver"])
+        return [abs(a - b) for a, b in zip(want + (0, 0, 0), have + (0, 0, 0))][:3]
+    return min(candidates, key=distance)
+
+
+def _q_fault(bus, template, message):
+    raise Exit(255, "", "nvidia-smi emulator: q of GPU %s: %s in the recorded block it is made from (%s, %s)\n"
+               % (bus, message, template["source"], template["gpu"]))
+
+
+def gpu_block(machine, index, gpu):
+    """The ``-q`` block of one GPU: its template's recorded block with the GPU's header line, Product Name,
+    Product Architecture (when the name tells it), Persistence Mode, MIG mode, Serial Number, GPU UUID, Minor
+    Number, Board ID and GSP Firmware Version (where the recording derives them from the bus id and driver), PCI
+    bus/device/domain/Bus Id, FB memory (when the profile has it), Fabric and the faults of ``q``."""
+    name = template_name(machine, gpu)
+    _head, block, template = q_template(name)
+    q = dict(machine.profile.get("q") or {}, **(gpu.get("q") or {}))
+    domain, bus, device, function = _bus_key(gpu["pci_bus_id"])
+    bus_id = "%08X:%02X:%02X.%d" % (domain, bus, device, function)
+    driver = machine.profile.get("driver_version") or DEFAULT_DRIVER
+    block.lines[0] = "GPU %s\n" % bus_id
+    block.set(("Product Name",), gpu["name"])
+    arch = architecture(gpu["name"]) or template["architecture"]
+    if architecture(gpu["name"]):
+        block.set_if_there(("Product Architecture",), arch)
+    block.set(("Persistence Mode",), q.get("persistence", "Enabled"))
+    block.set(("MIG Mode", "Current"), gpu.get("mig_mode") or "N/A")
+    block.set(("MIG Mode", "Pending"), gpu.get("mig_mode_pending", gpu.get("mig_mode")) or "N/A")
+    block.set(("Serial Number",), gpu.get("serial") or "N/A")
+    block.set(("GPU UUID",), gpu["uuid"])
+    block.set(("Minor Number",), str(gpu.get("minor", index)))
+    t_bus = template["bus"]
+    if template["board_id"] == "0x%x" % (t_bus[1] << 8 | t_bus[2]):
+        block.set(("Board ID",), "0x%x" % (bus << 8 | device))
+    if template["gsp"] == template["driver"]:
+        block.set(("GSP Firmware Version",), driver)
+    block.set(("PCI", "Bus"), "0x%02X" % bus)
+    block.set(("PCI", "Device"), "0x%02X" % device)
+    block.set(("PCI", "Domain"), "0x%04X" % domain)
+    block.set(("PCI", "Bus Id"), bus_id)
+    for path, value in sorted(Q_HEALTHY.get(name, {}).items()):
+        block.set(path, value)
+    if gpu.get("memory_total_mib") is not None:
+        total, used = gpu["memory_total_mib"], gpu.get("memory_used_mib", 0)
+        reserved = int(block.get("FB Memory Usage", "Reserved").split()[0])
+        block.set(("FB Memory Usage", "Total"), "%d MiB" % total)
+        block.set(("FB Memory Usage", "Used"), "%d MiB" % used)
+        block.set(("FB Memory Usage", "Free"), "%d MiB" % max(total - reserved - used, 0))
+    if block.get("Fabric", "State") is not None:
+        fabric = dict(FABRIC_COMPLETED if machine.profile.get("nvswitch") and arch in FABRIC_ARCHITECTURES
+                      else FABRIC_NONE)
+        fault = q.get("fabric") or {}
+        fabric.update({"State": fault.get("state", fabric["State"]), "Status": fault.get("status", fabric["Status"])})
+        for key, value in sorted(fabric.items()):
+            block.set_if_there(("Fabric", key), value)
+    elif q.get("fabric"):
+        _q_fault(bus_id, template, "q.fabric: no Fabric section")
+    if q.get("remapped_pending"):
+        if block.get("Remapped Rows", "Pending") is None:
+            _q_fault(bus_id, template, "q.remapped_pending: no Remapped Rows counters (row remapping came "
+                                       "with Ampere)")
+        # What the recorded A100 (a100-sxm4-80gb-4gpu-555, GPU 1) and the 510 excerpt show after one remap.
+        block.set(("Remapped Rows", "Correctable Error"), "1")
+        block.set(("Remapped Rows", "Pending"), "Yes")
+        histogram = ("Remapped Rows", "Bank Remap Availability Histogram")
+        banks = int(block.get(*histogram + ("Max",)).split()[0])
+        block.set(histogram + ("Max",), "%d bank(s)" % (banks - 1))
+        block.set(histogram + ("High",), "1 bank(s)")
+    if q.get("retired_pending"):
+        if block.get("Retired Pages", "Pending Page Blacklist") in (None, "N/A"):
+            _q_fault(bus_id, template, "q.retired_pending: no page retirement (pre-Ampere GPUs only)")
+        # The counts of the recorded excerpt retired-pages-pending-page-blacklist-yes-excerpt.txt.
+        block.set(("Retired Pages", "Single Bit ECC"), "2")
+        block.set(("Retired Pages", "Double Bit ECC"), "0")
+        block.set(("Retired Pages", "Pending Page Blacklist"), "Yes")
+    return block.text()
+
+
+def synthesized_q(machine):
+    """``nvidia-smi -q`` of a profile without a recording: the header of the first GPU's template (Driver
+    Version, CUDA Version of that branch, Attached GPUs filled in) and :func:`gpu_block` per enumerated GPU, in
+    bus order, a blank line between blocks as nvidia-smi prints them."""
+    enum = machine.enumerated()
+    head, _block, _template = q_template(template_name(machine, enum[0][1] if enum else None))
+    driver = machine.profile.get("driver_version") or DEFAULT_DRIVER
+    head.set(("Driver Version",), driver)
+    cuda = CUDA_VERSIONS.get(driver.split(".")[0])
+    if cuda:
+        head.set(("CUDA Version",), cuda)
+    head.set(("Attached GPUs",), str(len(enum)))
+    return head.text() + "\n".join(gpu_block(machine, index, gpu) for index, gpu in enum)
+
+
+# ----------------------------------------------------------------------------------------------------
 # command line
 
 def run(argv, machine):
@@ -696,6 +904,923 @@ def main(argv):
         sys.stdout.write(exc.stdout)
         sys.stderr.write(exc.stderr)
         return exc.rc
+
+
+# ----------------------------------------------------------------------------------------------------
+# -q templates: the header and first GPU block of real recordings, byte for byte (trailing blanks written as
+# \x20); tests/unit/emulator/test_emulator_synth_q.py compares each with its fixture. Name -> (source, GPU, text).
+
+Q_TEMPLATES = {
+    "hopper-535": (
+        "tests/fixtures/readiness/nvidia-smi-q/h100-8gpu-sxm-535.183-fabric-completed.txt", "GPU 00000000:53:00.0",
+        """\
+==============NVSMI LOG==============
+
+Timestamp                                 : Fri Jun 21 02:03:08 2024
+Driver Version                            : 535.183.01
+CUDA Version                              : 12.2
+
+Attached GPUs                             : 8
+GPU 00000000:53:00.0
+    Product Name                          : NVIDIA H100 80GB HBM3
+    Product Brand                         : NVIDIA
+    Product Architecture                  : Hopper
+    Display Mode                          : Disabled
+    Display Active                        : Disabled
+    Persistence Mode                      : Enabled
+    Addressing Mode                       : None
+    MIG Mode
+        Current                           : Disabled
+        Pending                           : Disabled
+    Accounting Mode                       : Disabled
+    Accounting Mode Buffer Size           : 4000
+    Driver Model
+        Current                           : N/A
+        Pending                           : N/A
+    Serial Number                         : 1655022005478
+    GPU UUID                              : GPU-566e6f65-c38e-b12f-4824-6944218668b9
+    Minor Number                          : 0
+    VBIOS Version                         : 96.00.74.00.01
+    MultiGPU Board                        : No
+    Board ID                              : 0x5300
+    Board Part Number                     : 692-2G520-0200-000
+    GPU Part Number                       : 2330-885-A1
+    FRU Part Number                       : N/A
+    Module ID                             : 7
+    Inforom Version
+        Image Version                     : G520.0200.00.05
+        OEM Object                        : 2.1
+        ECC Object                        : 7.16
+        Power Management Object           : N/A
+    Inforom BBX Object Flush
+        Latest Timestamp                  : 2024/06/20 21:24:53.799
+        Latest Duration                   : 88355 us
+    GPU Operation Mode
+        Current                           : N/A
+        Pending                           : N/A
+    GSP Firmware Version                  : 535.183.01
+    GPU Virtualization Mode
+        Virtualization Mode               : Pass-Through
+        Host VGPU Mode                    : N/A
+    GPU Reset Status
+        Reset Required                    : No
+        Drain and Reset Recommended       : No
+    IBMNPU
+        Relaxed Ordering Mode             : N/A
+    PCI
+        Bus                               : 0x53
+        Device                            : 0x00
+        Domain                            : 0x0000
+        Device Id                         : 0x233010DE
+        Bus Id                            : 00000000:53:00.0
+        Sub System Id                     : 0x16C110DE
+        GPU Link Info
+            PCIe Generation
+                Max                       : 5
+                Current                   : 5
+                Device Current            : 5
+                Device Max                : 5
+                Host Max                  : N/A
+            Link Width
+                Max                       : 16x
+                Current                   : 16x
+        Bridge Chip
+            Type                          : N/A
+            Firmware                      : N/A
+        Replays Since Reset               : 120
+        Replay Number Rollovers           : 0
+        Tx Throughput                     : 632 KB/s
+        Rx Throughput                     : 531 KB/s
+        Atomic Caps Inbound               : N/A
+        Atomic Caps Outbound              : N/A
+    Fan Speed                             : N/A
+    Performance State                     : P0
+    Clocks Event Reasons
+        Idle                              : Active
+        Applications Clocks Setting       : Not Active
+        SW Power Cap                      : Not Active
+        HW Slowdown                       : Not Active
+            HW Thermal Slowdown           : Not Active
+            HW Power Brake Slowdown       : Not Active
+        Sync Boost                        : Not Active
+        SW Thermal Slowdown               : Not Active
+        Display Clock Setting             : Not Active
+    Sparse Operation Mode                 : Disabled
+    FB Memory Usage
+        Total                             : 81559 MiB
+        Reserved                          : 551 MiB
+        Used                              : 0 MiB
+        Free                              : 81007 MiB
+    BAR1 Memory Usage
+        Total                             : 131072 MiB
+        Used                              : 1 MiB
+        Free                              : 131071 MiB
+    Conf Compute Protected Memory Usage
+        Total                             : 0 MiB
+        Used                              : 0 MiB
+        Free                              : 0 MiB
+    Compute Mode                          : Default
+    Utilization
+        Gpu                               : 0 %
+        Memory                            : 0 %
+        Encoder                           : 0 %
+        Decoder                           : 0 %
+        JPEG                              : 0 %
+        OFA                               : 0 %
+    Encoder Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    FBC Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    ECC Mode
+        Current                           : Enabled
+        Pending                           : Enabled
+    ECC Errors
+        Volatile
+            SRAM Correctable              : 0
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 0
+            DRAM Uncorrectable            : 0
+        Aggregate
+            SRAM Correctable              : 0
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 0
+            DRAM Uncorrectable            : 0
+            SRAM Threshold Exceeded       : No
+        Aggregate Uncorrectable SRAM Sources
+            SRAM L2                       : 0
+            SRAM SM                       : 0
+            SRAM Microcontroller          : 0
+            SRAM PCIE                     : 0
+            SRAM Other                    : 0
+    Retired Pages
+        Single Bit ECC                    : N/A
+        Double Bit ECC                    : N/A
+        Pending Page Blacklist            : N/A
+    Remapped Rows
+        Correctable Error                 : 0
+        Uncorrectable Error               : 0
+        Pending                           : No
+        Remapping Failure Occurred        : No
+        Bank Remap Availability Histogram
+            Max                           : 2560 bank(s)
+            High                          : 0 bank(s)
+            Partial                       : 0 bank(s)
+            Low                           : 0 bank(s)
+            None                          : 0 bank(s)
+    Temperature
+        GPU Current Temp                  : 36 C
+        GPU T.Limit Temp                  : 50 C
+        GPU Shutdown T.Limit Temp         : -8 C
+        GPU Slowdown T.Limit Temp         : -2 C
+        GPU Max Operating T.Limit Temp    : 0 C
+        GPU Target Temperature            : N/A
+        Memory Current Temp               : 44 C
+        Memory Max Operating T.Limit Temp : 0 C
+    GPU Power Readings
+        Power Draw                        : 71.97 W
+        Current Power Limit               : 700.00 W
+        Requested Power Limit             : 700.00 W
+        Default Power Limit               : 700.00 W
+        Min Power Limit                   : 200.00 W
+        Max Power Limit                   : 700.00 W
+    Module Power Readings
+        Power Draw                        : N/A
+        Current Power Limit               : N/A
+        Requested Power Limit             : N/A
+        Default Power Limit               : N/A
+        Min Power Limit                   : N/A
+        Max Power Limit                   : N/A
+    Clocks
+        Graphics                          : 345 MHz
+        SM                                : 345 MHz
+        Memory                            : 2619 MHz
+        Video                             : 765 MHz
+    Applications Clocks
+        Graphics                          : 1980 MHz
+        Memory                            : 2619 MHz
+    Default Applications Clocks
+        Graphics                          : 1980 MHz
+        Memory                            : 2619 MHz
+    Deferred Clocks
+        Memory                            : N/A
+    Max Clocks
+        Graphics                          : 1980 MHz
+        SM                                : 1980 MHz
+        Memory                            : 2619 MHz
+        Video                             : 1545 MHz
+    Max Customer Boost Clocks
+        Graphics                          : 1980 MHz
+    Clock Policy
+        Auto Boost                        : N/A
+        Auto Boost Default                : N/A
+    Voltage
+        Graphics                          : 665.000 mV
+    Fabric
+        State                             : Completed
+        Status                            : Success
+    Processes                             : None
+"""),
+    "hopper-550": (
+        "tests/fixtures/readiness/nvidia-smi-q/h100nvl-2gpu-550-pcie.txt", "GPU 00000000:AD:00.0",
+        """\
+
+==============NVSMI LOG==============
+
+Timestamp                                 : Thu Nov 14 15:35:07 2024
+Driver Version                            : 550.54.14
+CUDA Version                              : 12.4
+
+Attached GPUs                             : 2
+GPU 00000000:AD:00.0
+    Product Name                          : NVIDIA H100 NVL
+    Product Brand                         : NVIDIA
+    Product Architecture                  : Hopper
+    Display Mode                          : Enabled
+    Display Active                        : Disabled
+    Persistence Mode                      : Enabled
+    Addressing Mode                       : None
+    MIG Mode
+        Current                           : Disabled
+        Pending                           : Disabled
+    Accounting Mode                       : Disabled
+    Accounting Mode Buffer Size           : 4000
+    Driver Model
+        Current                           : N/A
+        Pending                           : N/A
+    Serial Number                         : 1650724004565
+    GPU UUID                              : GPU-806f8ea2-6428-1096-a076-bb687fb45fb0
+    Minor Number                          : 4
+    VBIOS Version                         : 96.00.74.00.11
+    MultiGPU Board                        : No
+    Board ID                              : 0xad00
+    Board Part Number                     : 900-21010-0020-000
+    GPU Part Number                       : 2321-886-A1
+    FRU Part Number                       : N/A
+    Module ID                             : 4
+    Inforom Version
+        Image Version                     : 1010.0210.00.02
+        OEM Object                        : 2.1
+        ECC Object                        : 7.16
+        Power Management Object           : N/A
+    Inforom BBX Object Flush
+        Latest Timestamp                  : 2024/11/13 22:03:47.226
+        Latest Duration                   : 135912 us
+    GPU Operation Mode
+        Current                           : N/A
+        Pending                           : N/A
+    GPU C2C Mode                          : Disabled
+    GPU Virtualization Mode
+        Virtualization Mode               : None
+        Host VGPU Mode                    : N/A
+        vGPU Heterogeneous Mode           : N/A
+    GPU Reset Status
+        Reset Required                    : No
+        Drain and Reset Recommended       : No
+    GSP Firmware Version                  : 550.54.14
+    IBMNPU
+        Relaxed Ordering Mode             : N/A
+    PCI
+        Bus                               : 0xAD
+        Device                            : 0x00
+        Domain                            : 0x0000
+        Base Classcode                    : 0x3
+        Sub Classcode                     : 0x2
+        Device Id                         : 0x232110DE
+        Bus Id                            : 00000000:AD:00.0
+        Sub System Id                     : 0x183910DE
+        GPU Link Info
+            PCIe Generation
+                Max                       : 5
+                Current                   : 5
+                Device Current            : 5
+                Device Max                : 5
+                Host Max                  : 5
+            Link Width
+                Max                       : 16x
+                Current                   : 16x
+        Bridge Chip
+            Type                          : N/A
+            Firmware                      : N/A
+        Replays Since Reset               : 0
+        Replay Number Rollovers           : 0
+        Tx Throughput                     : 727 KB/s
+        Rx Throughput                     : 525 KB/s
+        Atomic Caps Inbound               : N/A
+        Atomic Caps Outbound              : FETCHADD_32 FETCHADD_64 SWAP_32 SWAP_64 CAS_32 CAS_64\x20
+    Fan Speed                             : N/A
+    Performance State                     : P0
+    Clocks Event Reasons
+        Idle                              : Active
+        Applications Clocks Setting       : Not Active
+        SW Power Cap                      : Not Active
+        HW Slowdown                       : Not Active
+            HW Thermal Slowdown           : Not Active
+            HW Power Brake Slowdown       : Not Active
+        Sync Boost                        : Not Active
+        SW Thermal Slowdown               : Not Active
+        Display Clock Setting             : Not Active
+    Sparse Operation Mode                 : Disabled
+    FB Memory Usage
+        Total                             : 95830 MiB
+        Reserved                          : 594 MiB
+        Used                              : 0 MiB
+        Free                              : 95235 MiB
+    BAR1 Memory Usage
+        Total                             : 131072 MiB
+        Used                              : 1 MiB
+        Free                              : 131071 MiB
+    Conf Compute Protected Memory Usage
+        Total                             : 0 MiB
+        Used                              : 0 MiB
+        Free                              : 0 MiB
+    Compute Mode                          : Default
+    Utilization
+        Gpu                               : 0 %
+        Memory                            : 0 %
+        Encoder                           : 0 %
+        Decoder                           : 0 %
+        JPEG                              : 0 %
+        OFA                               : 0 %
+    Encoder Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    FBC Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    ECC Mode
+        Current                           : Enabled
+        Pending                           : Enabled
+    ECC Errors
+        Volatile
+            SRAM Correctable              : 0
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 0
+            DRAM Uncorrectable            : 0
+        Aggregate
+            SRAM Correctable              : 0
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 0
+            DRAM Uncorrectable            : 0
+            SRAM Threshold Exceeded       : No
+        Aggregate Uncorrectable SRAM Sources
+            SRAM L2                       : 0
+            SRAM SM                       : 0
+            SRAM Microcontroller          : 0
+            SRAM PCIE                     : 0
+            SRAM Other                    : 0
+    Retired Pages
+        Single Bit ECC                    : N/A
+        Double Bit ECC                    : N/A
+        Pending Page Blacklist            : N/A
+    Remapped Rows
+        Correctable Error                 : 0
+        Uncorrectable Error               : 0
+        Pending                           : No
+        Remapping Failure Occurred        : No
+        Bank Remap Availability Histogram
+            Max                           : 3072 bank(s)
+            High                          : 0 bank(s)
+            Partial                       : 0 bank(s)
+            Low                           : 0 bank(s)
+            None                          : 0 bank(s)
+    Temperature
+        GPU Current Temp                  : 32 C
+        GPU T.Limit Temp                  : 55 C
+        GPU Shutdown T.Limit Temp         : -8 C
+        GPU Slowdown T.Limit Temp         : -2 C
+        GPU Max Operating T.Limit Temp    : 0 C
+        GPU Target Temperature            : N/A
+        Memory Current Temp               : 40 C
+        Memory Max Operating T.Limit Temp : 0 C
+    GPU Power Readings
+        Power Draw                        : 61.62 W
+        Current Power Limit               : 310.00 W
+        Requested Power Limit             : 310.00 W
+        Default Power Limit               : 310.00 W
+        Min Power Limit                   : 200.00 W
+        Max Power Limit                   : 400.00 W
+    GPU Memory Power Readings\x20
+        Power Draw                        : N/A
+    Module Power Readings
+        Power Draw                        : N/A
+        Current Power Limit               : N/A
+        Requested Power Limit             : N/A
+        Default Power Limit               : N/A
+        Min Power Limit                   : N/A
+        Max Power Limit                   : N/A
+    Clocks
+        Graphics                          : 345 MHz
+        SM                                : 345 MHz
+        Memory                            : 2619 MHz
+        Video                             : 765 MHz
+    Applications Clocks
+        Graphics                          : 1785 MHz
+        Memory                            : 2619 MHz
+    Default Applications Clocks
+        Graphics                          : 1785 MHz
+        Memory                            : 2619 MHz
+    Deferred Clocks
+        Memory                            : N/A
+    Max Clocks
+        Graphics                          : 1785 MHz
+        SM                                : 1785 MHz
+        Memory                            : 2619 MHz
+        Video                             : 1410 MHz
+    Max Customer Boost Clocks
+        Graphics                          : 1785 MHz
+    Clock Policy
+        Auto Boost                        : N/A
+        Auto Boost Default                : N/A
+    Voltage
+        Graphics                          : 705.000 mV
+    Fabric
+        State                             : N/A
+        Status                            : N/A
+        CliqueId                          : N/A
+        ClusterUUID                       : N/A
+        Health
+            Bandwidth                     : N/A
+    Processes                             : None
+"""),
+    "ampere-555": (
+        "tests/fixtures/readiness/nvidia-smi-q/a100-sxm4-80gb-4gpu-555-fabric-na.txt", "GPU 00000000:68:00.0",
+        """\
+
+==============NVSMI LOG==============
+
+Timestamp                                 : Thu Nov 14 10:45:47 2024
+Driver Version                            : 555.42.02
+CUDA Version                              : 12.5
+
+Attached GPUs                             : 4
+GPU 00000000:68:00.0
+    Product Name                          : NVIDIA A100-SXM4-80GB
+    Product Brand                         : NVIDIA
+    Product Architecture                  : Ampere
+    Display Mode                          : Enabled
+    Display Active                        : Disabled
+    Persistence Mode                      : Enabled
+    Addressing Mode                       : None
+    MIG Mode
+        Current                           : Disabled
+        Pending                           : Disabled
+    Accounting Mode                       : Disabled
+    Accounting Mode Buffer Size           : 4000
+    Driver Model
+        Current                           : N/A
+        Pending                           : N/A
+    Serial Number                         : 1320222043305
+    GPU UUID                              : GPU-31515c3d-1414-7c2c-004a-f86a898946ac
+    Minor Number                          : 3
+    VBIOS Version                         : 92.00.9E.00.02
+    MultiGPU Board                        : No
+    Board ID                              : 0x6800
+    Board Part Number                     : 692-2G506-0212-005
+    GPU Part Number                       : 20B2-896-A1
+    FRU Part Number                       : N/A
+    Module ID                             : 3
+    Inforom Version
+        Image Version                     : G506.0212.00.01
+        OEM Object                        : 2.0
+        ECC Object                        : 6.16
+        Power Management Object           : N/A
+    Inforom BBX Object Flush
+        Latest Timestamp                  : 2024/07/10 08:30:24.927
+        Latest Duration                   : 93357 us
+    GPU Operation Mode
+        Current                           : N/A
+        Pending                           : N/A
+    GPU C2C Mode                          : N/A
+    GPU Virtualization Mode
+        Virtualization Mode               : None
+        Host VGPU Mode                    : N/A
+        vGPU Heterogeneous Mode           : N/A
+    GPU Reset Status
+        Reset Required                    : No
+        Drain and Reset Recommended       : No
+    GSP Firmware Version                  : 555.42.02
+    IBMNPU
+        Relaxed Ordering Mode             : N/A
+    PCI
+        Bus                               : 0x68
+        Device                            : 0x00
+        Domain                            : 0x0000
+        Base Classcode                    : 0x3
+        Sub Classcode                     : 0x2
+        Device Id                         : 0x20B210DE
+        Bus Id                            : 00000000:68:00.0
+        Sub System Id                     : 0x147F10DE
+        GPU Link Info
+            PCIe Generation
+                Max                       : 4
+                Current                   : 4
+                Device Current            : 4
+                Device Max                : 4
+                Host Max                  : 5
+            Link Width
+                Max                       : 16x
+                Current                   : 16x
+        Bridge Chip
+            Type                          : N/A
+            Firmware                      : N/A
+        Replays Since Reset               : 0
+        Replay Number Rollovers           : 0
+        Tx Throughput                     : 0 KB/s
+        Rx Throughput                     : 0 KB/s
+        Atomic Caps Inbound               : N/A
+        Atomic Caps Outbound              : N/A
+    Fan Speed                             : N/A
+    Performance State                     : P0
+    Clocks Event Reasons
+        Idle                              : Active
+        Applications Clocks Setting       : Not Active
+        SW Power Cap                      : Not Active
+        HW Slowdown                       : Not Active
+            HW Thermal Slowdown           : Not Active
+            HW Power Brake Slowdown       : Not Active
+        Sync Boost                        : Not Active
+        SW Thermal Slowdown               : Not Active
+        Display Clock Setting             : Not Active
+    Sparse Operation Mode                 : N/A
+    FB Memory Usage
+        Total                             : 81920 MiB
+        Reserved                          : 763 MiB
+        Used                              : 1 MiB
+        Free                              : 81158 MiB
+    BAR1 Memory Usage
+        Total                             : 131072 MiB
+        Used                              : 1 MiB
+        Free                              : 131071 MiB
+    Conf Compute Protected Memory Usage
+        Total                             : 0 MiB
+        Used                              : 0 MiB
+        Free                              : 0 MiB
+    Compute Mode                          : Default
+    Utilization
+        Gpu                               : 0 %
+        Memory                            : 0 %
+        Encoder                           : 0 %
+        Decoder                           : 0 %
+        JPEG                              : 0 %
+        OFA                               : 0 %
+    Encoder Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    FBC Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    ECC Mode
+        Current                           : Enabled
+        Pending                           : Enabled
+    ECC Errors
+        Volatile
+            SRAM Correctable              : 0
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 0
+            DRAM Uncorrectable            : 0
+        Aggregate
+            SRAM Correctable              : 0
+            SRAM Uncorrectable Parity     : 0
+            SRAM Uncorrectable SEC-DED    : 0
+            DRAM Correctable              : 0
+            DRAM Uncorrectable            : 0
+            SRAM Threshold Exceeded       : No
+        Aggregate Uncorrectable SRAM Sources
+            SRAM L2                       : 0
+            SRAM SM                       : 0
+            SRAM Microcontroller          : 0
+            SRAM PCIE                     : 0
+            SRAM Other                    : 0
+    Retired Pages
+        Single Bit ECC                    : N/A
+        Double Bit ECC                    : N/A
+        Pending Page Blacklist            : N/A
+    Remapped Rows
+        Correctable Error                 : 0
+        Uncorrectable Error               : 0
+        Pending                           : No
+        Remapping Failure Occurred        : No
+        Bank Remap Availability Histogram
+            Max                           : 640 bank(s)
+            High                          : 0 bank(s)
+            Partial                       : 0 bank(s)
+            Low                           : 0 bank(s)
+            None                          : 0 bank(s)
+    Temperature
+        GPU Current Temp                  : 25 C
+        GPU T.Limit Temp                  : N/A
+        GPU Shutdown Temp                 : 92 C
+        GPU Slowdown Temp                 : 89 C
+        GPU Max Operating Temp            : 85 C
+        GPU Target Temperature            : N/A
+        Memory Current Temp               : 43 C
+        Memory Max Operating Temp         : 95 C
+    GPU Power Readings
+        Power Draw                        : 59.77 W
+        Current Power Limit               : 500.00 W
+        Requested Power Limit             : 500.00 W
+        Default Power Limit               : 500.00 W
+        Min Power Limit                   : 100.00 W
+        Max Power Limit                   : 500.00 W
+    GPU Memory Power Readings\x20
+        Power Draw                        : N/A
+    Module Power Readings
+        Power Draw                        : N/A
+        Current Power Limit               : N/A
+        Requested Power Limit             : N/A
+        Default Power Limit               : N/A
+        Min Power Limit                   : N/A
+        Max Power Limit                   : N/A
+    Clocks
+        Graphics                          : 210 MHz
+        SM                                : 210 MHz
+        Memory                            : 1593 MHz
+        Video                             : 585 MHz
+    Applications Clocks
+        Graphics                          : 1140 MHz
+        Memory                            : 1593 MHz
+    Default Applications Clocks
+        Graphics                          : 1140 MHz
+        Memory                            : 1593 MHz
+    Deferred Clocks
+        Memory                            : N/A
+    Max Clocks
+        Graphics                          : 1410 MHz
+        SM                                : 1410 MHz
+        Memory                            : 1593 MHz
+        Video                             : 1290 MHz
+    Max Customer Boost Clocks
+        Graphics                          : 1410 MHz
+    Clock Policy
+        Auto Boost                        : N/A
+        Auto Boost Default                : N/A
+    Voltage
+        Graphics                          : 706.250 mV
+    Fabric
+        State                             : N/A
+        Status                            : N/A
+        CliqueId                          : N/A
+        ClusterUUID                       : N/A
+        Health
+            Bandwidth                     : N/A
+    Processes                             : None
+    Capabilities
+        EGM                               : disabled
+"""),
+    "volta-550": (
+        "tests/fixtures/readiness/nvidia-smi-q/v100-sxm2-16gb-8gpu-550-retired-pages.txt", "GPU 00000000:00:04.0",
+        """\
+
+==============NVSMI LOG==============
+
+Timestamp                                 : Mon Nov 18 12:16:13 2024
+Driver Version                            : 550.127.05
+CUDA Version                              : 12.4
+
+Attached GPUs                             : 8
+GPU 00000000:00:04.0
+    Product Name                          : Tesla V100-SXM2-16GB
+    Product Brand                         : Tesla
+    Product Architecture                  : Volta
+    Display Mode                          : Enabled
+    Display Active                        : Disabled
+    Persistence Mode                      : Enabled
+    Addressing Mode                       : N/A
+    MIG Mode
+        Current                           : N/A
+        Pending                           : N/A
+    Accounting Mode                       : Disabled
+    Accounting Mode Buffer Size           : 4000
+    Driver Model
+        Current                           : N/A
+        Pending                           : N/A
+    Serial Number                         : 0324218203972
+    GPU UUID                              : GPU-f3bbf1a0-ec50-caa0-d5ab-180afe8207e3
+    Minor Number                          : 0
+    VBIOS Version                         : 88.00.4F.00.09
+    MultiGPU Board                        : No
+    Board ID                              : 0x4
+    Board Part Number                     : 900-2G503-0300-000
+    GPU Part Number                       : 1DB1-895-A1
+    FRU Part Number                       : N/A
+    Module ID                             : 4
+    Inforom Version
+        Image Version                     : G503.0201.00.03
+        OEM Object                        : 1.1
+        ECC Object                        : 5.0
+        Power Management Object           : N/A
+    Inforom BBX Object Flush
+        Latest Timestamp                  : N/A
+        Latest Duration                   : N/A
+    GPU Operation Mode
+        Current                           : N/A
+        Pending                           : N/A
+    GPU C2C Mode                          : N/A
+    GPU Virtualization Mode
+        Virtualization Mode               : None
+        Host VGPU Mode                    : N/A
+        vGPU Heterogeneous Mode           : N/A
+    GPU Reset Status
+        Reset Required                    : No
+        Drain and Reset Recommended       : N/A
+    GSP Firmware Version                  : N/A
+    IBMNPU
+        Relaxed Ordering Mode             : N/A
+    PCI
+        Bus                               : 0x00
+        Device                            : 0x04
+        Domain                            : 0x0000
+        Base Classcode                    : 0x3
+        Sub Classcode                     : 0x2
+        Device Id                         : 0x1DB110DE
+        Bus Id                            : 00000000:00:04.0
+        Sub System Id                     : 0x121210DE
+        GPU Link Info
+            PCIe Generation
+                Max                       : 3
+                Current                   : 3
+                Device Current            : 3
+                Device Max                : 3
+                Host Max                  : Unknown Error
+            Link Width
+                Max                       : 16x
+                Current                   : 16x
+        Bridge Chip
+            Type                          : N/A
+            Firmware                      : N/A
+        Replays Since Reset               : 0
+        Replay Number Rollovers           : 0
+        Tx Throughput                     : 0 KB/s
+        Rx Throughput                     : 50 KB/s
+        Atomic Caps Inbound               : N/A
+        Atomic Caps Outbound              : N/A
+    Fan Speed                             : N/A
+    Performance State                     : P0
+    Clocks Event Reasons
+        Idle                              : Active
+        Applications Clocks Setting       : Not Active
+        SW Power Cap                      : Not Active
+        HW Slowdown                       : Not Active
+            HW Thermal Slowdown           : Not Active
+            HW Power Brake Slowdown       : Not Active
+        Sync Boost                        : Not Active
+        SW Thermal Slowdown               : Not Active
+        Display Clock Setting             : Not Active
+    Sparse Operation Mode                 : N/A
+    FB Memory Usage
+        Total                             : 16384 MiB
+        Reserved                          : 240 MiB
+        Used                              : 1 MiB
+        Free                              : 16145 MiB
+    BAR1 Memory Usage
+        Total                             : 16384 MiB
+        Used                              : 2 MiB
+        Free                              : 16382 MiB
+    Conf Compute Protected Memory Usage
+        Total                             : 0 MiB
+        Used                              : 0 MiB
+        Free                              : 0 MiB
+    Compute Mode                          : Default
+    Utilization
+        Gpu                               : 0 %
+        Memory                            : 0 %
+        Encoder                           : 0 %
+        Decoder                           : 0 %
+        JPEG                              : N/A
+        OFA                               : N/A
+    Encoder Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    FBC Stats
+        Active Sessions                   : 0
+        Average FPS                       : 0
+        Average Latency                   : 0
+    ECC Mode
+        Current                           : Enabled
+        Pending                           : Enabled
+    ECC Errors
+        Volatile
+            Single Bit\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20
+                Device Memory             : 0
+                Register File             : 0
+                L1 Cache                  : 0
+                L2 Cache                  : 0
+                Texture Memory            : N/A
+                Texture Shared            : N/A
+                CBU                       : N/A
+                Total                     : 0
+            Double Bit\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20
+                Device Memory             : 0
+                Register File             : 0
+                L1 Cache                  : 0
+                L2 Cache                  : 0
+                Texture Memory            : N/A
+                Texture Shared            : N/A
+                CBU                       : 0
+                Total                     : 0
+        Aggregate
+            Single Bit\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20
+                Device Memory             : 0
+                Register File             : 0
+                L1 Cache                  : 0
+                L2 Cache                  : 0
+                Texture Memory            : N/A
+                Texture Shared            : N/A
+                CBU                       : N/A
+                Total                     : 0
+            Double Bit\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20\x20
+                Device Memory             : 0
+                Register File             : 0
+                L1 Cache                  : 0
+                L2 Cache                  : 0
+                Texture Memory            : N/A
+                Texture Shared            : N/A
+                CBU                       : 0
+                Total                     : 0
+    Retired Pages
+        Single Bit ECC                    : 0
+        Double Bit ECC                    : 0
+        Pending Page Blacklist            : No
+    Remapped Rows                         : N/A
+    Temperature
+        GPU Current Temp                  : 37 C
+        GPU T.Limit Temp                  : N/A
+        GPU Shutdown Temp                 : 90 C
+        GPU Slowdown Temp                 : 87 C
+        GPU Max Operating Temp            : 83 C
+        GPU Target Temperature            : N/A
+        Memory Current Temp               : 33 C
+        Memory Max Operating Temp         : 85 C
+    GPU Power Readings
+        Power Draw                        : 44.50 W
+        Current Power Limit               : 300.00 W
+        Requested Power Limit             : 300.00 W
+        Default Power Limit               : 300.00 W
+        Min Power Limit                   : 150.00 W
+        Max Power Limit                   : 300.00 W
+    GPU Memory Power Readings\x20
+        Power Draw                        : N/A
+    Module Power Readings
+        Power Draw                        : N/A
+        Current Power Limit               : N/A
+        Requested Power Limit             : N/A
+        Default Power Limit               : N/A
+        Min Power Limit                   : N/A
+        Max Power Limit                   : N/A
+    Clocks
+        Graphics                          : 135 MHz
+        SM                                : 135 MHz
+        Memory                            : 877 MHz
+        Video                             : 555 MHz
+    Applications Clocks
+        Graphics                          : 1312 MHz
+        Memory                            : 877 MHz
+    Default Applications Clocks
+        Graphics                          : 1312 MHz
+        Memory                            : 877 MHz
+    Deferred Clocks
+        Memory                            : N/A
+    Max Clocks
+        Graphics                          : 1530 MHz
+        SM                                : 1530 MHz
+        Memory                            : 877 MHz
+        Video                             : 1372 MHz
+    Max Customer Boost Clocks
+        Graphics                          : 1530 MHz
+    Clock Policy
+        Auto Boost                        : N/A
+        Auto Boost Default                : N/A
+    Voltage
+        Graphics                          : N/A
+    Fabric
+        State                             : N/A
+        Status                            : N/A
+        CliqueId                          : N/A
+        ClusterUUID                       : N/A
+        Health
+            Bandwidth                     : N/A
+    Processes                             : None
+"""),
+}
+# Fields a template's own host got wrong that are not the GPU's: set to their healthy value in every block made
+# from it (the V100 host's PCIe "Host Max" read "Unknown Error" on all 8 GPUs; the H100 recording prints N/A).
+Q_HEALTHY = {
+    "volta-550": {("PCI", "GPU Link Info", "PCIe Generation", "Host Max"): "N/A"},
+}
 
 
 # MIG mode, instance create/destroy and -lgip/-lgipp: emu_mig.py beside this script, when installed with it.

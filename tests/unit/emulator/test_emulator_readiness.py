@@ -84,9 +84,12 @@ def test_unreachable_gpu_in_q(tmp_path):
 
 
 def test_profile_without_a_recording(tmp_path):
+    """-q is made from recorded blocks (test_emulator_synth_q.py); a recording, where there is one, wins."""
     profile = machines.load("a100-8gpu-p4d")
-    assert emulate(tmp_path, profile, "-q") == (
-        255, "", "nvidia-smi emulator: the profile has no recorded -q output (key smi_q)\n")
+    rc, out, err = emulate(tmp_path, profile, "-q")
+    assert (rc, err) == (0, "")
+    assert smi_q.parse_smi_q(out)["driver_version"] == "535.183.01"
+    assert "Product Name                          : NVIDIA A100-SXM4-40GB\n" in out
     assert emulate(tmp_path, profile, "-L")[0] == 0  # everything else as before
 
 
