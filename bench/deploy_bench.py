@@ -111,6 +111,8 @@ def build(out, count):
             "hpc_gres_verify_show_table": False,
             "hpc_gres_slurmd_config_dir": os.path.join(node.base, "etc"),
             "hpc_gres_slurmd_state_dir": os.path.join(node.base, "state"),
+            "hpc_gres_slurmd_health_program": os.path.join(node.base, "sbin", "hpc-gres-health"),
+            "hpc_gres_slurmd_health_library_dir": os.path.join(node.base, "lib"),
         }
     all_vars = {"ansible_connection": "counting_local", "ansible_python_interpreter": PYTHON,
                 "hpc_gres_cluster_name": "bench",

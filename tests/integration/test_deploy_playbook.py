@@ -44,6 +44,8 @@ def node_vars(node, tmp_path, mig=None):
             "hpc_gres_verify_show_table": False,
             "hpc_gres_slurmd_config_dir": str(tmp_path / node.name / "etc"),
             "hpc_gres_slurmd_state_dir": str(tmp_path / node.name / "state"),
+            "hpc_gres_slurmd_health_program": str(tmp_path / node.name / "sbin" / "hpc-gres-health"),
+            "hpc_gres_slurmd_health_library_dir": str(tmp_path / node.name / "lib"),
             "hpc_gres_slurmd_restart": False}
 
 
@@ -71,7 +73,7 @@ def deploy(tmp_path, cluster, layout, *extra):
 
 def written(tmp_path):
     """The config and state directories the deploy would write (none may exist after a check run)."""
-    dirs = [tmp_path / name / sub for name in ("gpu-m01", "gpu-p01", "ctl") for sub in ("etc", "state")]
+    dirs = [tmp_path / name / sub for name in ("gpu-m01", "gpu-p01", "ctl") for sub in ("etc", "state", "sbin", "lib")]
     return [str(d) for d in dirs if os.path.exists(d)]
 
 

@@ -50,6 +50,8 @@ class Cluster(object):
                 "hpc_gres_verify_slurmd_version": "22.05.8", "hpc_gres_verify_show_table": False,
                 "hpc_gres_slurmd_config_dir": str(self.etc),
                 "hpc_gres_slurmd_state_dir": str(self.tmp / "p01" / "state"),
+                "hpc_gres_slurmd_health_program": str(self.tmp / "p01" / "sbin" / "hpc-gres-health"),
+                "hpc_gres_slurmd_health_library_dir": str(self.tmp / "p01" / "lib"),
                 "hpc_gres_slurmd_restart": False}
         cluster = {"hpc_gres_cluster_name": "run", "hpc_gres_slurm_version": local_slurm_release(),
                    "hpc_gres_slurmctld_restart": False,
@@ -106,6 +108,32 @@ def cluster(tmp_path_factory):
     rc, out = cluster.play("deploy-gres.yml")
     assert rc == 0, out
     return cluster
+
+
+def test_the_deploy_installed_the_health_check_which_runs_from_its_library_alone(cluster):
+    program = cluster.tmp / "p01" / "sbin" / "hpc-gres-health"
+    assert os.access(str(program), os.X_OK)
+    with open(str(program)) as handle:
+        launcher = handle.read()
+    assert launcher.startswith("#!/usr/bin/python3 -IS\n") and str(cluster.tmp / "p01" / "lib") in launcher
+    # the node's own Python, isolated (-I -S: no site packages, no collection on the path): the library is enough.
+    # The program reads proc/, sys/ and dev/ under one root; the emulated node keeps its device nodes apart.
+    dev = os.path.join(cluster.node.root, "dev")
+    if not os.path.exists(dev):
+        os.symlink(os.path.join(cluster.node.dev_root, "dev"), dev)
+    proc = subprocess.run(["/usr/bin/python3", "-I", "-S", str(program), "--report", "--scontrol", "none",
+                           "--nvidia-smi", node_nvidia_smi(cluster.node), "--root", cluster.node.root,
+                           "--kernel-log", "none", "--fabric-manager", "none", "--node", "gpu-p01",
+                           "--slurm-conf", str(cluster.etc / "slurm.conf")],
+                          env=dict(cluster.node.env, NVSMI_EMU_ROOT=cluster.node.root,
+                                   NVSMI_EMU_DEV_ROOT=cluster.node.dev_root),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert "hpc-gres-health: node gpu-p01 is healthy" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0
+    # a second deploy finds the program as it should be: nothing of it is written again
+    rc, out = cluster.play("deploy-gres.yml")
+    assert rc == 0, out
+    assert "Install the health check" not in out
 
 
 def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster):

@@ -46,6 +46,8 @@ def run(tmp_path, roots, slurm_version, controller, nodes):
                 "hpc_gres_verify_show_table": False, "hpc_gres_slurmctld_restart": False, "hpc_gres_slurmd_restart": False,
                 # read-only in check mode; private directories all the same (this machine is every host)
                 "hpc_gres_slurmd_config_dir": str(tmp_path / "etc"), "hpc_gres_slurmd_state_dir": str(tmp_path / "sd"),
+                "hpc_gres_slurmd_health_program": str(tmp_path / "sbin" / "hpc-gres-health"),
+                "hpc_gres_slurmd_health_library_dir": str(tmp_path / "lib"),
                 "hpc_gres_slurmctld_config_dir": str(tmp_path / "etc"),
                 "hpc_gres_slurmctld_state_dir": str(tmp_path / "sc"), "hpc_gres_run_root": str(tmp_path / "runs")}
     if slurm_version is not None:
