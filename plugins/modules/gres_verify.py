@@ -333,7 +333,7 @@ plan:
       with, the recorded files, else the installed ones), C(recorded) (the deploy recorded them before),
       C(installed) (the installed files), C(install_names) and C(record_names) (the files this config mode
       installs and records, in order); C(health_install) with O(plan.health), that is C(library) (bool), C(launcher) and
-      C(nhc) (the text to write, or null when the installed file is right), C(changed).
+      C(nhc) (the text to write, or null when the installed file is right), C(needed) (any of them).
   returned: with O(plan)
   type: dict
   sample: {"restart": true, "reasons": ["gres.conf changed"], "install": true, "not_installed": ["gres.conf"],
@@ -448,7 +448,7 @@ def _plan(module, node, gres_text):
                              % (node, exc))
     plan.update(new_files=new, running_files=running, recorded=recorded, installed=read["contents"]["installed"],
                 install_names=deploy["install"], record_names=deploy["record"])
-    plan["health_install"] = health_plan(spec["health"]) if spec["health"] else {"changed": False}
+    plan["health_install"] = health_plan(spec["health"]) if spec["health"] else {"needed": False}
     return plan
 
 

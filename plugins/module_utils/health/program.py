@@ -152,7 +152,7 @@ def _read(path):
 def health_plan(spec):
     """What a node needs installed for the health check, from the deploy's ``spec`` (``library_dir``,
     ``library_sha256``, ``program``, ``args``, ``python``, ``nhc``): ``{"library": bool, "launcher": text or None,
-    "nhc": text or None, "changed": bool}`` (a text only where the installed file differs)."""
+    "nhc": text or None, "needed": bool}`` (a text only where the installed file differs)."""
     lib_dir = spec.get("library_dir") or LIBRARY_DIR
     installed = installed_library(lib_dir)
     library = len(installed) != len(PROGRAM_FILES) or library_digest(installed) != spec["library_sha256"]
@@ -165,4 +165,4 @@ def health_plan(spec):
         if _read(NHC_CHECK_PATH) == nhc:
             nhc = None
     return {"library": library, "launcher": launcher, "nhc": nhc,
-            "changed": bool(library or launcher is not None or nhc is not None)}
+            "needed": bool(library or launcher is not None or nhc is not None)}

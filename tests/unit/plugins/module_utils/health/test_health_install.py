@@ -28,10 +28,10 @@ def install(tmp_path, plan, spec_):
 def test_a_bare_node_needs_everything_and_an_installed_one_nothing(tmp_path):
     s = spec(tmp_path)
     plan = program.health_plan(s)
-    assert plan["library"] and plan["changed"] and plan["nhc"] is None
+    assert plan["library"] and plan["needed"] and plan["nhc"] is None
     assert "--slurm" in plan["launcher"] and s["library_dir"] in plan["launcher"]
     install(tmp_path, plan, s)
-    assert program.health_plan(s) == {"library": False, "launcher": None, "nhc": None, "changed": False}
+    assert program.health_plan(s) == {"library": False, "launcher": None, "nhc": None, "needed": False}
 
 
 def test_a_changed_library_file_or_other_options_or_mode_reinstall(tmp_path):
