@@ -194,7 +194,9 @@ def test_render_only_job_writes_what_ansible_playbook_writes(tmp_path, project_c
     assert render["localhost"]["changed"] is True
     assert job.hosts_seen() == {"localhost"}
     assert stats(job)["failures"] == {} and stats(job)["skipped"] == {}
-    assert "written: %d changed, 0 unchanged" % len(golden_example()) in job.stdout
+    # the render directory's own list of the files it owns (.hpc_gres_render_files) is not one of the rendered files
+    rendered = [name for name in golden_example() if not name.startswith(".")]
+    assert "written: %d changed, 0 unchanged" % len(rendered) in job.stdout
 
 
 @pytest.fixture
