@@ -11,6 +11,8 @@ Layout under ``root`` (default ``/var/lib/slurm-gres/runs``)::
 A record's ``state`` moves ``locked -> recorded -> installed -> restarted -> done``; a late failure adds
 ``rolling_back -> rolled_back`` (or ``rollback_failed``); a later run that finishes an interrupted one marks it
 ``superseded``. A record in a state that is not final, whose run no longer holds the lock, is an interrupted run.
+A maintenance run (``command: maintenance``, plugin_utils/maintenance.py) moves ``locked -> maintaining -> done``
+and stays ``maintaining`` while nodes are left to do, so that the next maintenance run continues it.
 """
 
 import datetime
@@ -21,7 +23,7 @@ import os
 import shutil
 
 FINAL_STATES = ("done", "rolled_back", "rollback_failed", "superseded")
-STATES = ("locked", "recorded", "installed", "restarted", "rolling_back") + FINAL_STATES
+STATES = ("locked", "recorded", "installed", "restarted", "rolling_back", "maintaining") + FINAL_STATES
 LOCK_NAME = "lock"
 RECORD_NAME = "record.json"
 PREVIOUS_DIR = "previous"
