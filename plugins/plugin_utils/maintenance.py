@@ -28,7 +28,7 @@ import yaml
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.waves import failure_reason, is_ours
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.waves import failure_reason, is_ours, node_status
 
 COMMAND = "maintenance"
 NODE_FIELD = "node:"
@@ -191,7 +191,8 @@ def summary(targets, outcomes, plan, nodes, run_id, continues=None):
         status = outcome.get("status")
         record = nodes.get(name) or {}
         state = record.get("State", "?")
-        if record.get("reason"):
+        # 24.11 and later keep the reason of a resumed node until a job runs there: shown only while it is out
+        if record.get("reason") and record.get("State") and node_status(record, "")["unavailable"]:
             state += " (%s)" % record["reason"]
         if status == "done":
             text = "done"
@@ -215,9 +216,12 @@ def summary(targets, outcomes, plan, nodes, run_id, continues=None):
         run_id, " (continuing %s)" % continues if continues else "", len(targets),
         len(targets) - len(failed) - len(left), len(failed), len(left))
     tail = []
-    if state != "done":
+    if failed:
         tail.append("the run is not finished: fix the failed nodes (sinfo -R shows why each is drained), then run the "
-                    "same command again; it continues this run (done nodes are skipped)")
+                    "same command again: it continues this run (done nodes are skipped, failed ones go first)")
+    elif left:
+        tail.append("the run is not finished: run the same command again once the nodes left can be taken; it "
+                    "continues this run (done nodes are skipped)")
     return {"state": state, "lines": [head] + lines + tail, "failed": failed, "left": left}
 
 

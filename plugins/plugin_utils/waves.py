@@ -189,6 +189,7 @@ def plan_waves(nodes, targets, cap=1, partition_caps=None, max_failures=0, done=
         raise ValueError("hpc_gres_maintenance_partition_caps: expected partitions slurmctld knows (%s), found %s"
                          % (", ".join(sorted(sizes, key=natural_key)) or "none", ", ".join(unknown)))
     targets = sorted(set(targets), key=natural_key)
+    done &= set(targets)
     budget = cap_limit(parse_cap(max_failures, "hpc_gres_maintenance_max_failures", 0), len(targets), 0)
 
     skipped, candidates = {}, []

@@ -1,6 +1,7 @@
 """A stateful stand-in for slurmctld's commands (scontrol, squeue) for playbook tests over the local connection.
 
-The state is a JSON file: nodes (State flags, Reason, Partitions, Gres, SlurmdStartTime, boots), jobs (node and
+The state is a JSON file: nodes (State flags, Reason, Partitions, Gres, SlurmdStartTime, boots; a resumed node is not
+responding for two seconds and keeps its reason, as on 24.11), jobs (node and
 the time they end), slurmctld's config, GPU faults to inject at a node's next boot, and a log of every change with
 each node's state after it, from which a test reads how many nodes were out of service at once. Only what the
 collection's modules call is answered, in scontrol's own formats; the real behaviour is the molecule scenarios'.
@@ -34,7 +35,9 @@ def busy(state, name, now=None):
 
 def state_text(state, name):
     node = state["nodes"][name]
-    return "+".join(["ALLOCATED" if busy(state, name) else "IDLE"] + node["flags"])
+    text = "+".join(["ALLOCATED" if busy(state, name) else "IDLE"] + node["flags"])
+    # not responding until slurmd answers the ping slurmctld sends after a resume (24.11 and later)
+    return text + "*" if node.get("ping_at", 0) > time.time() else text
 
 
 def node_line(state, name):
@@ -89,8 +92,9 @@ def scontrol(state, args):
                 node["flags"].append("DRAIN")
             node["reason"] = opts["Reason"]
         elif opts.get("State") == "RESUME":
+            # as 24.11: the drain goes, the reason stays (until a job runs there), a ping is due
             node["flags"] = [f for f in node["flags"] if f != "DRAIN"]
-            node["reason"] = None
+            node["ping_at"] = time.time() + 2
         log(state, " ".join(args))
         return 0
     if args[:1] == ["reboot"]:

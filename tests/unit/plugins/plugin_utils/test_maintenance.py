@@ -107,7 +107,8 @@ def test_a_failure_names_the_step_and_the_findings_and_never_replaces_someone_el
 
 
 def test_the_summary_says_per_node_what_happened_and_the_run_stays_open_while_a_node_is_left():
-    nodes = {"n1": {"State": "IDLE"}, "n2": {"State": "IDLE+DRAIN", "reason": R + ": failed: readiness: x"},
+    # n1 resumed on 24.11: the reason stays until a job runs there, and is not shown
+    nodes = {"n1": {"State": "IDLE", "reason": R}, "n2": {"State": "IDLE+DRAIN", "reason": R + ": failed: readiness: x"},
              "n3": {"State": "IDLE+DRAIN", "reason": "bad PSU"}, "n4": {"State": "IDLE"}, "n5": {"State": "IDLE"}}
     outcomes = {"n1": {"status": "done"}, "n2": {"status": "failed", "reason": "readiness: x"}}
     plan = {"done": ["n1", "n4"], "skipped": {"n3": "out of service for another reason"}, "blocked": {},
