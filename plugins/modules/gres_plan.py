@@ -126,8 +126,8 @@ options:
     type: list
     elements: str
   slurm_nodes:
-    description: O(stage=waves) and O(stage=maintenance) O(phase=summary), every node slurmctld knows (the RV(nodes)
-      of M(hpc.slurm_gres.slurm_node) O(hpc.slurm_gres.slurm_node#module:state=info)).
+    description: O(stage=waves) and O(stage=maintenance) O(phase=summary), every node slurmctld knows (the
+      RV(hpc.slurm_gres.slurm_node#module:nodes) of O(hpc.slurm_gres.slurm_node#module:state=info)).
     type: dict
   cap:
     description: O(stage=waves), nodes out of service at once per partition, a number or a percentage (C(25%)).

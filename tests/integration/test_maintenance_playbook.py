@@ -80,10 +80,10 @@ class Cluster(object):
     def render_files(self):
         """The files a deploy would have installed: the render, copied to each node's config directory."""
         out = self.tmp / "render"
-        proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", self.inventory(), os.path.join(ROOT, "playbooks",
-                                                                                         "render-gres.yml"),
-                               "-e", "hpc_gres_render_dir=%s" % out], cwd=ROOT, capture_output=True, text=True,
-                              env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")), check=False)
+        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(), os.path.join(ROOT, "playbooks", "render-gres.yml"),
+                "-e", "hpc_gres_render_dir=%s" % out]
+        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False,
+                              env=dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg")))
         assert proc.returncode == 0, proc.stdout + proc.stderr
         for node in self.nodes:
             etc = os.path.join(node.base, "etc")

@@ -117,10 +117,12 @@ def acquire_lock(root, owner, break_lock=None, where="the controller host"):
 
 def held_message(root, holder, where):
     state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
-    return ("deploy refused, nothing was changed: another deploy holds the lock on %s (%s): %s, state %s. Wait for "
+    # a maintenance run (hpc.slurm_gres.maintenance_gres) takes the same lock
+    other = "a maintenance run" if holder.get("command") == "maintenance" else "another deploy"
+    return ("deploy refused, nothing was changed: %s holds the lock on %s (%s): %s, state %s. Wait for "
             "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
             "explicitly: rerun with -e hpc_gres_break_lock=%s (the next run then finishes or undoes what that run "
-            "left half done)" % (where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
+            "left half done)" % (other, where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
                                  holder.get("run_id")))
 
 
