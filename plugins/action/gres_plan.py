@@ -27,7 +27,8 @@ ARGUMENT_SPEC = dict(
     wanted=dict(type="dict"),
     # stage owner
     command=dict(type="str", default="deploy"),
-    lock=dict(type="dict"),
+    # raw: a free lock is null, which ansible-core before 2.19 templates to "" (not a dict)
+    lock=dict(type="raw"),
     # stage changes
     nodes=dict(type="list", elements="str"),
     names=dict(type="dict"),
@@ -40,7 +41,7 @@ ARGUMENT_SPEC = dict(
     # stage mig_status
     host=dict(type="str"),
     check=dict(type="dict"),
-    node=dict(type="dict"),
+    node=dict(type="raw"),
     step=dict(type="dict"),
     reason=dict(type="str"),
     # stages waves and maintenance
@@ -61,7 +62,7 @@ ARGUMENT_SPEC = dict(
     run_id=dict(type="str"),
     continues=dict(type="str"),
     task=dict(type="str"),
-    result=dict(type="dict"),
+    result=dict(type="raw"),
 )
 REQUIRED_IF = [("stage", "restarted", ("plan",)), ("stage", "confirmed", ("plan",)),
                ("stage", "controller", ("files", "read")), ("stage", "summary", ("record",)),
@@ -91,6 +92,8 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super(ActionModule, self).run(tmp, task_vars)
         validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, required_if=REQUIRED_IF)
+        for name in ("lock", "node", "result"):
+            args[name] = self._dict_or_none(name, args[name])
         stage = args["stage"]
         hostvars = task_vars["hostvars"]
         plan = args["plan"] or {}
@@ -145,6 +148,15 @@ class ActionModule(ActionBase):
         if plan.get("refusal"):
             result.update(failed=True, msg=plan["refusal"])
         return result
+
+    @staticmethod
+    def _dict_or_none(name, value):
+        """A dict, or None for null (or the "" older ansible-core makes of it)."""
+        if value is None or value == "":
+            return None
+        if not isinstance(value, dict):
+            raise AnsibleActionFail("gres_plan: %s: expected a dict or null, found %r" % (name, value))
+        return value
 
     def _names(self, task_vars, hosts):
         names = self._render(task_vars).get("nodes") or {}

@@ -78,7 +78,7 @@ options:
   lock:
     description: O(stage=owner) and O(stage=maintenance) O(phase=lock), the lock as M(hpc.slurm_gres.gres_run) O(hpc.slurm_gres.gres_run#module:step=inspect)
       returned it (its holder), or null.
-    type: dict
+    type: raw
   nodes:
     description: O(stage=changes), the node hosts of the run.
     type: list
@@ -113,7 +113,7 @@ options:
   node:
     description: O(stage=mig_status) and O(stage=maintenance) O(phase=failure), the node's record from
       M(hpc.slurm_gres.slurm_node).
-    type: dict
+    type: raw
   step:
     description: O(stage=mig_status), the M(hpc.slurm_gres.gres_render) result of this step.
     type: dict
@@ -190,7 +190,7 @@ options:
     type: str
   result:
     description: O(stage=maintenance) O(phase=failure), its result.
-    type: dict
+    type: raw
 extends_documentation_fragment:
   - hpc.slurm_gres.attributes.no_diff
   - hpc.slurm_gres.attributes.controller
