@@ -1,19 +1,29 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action: the cross-host decisions of the deploy, the rollback and the MIG runbook (documentation:
-plugins/modules/gres_plan.py)."""
+"""Action: the cross-host decisions of the deploy, the rollback, the MIG runbook and the maintenance run
+(documentation: plugins/modules/gres_plan.py)."""
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan, deploy_run, health_program, mig_node
+import os
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import (
+    deploy_plan,
+    deploy_run,
+    health_program,
+    maintenance,
+    mig_node,
+    waves,
+)
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
-STAGES = ("gate", "restarted", "confirmed", "controller", "owner", "changes", "summary", "mig_status",
-          "health_library")
+STAGES = ("gate", "restarted", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
+          "maintenance", "health_library")
+MAINTENANCE_PHASES = ("lock", "resume", "reboot", "failure", "summary")
 ARGUMENT_SPEC = dict(
     stage=dict(type="str", required=True, choices=list(STAGES)),
     plan=dict(type="dict"),
@@ -27,7 +37,8 @@ ARGUMENT_SPEC = dict(
     include_file=dict(type="str"),
     # stage owner
     command=dict(type="str", default="deploy"),
-    lock=dict(type="dict"),
+    # raw: a free lock is null, which ansible-core before 2.19 templates to "" (not a dict)
+    lock=dict(type="raw"),
     # stage changes
     nodes=dict(type="list", elements="str"),
     names=dict(type="dict"),
@@ -40,14 +51,36 @@ ARGUMENT_SPEC = dict(
     # stage mig_status
     host=dict(type="str"),
     check=dict(type="dict"),
-    node=dict(type="dict"),
+    node=dict(type="raw"),
     step=dict(type="dict"),
     reason=dict(type="str"),
+    # stages waves and maintenance
+    target_hosts=dict(type="list", elements="str"),
+    slurm_nodes=dict(type="dict"),
+    cap=dict(type="raw", default=1),
+    partition_caps=dict(type="dict", default={}),
+    max_failures=dict(type="raw", default=0),
+    done=dict(type="list", elements="str", default=[]),
+    phase=dict(type="str", choices=list(MAINTENANCE_PHASES)),
+    unfinished=dict(type="list", elements="dict", default=[]),
+    break_lock=dict(type="str", default=""),
+    change=dict(type="dict", default={}),
+    resume=dict(type="bool", default=True),
+    reboot=dict(type="str", default="auto"),
+    config=dict(type="str", default=""),
+    reboot_timeout=dict(type="int", default=1800),
+    run_id=dict(type="str"),
+    continues=dict(type="str"),
+    task=dict(type="str"),
+    result=dict(type="raw"),
 )
 REQUIRED_IF = [("stage", "restarted", ("plan",)), ("stage", "confirmed", ("plan",)),
                ("stage", "controller", ("files", "read")), ("stage", "summary", ("record",)),
-               ("stage", "mig_status", ("host", "check", "step", "reason", "read"))]
+               ("stage", "mig_status", ("host", "check", "step", "reason", "read")),
+               ("stage", "waves", ("slurm_nodes", "target_hosts", "reason")), ("stage", "maintenance", ("phase",))]
 RENDER = "hpc_gres_render_result"
+# What a maintenance node cycle leaves on its host: {status: done|failed|skipped, reason}.
+OUTCOME = "hpc_gres_maintenance_outcome"
 # What the summary reads from each host of the record.
 SUMMARY_FACTS = ("hpc_gres_slurmd_done", "hpc_gres_slurmd_restarted", "hpc_gres_slurmd_install_result",
                  "hpc_gres_slurmctld_install_result", "hpc_gres_run_rolled_back", "hpc_gres_run_failure",
@@ -73,6 +106,8 @@ class ActionModule(ActionBase):
         if sliced:
             result.update(failed=True, msg=str(sliced))
             return result
+        for name in ("lock", "node", "result"):
+            args[name] = self._dict_or_none(name, args[name])
         stage = args["stage"]
         hostvars = task_vars["hostvars"]
         plan = args["plan"] or {}
@@ -109,6 +144,10 @@ class ActionModule(ActionBase):
                 plan["refusal"] = None
             elif stage == "changes":
                 plan = self._changes(args, hostvars)
+            elif stage == "waves":
+                plan = self._waves(args, task_vars)
+            elif stage == "maintenance":
+                plan = self._maintenance(args, task_vars)
             elif stage == "summary":
                 facts = host_values(hostvars, list((args["record"].get("hosts") or {})), SUMMARY_FACTS)
                 plan = deploy_run.run_outcome(args["record"], facts, task_vars.get("ansible_play_hosts") or [],
@@ -129,6 +168,76 @@ class ActionModule(ActionBase):
         if plan.get("refusal"):
             result.update(failed=True, msg=plan["refusal"])
         return result
+
+    @staticmethod
+    def _dict_or_none(name, value):
+        """A dict, or None for null (or the "" older ansible-core makes of it)."""
+        if value is None or value == "":
+            return None
+        if not isinstance(value, dict):
+            raise AnsibleActionFail("gres_plan: %s: expected a dict or null, found %r" % (name, value))
+        return value
+
+    def _names(self, task_vars, hosts):
+        names = self._render(task_vars).get("nodes") or {}
+        return {h: names.get(h, h) for h in hosts}
+
+    @staticmethod
+    def _outcomes(task_vars, hosts, names):
+        """Node name to the outcome its host's node cycle left (a cycle starts with a provisional failure, so a
+        host that dropped out of the play half-way is a failure)."""
+        facts = host_values(task_vars["hostvars"], hosts, (OUTCOME,))
+        return {names[h]: (facts.get(h) or {})[OUTCOME] for h in hosts if (facts.get(h) or {}).get(OUTCOME)}
+
+    def _waves(self, args, task_vars):
+        """The next wave and the rest (plugin_utils/waves.py) from slurmctld's nodes and the hosts' outcomes."""
+        hosts = args["target_hosts"]
+        names = self._names(task_vars, hosts)
+        outcomes = self._outcomes(task_vars, hosts, names)
+        done = set(args["done"]) | {n for n, o in outcomes.items() if o.get("status") == "done"}
+        failed = {n: o.get("reason") for n, o in outcomes.items() if o.get("status") == "failed"}
+        plan = waves.plan_waves(args["slurm_nodes"], list(names.values()), args["cap"], args["partition_caps"],
+                                args["max_failures"], done, failed, args["reason"])
+        by_name = {name: host for host, name in names.items()}
+        plan["names"] = names
+        plan["wave_hosts"] = [by_name[n] for n in plan["wave"]]
+        plan["expected_gres"] = self._expected_gres(task_vars, plan["wave_hosts"], names)
+        plan["refusal"] = None
+        return plan
+
+    def _expected_gres(self, task_vars, hosts, names):
+        """Host to the Gres its node must register with, from the rendered slurm.conf (the include file in
+        include mode)."""
+        render = self._render(task_vars)
+        files = render.get("files") or {}
+        text = files.get("slurm.conf") or files.get(render.get("include_file") or "") or ""
+        nodes = parse_slurm_conf(text)["nodes"] if hosts else {}
+        return {h: (nodes.get(names[h]) or {}).get("gres") or {} for h in hosts}
+
+    def _maintenance(self, args, task_vars):
+        phase = args["phase"]
+        if phase == "lock":
+            owner = deploy_run.lock_owner(maintenance.COMMAND, args["lock"])
+            plan = maintenance.lock_plan(args["lock"], owner["holder_gone"], args["unfinished"], args["break_lock"])
+            plan["owner"] = owner["owner"]
+        elif phase == "resume":
+            plan = maintenance.resume_plan(args["unfinished"], args["change"], args["resume"])
+            plan["refusal"] = None
+        elif phase == "reboot":
+            plan = maintenance.reboot_plan(args["reboot"], args["config"], args["reboot_timeout"])
+            verify = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "modules", "gres_verify.py")
+            plan["verify_options"] = maintenance.module_options(verify)
+        elif phase == "failure":
+            plan = maintenance.failure_plan(args["reason"], args["task"], args["result"], args["node"])
+            plan["refusal"] = None
+        else:
+            hosts = args["target_hosts"] or []
+            names = self._names(task_vars, hosts)
+            plan = maintenance.summary(list(names.values()), self._outcomes(task_vars, hosts, names),
+                                       args["plan"] or {}, args["slurm_nodes"] or {}, args["run_id"],
+                                       args["continues"])
+            plan["refusal"] = None
+        return plan
 
     @staticmethod
     def _changes(args, hostvars):

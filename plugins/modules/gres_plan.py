@@ -7,12 +7,12 @@ DOCUMENTATION = r"""
 module: gres_plan
 author: hpc.slurm_gres contributors (@hpc-slurm-gres)
 version_added: "0.1.0"
-short_description: The cross-host decisions of the deploy, the rollback and the MIG runbook (used by the playbooks)
+short_description: The cross-host decisions of the deploy, the rollback, the MIG runbook and the maintenance (used by the playbooks)
 description:
-  - The decisions of C(hpc.slurm_gres.deploy_gres), C(hpc.slurm_gres.rollback_gres) and
-    C(hpc.slurm_gres.mig_reconfigure) that depend on more than one host, each made once in Python on the control
-    machine from what the hosts reported; the plays only read RV(plan). It is part of those playbooks, not an
-    interface for plays of your own.
+  - The decisions of C(hpc.slurm_gres.deploy_gres), C(hpc.slurm_gres.rollback_gres),
+    C(hpc.slurm_gres.mig_reconfigure) and C(hpc.slurm_gres.maintenance_gres) that depend on more than one host,
+    each made once in Python on the control machine from what the hosts reported; the plays only read RV(plan). It
+    is part of those playbooks, not an interface for plays of your own.
   - "O(stage=gate), after every targeted node ran M(hpc.slurm_gres.gres_verify) (registered as
     C(hpc_gres_verify_result)) and the controllers read their files and the daemons' versions: the targeted nodes
     (play hosts in group C(slurmd)) and their Slurm names, the targeted controllers and each one's plan (restart
@@ -35,14 +35,27 @@ description:
   - "O(stage=mig_status): whether the MIG runbook can leave O(host) alone."
   - "O(stage=health_library): the GPU health check's library as this collection ships it, RV(files) and RV(sha256)
     (the deploy installs it on a node whose copy differs)."
+  - "O(stage=waves): the maintenance's next wave and every wave after it (C(plan.wave), C(plan.wave_hosts),
+    C(plan.waves)), from slurmctld's O(slurm_nodes) and the outcomes the node cycles left on the O(target_hosts):
+    in every partition the nodes out of service (down, drained, rebooting, ..., whoever made them so; this run's
+    failed nodes count against O(max_failures) instead) plus the wave's available nodes stay within O(cap) or
+    O(partition_caps); nodes this maintenance drained already go first, idle nodes before busy ones. Also
+    C(plan.skipped), C(plan.blocked), C(plan.finished), C(plan.stopped), C(plan.expected_gres) (host to the Gres
+    its node registers with) and C(plan.lines). A cap that is not a count or a percentage fails the task."
+  - "O(stage=maintenance): the maintenance run's other decisions by O(phase): V(reboot) how the nodes reboot
+    (O(reboot), slurmctld's O(config)); V(lock) whether the run may take the O(lock) (refused while another run
+    holds it or a deploy did not finish); V(resume) which of the O(unfinished) runs of the same O(change) it
+    continues; V(failure) the drain reason of a node whose cycle failed (O(task), O(result), O(node)); V(summary)
+    one line per node and the run's final state."
 options:
   stage:
     description: Which decision to make.
     type: str
     required: true
-    choices: [gate, restarted, confirmed, controller, owner, changes, summary, mig_status, health_library]
+    choices: [gate, restarted, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance, health_library]
   plan:
-    description: The RV(plan) of the gate (O(stage=restarted), V(confirmed), V(changes)).
+    description: The RV(plan) of the gate (O(stage=restarted), V(confirmed), V(changes)); of O(stage=waves) for
+      O(stage=maintenance) O(phase=summary).
     type: dict
   serial:
     description: O(stage=gate) in check mode, the slurmd restart batch size the report names.
@@ -73,9 +86,9 @@ options:
     type: str
     default: deploy
   lock:
-    description: O(stage=owner), the lock as M(hpc.slurm_gres.gres_run) O(hpc.slurm_gres.gres_run#module:step=inspect)
+    description: O(stage=owner) and O(stage=maintenance) O(phase=lock), the lock as M(hpc.slurm_gres.gres_run) O(hpc.slurm_gres.gres_run#module:step=inspect)
       returned it (its holder), or null.
-    type: dict
+    type: raw
   nodes:
     description: O(stage=changes), the node hosts of the run.
     type: list
@@ -108,14 +121,86 @@ options:
     description: O(stage=mig_status), the node's M(hpc.slurm_gres.mig_layout) result in check mode.
     type: dict
   node:
-    description: O(stage=mig_status), the node's record from M(hpc.slurm_gres.slurm_node).
-    type: dict
+    description: O(stage=mig_status) and O(stage=maintenance) O(phase=failure), the node's record from
+      M(hpc.slurm_gres.slurm_node).
+    type: raw
   step:
     description: O(stage=mig_status), the M(hpc.slurm_gres.gres_render) result of this step.
     type: dict
   reason:
-    description: O(stage=mig_status), the runbook's drain reason.
+    description: O(stage=mig_status), the runbook's drain reason; O(stage=waves) and O(stage=maintenance), the
+      maintenance's.
     type: str
+  target_hosts:
+    description: O(stage=waves) and O(stage=maintenance) O(phase=summary), the inventory hosts of the maintenance run.
+    type: list
+    elements: str
+  slurm_nodes:
+    description: O(stage=waves) and O(stage=maintenance) O(phase=summary), every node slurmctld knows (the
+      RV(hpc.slurm_gres.slurm_node#module:nodes) of O(hpc.slurm_gres.slurm_node#module:state=info)).
+    type: dict
+  cap:
+    description: O(stage=waves), nodes out of service at once per partition, a number or a percentage (C(25%)).
+    type: raw
+    default: 1
+  partition_caps:
+    description: O(stage=waves), partition name to its own cap.
+    type: dict
+    default: {}
+  max_failures:
+    description: O(stage=waves), failed nodes tolerated, a number or a percentage of O(target_hosts).
+    type: raw
+    default: 0
+  done:
+    description: O(stage=waves), node names done by the run this one continues.
+    type: list
+    elements: str
+    default: []
+  phase:
+    description: O(stage=maintenance), which decision.
+    type: str
+    choices: [lock, resume, reboot, failure, summary]
+  unfinished:
+    description: O(stage=maintenance) O(phase=lock) and V(resume), the records of the runs that did not finish.
+    type: list
+    elements: dict
+    default: []
+  break_lock:
+    description: O(stage=maintenance) O(phase=lock), the run id whose lock an admin breaks.
+    type: str
+    default: ""
+  change:
+    description: O(stage=maintenance) O(phase=resume), what the run does (its task file, role, reboot).
+    type: dict
+    default: {}
+  resume:
+    description: O(stage=maintenance) O(phase=resume), continue a run of the same change that did not finish.
+    type: bool
+    default: true
+  reboot:
+    description: O(stage=maintenance) O(phase=reboot), V(auto), V(slurm), V(ansible) or V(none).
+    type: str
+    default: auto
+  config:
+    description: O(stage=maintenance) O(phase=reboot), what C(scontrol show config) printed.
+    type: str
+    default: ""
+  reboot_timeout:
+    description: O(stage=maintenance) O(phase=reboot), seconds a reboot may take.
+    type: int
+    default: 1800
+  run_id:
+    description: O(stage=maintenance) O(phase=summary), the run.
+    type: str
+  continues:
+    description: O(stage=maintenance) O(phase=summary), the run this one continues.
+    type: str
+  task:
+    description: O(stage=maintenance) O(phase=failure), the name of the task that failed.
+    type: str
+  result:
+    description: O(stage=maintenance) O(phase=failure), its result.
+    type: raw
 extends_documentation_fragment:
   - hpc.slurm_gres.attributes.no_diff
   - hpc.slurm_gres.attributes.controller

@@ -11,6 +11,8 @@ Layout under ``root`` (default ``/var/lib/slurm-gres/runs``)::
 A record's ``state`` moves ``locked -> recorded -> installed -> restarted -> done``; a late failure adds
 ``rolling_back -> rolled_back`` (or ``rollback_failed``); a later run that finishes an interrupted one marks it
 ``superseded``. A record in a state that is not final, whose run no longer holds the lock, is an interrupted run.
+A maintenance run (``command: maintenance``, plugin_utils/maintenance.py) moves ``locked -> maintaining -> done``
+and stays ``maintaining`` while nodes are left to do, so that the next maintenance run continues it.
 """
 
 import datetime
@@ -21,7 +23,7 @@ import os
 import shutil
 
 FINAL_STATES = ("done", "rolled_back", "rollback_failed", "superseded")
-STATES = ("locked", "recorded", "installed", "restarted", "rolling_back") + FINAL_STATES
+STATES = ("locked", "recorded", "installed", "restarted", "rolling_back", "maintaining") + FINAL_STATES
 LOCK_NAME = "lock"
 RECORD_NAME = "record.json"
 PREVIOUS_DIR = "previous"
@@ -115,10 +117,12 @@ def acquire_lock(root, owner, break_lock=None, where="the controller host"):
 
 def held_message(root, holder, where):
     state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
-    return ("deploy refused, nothing was changed: another deploy holds the lock on %s (%s): %s, state %s. Wait for "
+    # a maintenance run (hpc.slurm_gres.maintenance_gres) takes the same lock
+    other = "a maintenance run" if holder.get("command") == "maintenance" else "another deploy"
+    return ("deploy refused, nothing was changed: %s holds the lock on %s (%s): %s, state %s. Wait for "
             "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
             "explicitly: rerun with -e hpc_gres_break_lock=%s (the next run then finishes or undoes what that run "
-            "left half done)" % (where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
+            "left half done)" % (other, where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
                                  holder.get("run_id")))
 
 

@@ -182,13 +182,26 @@ def parse_show_node(text):
 # slurmctld 24.11 and later append this to the reason of a drained node it sets DOWN because slurmd did not
 # answer (seen live: "MIG reconfiguration : Not responding"); 22.05 keeps the reason as it was.
 NOT_RESPONDING_SUFFIX = " : Not responding"
+# `scontrol reboot` appends this to the node's reason when slurmctld issues the reboot, and a drained node keeps it
+# after it registers again (every release: set_node_reboot_reason() in src/slurmctld/node_mgr.c and its call in
+# controller.c _queue_reboot_msg(); the drain is cleared only with ASAP or nextstate=).
+REBOOT_ISSUED_SUFFIX = " : reboot issued"
+KEPT_DRAIN_SUFFIXES = (NOT_RESPONDING_SUFFIX, REBOOT_ISSUED_SUFFIX)
 
 
 def same_drain_reason(reason, ours):
-    """True when ``reason`` is the drain ``ours``, also after slurmctld appended `` : Not responding`` to it."""
+    """True when ``reason`` is the drain ``ours``, also after slurmctld appended `` : Not responding`` or
+    `` : reboot issued`` (or both) to it."""
     if not reason or not ours:
         return False
-    return reason == ours or reason == ours + NOT_RESPONDING_SUFFIX
+    while reason != ours:
+        for suffix in KEPT_DRAIN_SUFFIXES:
+            if reason.endswith(suffix):
+                reason = reason[:-len(suffix)]
+                break
+        else:
+            return False
+    return True
 
 
 def is_gres_drain_reason(reason):

@@ -141,3 +141,28 @@ def test_check_lock_refuses_a_run_that_changes_nothing_while_another_holds_it(tm
     assert "state unknown (no record of it here)" in str(exc.value)
     assert rr.check_lock(root, allowed=[OWNER["run_id"]]) == OWNER  # its ansible-playbook is gone
     assert rr.read_lock(root) == OWNER
+
+
+def test_a_maintenance_run_keeps_one_field_per_node_and_stays_unfinished_while_maintaining(tmp_path):
+    root = str(tmp_path)
+    rr.create_record(root, dict(OWNER, command="maintenance"))
+    rr.set_state(root, OWNER["run_id"], "maintaining", note="node n1: done", **{"node:n1": {"status": "done"}})
+    record = rr.set_state(root, OWNER["run_id"], "maintaining", note="node n2: failed",
+                          **{"node:n2": {"status": "failed", "reason": "readiness"}})
+    assert record["node:n1"] == {"status": "done"} and record["node:n2"]["status"] == "failed"
+    assert [r["run_id"] for r in rr.unfinished_runs(root)] == [OWNER["run_id"]]
+    rr.set_state(root, OWNER["run_id"], "done")
+    assert rr.unfinished_runs(root) == []
+
+
+def test_a_deploy_is_refused_naming_a_maintenance_run_that_holds_the_lock(tmp_path):
+    root = str(tmp_path)
+    maintenance = dict(OWNER, command="maintenance")
+    rr.acquire_lock(root, maintenance)
+    rr.create_record(root, maintenance)
+    rr.set_state(root, OWNER["run_id"], "maintaining")
+    with pytest.raises(rr.LockHeld) as exc:
+        rr.check_lock(root, where="ctl01")
+    assert str(exc.value).startswith("deploy refused, nothing was changed: a maintenance run holds the lock on ctl01")
+    assert "run 20261201T111500Z-3fa9 by user alice from host admin01 (pid 4242)" in str(exc.value)
+    assert "state maintaining" in str(exc.value)

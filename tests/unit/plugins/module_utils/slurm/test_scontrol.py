@@ -280,3 +280,14 @@ def test_own_drain_is_recognised_after_slurmctld_appends_not_responding():
     assert not scontrol.same_drain_reason("MIG reconfiguration by admin", "MIG reconfiguration")
     assert not scontrol.same_drain_reason("Not responding", "MIG reconfiguration")
     assert not scontrol.same_drain_reason(None, "MIG reconfiguration")
+
+
+def test_a_drain_keeps_its_owner_through_slurms_reboot_suffix():
+    """scontrol reboot appends ' : reboot issued' (and a slow reboot ' : Not responding'); a timed-out reboot or
+    another reason is not ours."""
+    ours = "GPU maintenance"
+    assert scontrol.same_drain_reason("GPU maintenance : reboot issued", ours)
+    assert scontrol.same_drain_reason("GPU maintenance : reboot issued : Not responding", ours)
+    assert not scontrol.same_drain_reason("GPU maintenance : reboot issued : reboot timed out", ours)
+    assert not scontrol.same_drain_reason("other : reboot issued", ours)
+    assert not scontrol.same_drain_reason(" : reboot issued", ours)
