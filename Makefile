@@ -35,7 +35,8 @@ demo: .cache/collections/ansible_collections/hpc/slurm_gres
 
 lint: setup
 	$(BIN)/yamllint -s .
-	$(BIN)/ansible-lint --profile production
+	# its own ANSIBLE_HOME: a copy of hpc.slurm_gres in ~/.ansible/collections would shadow this checkout
+	ANSIBLE_HOME=$(CURDIR)/.cache/ansible-home $(BIN)/ansible-lint --profile production
 
 # ansible-test sanity with tests/sanity/ignore-X.Y.txt (offline-capable; its tool venvs are cached in .cache);
 # one test: make sanity TEST=pep8

@@ -143,7 +143,7 @@ options:
       health:
         description:
           - The GPU health check the deploy installs (C(library_dir), C(library_sha256), C(program), C(args),
-            C(python), C(nhc)); RV(plan.health_install) says what differs on the node.
+            C(python), C(nhc)); C(health_install) in RV(plan) says what differs on the node.
         type: dict
       files:
         description:

@@ -99,6 +99,7 @@ def point_fact(name, value):
     version = parse_version(text)
     return parse_version(first) <= version and (fixed is None or version < parse_version(fixed))
 
+
 _VERSION_RE = re.compile(r"(?<![\d.])(\d{2})\.(\d{1,2})(?:\.(\d+))?")
 
 

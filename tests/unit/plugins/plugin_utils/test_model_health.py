@@ -48,8 +48,8 @@ def test_settings_reach_slurm_conf():
 
 def test_off_or_nhc_or_include_mode_writes_no_health_lines():
     assert "healthcheckprogram" not in options(build(hpc_gres_health=False))
-    nhc = build(hpc_gres_health_nhc=True, hpc_gres_slurm_conf_options={"HealthCheckProgram": "/usr/sbin/nhc",
-                                                                          "HealthCheckInterval": 300})
+    nhc = build(hpc_gres_health_nhc=True,
+                hpc_gres_slurm_conf_options={"HealthCheckProgram": "/usr/sbin/nhc", "HealthCheckInterval": 300})
     assert options(nhc)["healthcheckprogram"] == "/usr/sbin/nhc"
     assert nhc["warnings"] == []
 
