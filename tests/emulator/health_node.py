@@ -282,3 +282,77 @@ def write_profile(path, profile, inline=False):
         handle.write("\n")
     os.replace(tmp, path)  # atomic: a health check running meanwhile sees the old or the new machine
     return path
+
+
+# ----------------------------------------------------------------------------------------------------
+# a molecule node as an NVSwitch node (molecule/gpu-lost, tests/test_health.py: the faults on a real Slurm)
+
+
+def p5_lspci_lines():
+    """The recorded p5 ``lspci | grep H100`` lines (8 GPUs, then 4 NVSwitches), prompt left out."""
+    return [line for line in _recorded(recording("readiness", "lspci", P5_LSPCI, lines=[2, 13])).splitlines()
+            if _LSPCI.match(line)]
+
+
+def nvswitch_node(profile):
+    """(profile, lspci text) of a node whose N GPUs sit at the first N GPU bus ids of the recorded p5 lspci, next to
+    the p5's 4 NVSwitches: GPUs keep their order (NVML numbers them by bus id, so every index stays), ``-q`` shows
+    the fabric ``Completed`` (``nvswitch``) and, whenever the stand-in ``nvidia-fabricmanager`` unit is not
+    active, the recorded ``In Progress`` block (:func:`fabric_follows_unit`). The lspci text is the recording's
+    lines of those GPUs and of the NVSwitches, under a header naming the source."""
+    profile = copy.deepcopy(profile)
+    lines = p5_lspci_lines()
+    gpu_lines = [line for line in lines if " 3D controller: " in line]
+    switch_lines = [line for line in lines if " Bridge: " in line]
+    gpus = sorted(profile["gpus"], key=lambda g: g["pci_bus_id"].upper())
+    if len(gpus) > len(gpu_lines):
+        raise ValueError("the recorded p5 lspci has %d GPUs, the profile %d" % (len(gpu_lines), len(gpus)))
+    for gpu, line in zip(gpus, gpu_lines):
+        gpu["pci_bus_id"] = "00000000:%s" % line.split()[0].upper()
+    profile["nvswitch"] = True
+    fabric_follows_unit(profile)
+    profile["source"] = profile.get("source", "") + (
+        "; bus ids and NVSwitches: tests/fixtures/readiness/lspci/%s (real, first %d GPUs); fabric In Progress "
+        "while nvidia-fabricmanager is not active: fabricmanager/h100-p5-570-fabric-in-progress-grep.txt (real)"
+        % (P5_LSPCI, len(gpus)))
+    text = ("# source: tests/fixtures/readiness/lspci/%s (real: AWS p5.48xlarge), the lines of its first %d GPUs "
+            "and its 4 NVSwitches\n# ---\n" % (P5_LSPCI, len(gpus)))
+    return profile, text + "".join(line + "\n" for line in gpu_lines[:len(gpus)] + switch_lines)
+
+
+_XID_ADDRESS = re.compile(r"NVRM: Xid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})\)")
+
+
+def kernel_log_text(specs, bus_id=None):
+    """The recorded kernel log excerpts ``specs`` (a fault's ``kernel_log``) as a node's log file holds them: a
+    Markdown quote prefix of the recording dropped and, with ``bus_id`` (``00000000:64:00.0``), the one GPU
+    address of the recording's Xid lines moved to that GPU wherever it appears (``PCI:0000:9b:00``,
+    ``0000:9b:00.0``), so a recorded Xid lands on a GPU of the node that replays it."""
+    text = "".join(_recorded(spec) for spec in specs)
+    text = "".join(re.sub(r"^> ?", "", line) for line in text.splitlines(True))
+    if bus_id is not None:
+        found = {m.lower() for m in _XID_ADDRESS.findall(text)}
+        if len(found) != 1:
+            raise ValueError("the recording's Xid lines name %d GPUs, not one: %s" % (len(found), sorted(found)))
+        old = found.pop()
+        new = machines_bus(bus_id)[:-2]  # 0000:64:00
+        text = re.sub(re.escape(old), new, text, flags=re.I)
+    return text
+
+
+def main(argv):
+    """``health_node.py nvswitch-node PROFILE OUT_PROFILE OUT_LSPCI``: :func:`nvswitch_node` of a profile, written
+    self-contained (molecule/gpu-lost/prepare.yml)."""
+    if len(argv) != 4 or argv[0] != "nvswitch-node":
+        sys.stderr.write("usage: health_node.py nvswitch-node PROFILE OUT_PROFILE OUT_LSPCI\n")
+        return 2
+    with open(argv[1]) as handle:
+        profile, lspci = nvswitch_node(json.load(handle))
+    write_profile(argv[2], profile, inline=True)
+    with open(argv[3], "w") as handle:
+        handle.write(lspci)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

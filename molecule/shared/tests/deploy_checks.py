@@ -117,11 +117,13 @@ def render(extra_inventories=()):
         return files
 
 
-def write_inventory(directory, host_vars):
-    """An inventory source that overrides host variables ({host: {var: value}}); returns its path.
+def write_inventory(directory, host_vars, group_vars=None):
+    """An inventory source that overrides host variables ({host: {var: value}}) and, with ``group_vars``, group
+    variables ({group: {var: value}}; ``all`` for the cluster-wide ones, which the render reads on localhost);
+    returns its path.
 
-    The variables go to a host_vars/ directory beside it: the scenario inventory keeps its own in host_vars/,
-    which beat variables written in an inventory file, and the later source's host_vars/ win.
+    The variables go to host_vars/ and group_vars/ directories beside it: the scenario inventory keeps its own
+    there, which beat variables written in an inventory file, and the later source's directories win.
     """
     path = os.path.join(directory, "override")
     os.makedirs(os.path.join(path, "host_vars"), exist_ok=True)
@@ -129,6 +131,10 @@ def write_inventory(directory, host_vars):
         json.dump({"all": {"hosts": {host: {} for host in host_vars}}}, handle)
     for host, variables in host_vars.items():
         with open(os.path.join(path, "host_vars", host + ".json"), "w") as handle:
+            json.dump(variables, handle)
+    for group, variables in (group_vars or {}).items():
+        os.makedirs(os.path.join(path, "group_vars"), exist_ok=True)
+        with open(os.path.join(path, "group_vars", group + ".json"), "w") as handle:
             json.dump(variables, handle)
     return path
 
