@@ -96,5 +96,6 @@ class ActionModule(ActionBase):
         if return_files is None:
             return_files = not args["dest"]
         if return_files:
-            result.update(files=out["files"], nodes=out["nodes"], mig_nodes=out["mig_nodes"], health=out["health"])
+            result.update(files=out["files"], nodes=out["nodes"], mig_nodes=out["mig_nodes"], health=out["health"],
+                          boot=out["boot"])
         return result

@@ -128,6 +128,14 @@ mig_nodes:
       M(hpc.slurm_gres.mig_layout) takes them) and C(models).
   returned: when O(return_files)
   type: dict
+boot:
+  description:
+    - The GPU boot order of slurmd the deploy installs (docs/boot.md), from the inventory's C(hpc_gres_boot_*),
+      C(enabled), C(mig) (V(collection), V(mig-manager) or V(none)), C(timeout), C(retry_interval) and C(hosts) (the
+      inventory hosts with GPUs, which get it).
+  returned: when O(return_files)
+  type: dict
+  sample: {"enabled": true, "mig": "collection", "timeout": 300, "retry_interval": 300, "hosts": ["gpu-a01"]}
 config_mode:
   description: The inventory's C(hpc_gres_config_mode) (V(files), V(configless) or V(include)); the roles
     C(hpc.slurm_gres.hpc_gres_slurmd) and C(hpc.slurm_gres.hpc_gres_slurmctld) install per it.

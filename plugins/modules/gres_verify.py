@@ -143,7 +143,10 @@ options:
       health:
         description:
           - The GPU health check the deploy installs (C(library_dir), C(library_sha256), C(program), C(args),
-            C(python), C(nhc)); C(health_install) in RV(plan) says what differs on the node.
+            C(python), C(nhc)), and in C(boot) the GPU boot order of slurmd that runs from the same library
+            (C(enabled), C(program), C(config), C(unit_dir), C(mig_manager_dir), C(slurmd_service),
+            C(retry_interval), C(args), C(settings); docs/boot.md); C(health_install) in RV(plan) says what differs on
+            the node. A C(program) of null installs the library for the boot order alone.
         type: dict
       files:
         description:
@@ -333,7 +336,9 @@ plan:
       with, the recorded files, else the installed ones), C(recorded) (the deploy recorded them before),
       C(installed) (the installed files), C(install_names) and C(record_names) (the files this config mode
       installs and records, in order); C(health_install) with O(plan.health), that is C(library) (bool), C(launcher) and
-      C(nhc) (the text to write, or null when the installed file is right), C(needed) (any of them).
+      C(nhc) (the text to write, or null when the installed file is right), C(boot) (C(dirs), each C(dest), C(files)
+      to write, C(absent) to remove and C(mode); C(reload), when unit files change and systemd runs; C(needed)),
+      C(needed) (any of them).
   returned: with O(plan)
   type: dict
   sample: {"restart": true, "reasons": ["gres.conf changed"], "install": true, "not_installed": ["gres.conf"],

@@ -51,7 +51,7 @@ def mig_node(model, node):
 def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None, into=None,
                    where=None):
     """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes", "config_mode",
-    "include_file", "health"}``.
+    "include_file", "health", "boot"}``.
 
     The files are slurm.conf, cgroup.conf, every ``<node>/gres.conf`` and the users' guide (``USERS.md``,
     ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
@@ -77,6 +77,8 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
         "include_file": model["include_file"],
         # the GPU health check the deploy installs and wires (docs/health.md)
         "health": deploy_health(model["health"]),
+        # the GPU boot order of slurmd the deploy installs on the GPU nodes (docs/boot.md)
+        "boot": model["boot"],
     }
 
 

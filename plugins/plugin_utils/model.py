@@ -8,6 +8,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import values, versions
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres, namespace
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_boot import boot_settings
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_cluster import (
     check_accounting,
     check_cgroup_plugin,
@@ -143,6 +144,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", whe
                                 default_slurm_conf(version) + health_slurm_conf(health, version, mode),
                                 cluster.get("hpc_gres_slurm_conf_options"), OWNED_SLURM_KEYS, "slurm.conf", version)
     check_health_program(col, cluster_host, health, slurm_conf, cluster.get("hpc_gres_slurm_conf_options"), mode)
+    boot = boot_settings(col, cluster_host, cluster, nodes)
     model = {
         "cluster_name": cluster_name(col, cluster_host, cluster.get("hpc_gres_cluster_name",
                                                                     CLUSTER_VARS["hpc_gres_cluster_name"])),
@@ -164,6 +166,7 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", whe
         "warnings": report_lines(col.warnings, where),
     }
     model["config_mode"], model["include_file"], model["health"] = mode, include, health
+    model["boot"] = boot
     check_max_node_count(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"), model["settings"]["slurm_conf"],
                          len(slurmd_hosts))
     if col.count:

@@ -66,6 +66,11 @@ CLUSTER_VARS = {
     "hpc_gres_health_kernel_log": "auto",
     "hpc_gres_health_ack_file": "/etc/hpc-gres/xid-acknowledgements",
     "hpc_gres_health_timeout": 10,
+    # the GPU boot order of slurmd (docs/boot.md): installed on every GPU node
+    "hpc_gres_boot": True,
+    "hpc_gres_boot_mig": "collection",
+    "hpc_gres_boot_timeout": 300,
+    "hpc_gres_boot_retry_interval": 300,
 }
 
 
@@ -502,6 +507,31 @@ DOC_TABLES = {
             '`hpc_gres_health_timeout`',
             '`10`',
             'seconds each command of the check may take before it is killed and reported (1 to 60)',
+        ),
+        (
+            '`hpc_gres_boot`',
+            '`true`',
+            'install the GPU boot order on every node with GPUs (docs/boot.md): slurmd starts only once the driver '
+            "answers, the node's MIG layout is applied and the health check passes; a node not ready is held back "
+            'and drained with the reason `hpc-gres-boot: ...`, never registered with a wrong count',
+        ),
+        (
+            '`hpc_gres_boot_mig`',
+            '`collection`',
+            "who applies a node's MIG layout at boot: `collection` (the boot order itself, with the MIG runbook's "
+            "code), `mig-manager` (NVIDIA's `nvidia-mig-manager.service`: the deploy writes its config from the "
+            'inventory and orders slurmd after it) or `none`',
+        ),
+        (
+            '`hpc_gres_boot_timeout`',
+            '`300`',
+            'seconds the boot order waits for the GPUs before it holds slurmd back (0 to 86400; 0: one try)',
+        ),
+        (
+            '`hpc_gres_boot_retry_interval`',
+            '`300`',
+            'seconds after a held-back boot until slurmd, and the boot order with it, is tried again (0 to 86400; 0: '
+            'no retry, start slurmd by hand)',
         ),
     ),
 }

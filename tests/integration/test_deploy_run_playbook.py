@@ -7,6 +7,7 @@ behaviour on the real Slurm daemons is proven by the molecule scenario run-safet
 """
 import json
 import os
+import re
 import socket
 import subprocess
 
@@ -52,6 +53,10 @@ class Cluster(object):
                 "hpc_gres_slurmd_state_dir": str(self.tmp / "p01" / "state"),
                 "hpc_gres_slurmd_health_program": str(self.tmp / "p01" / "sbin" / "hpc-gres-health"),
                 "hpc_gres_slurmd_health_library_dir": str(self.tmp / "p01" / "lib"),
+                "hpc_gres_slurmd_boot_program": str(self.tmp / "p01" / "sbin" / "hpc-gres-boot"),
+                "hpc_gres_slurmd_boot_config": str(self.tmp / "p01" / "etc-hpc-gres" / "boot.json"),
+                "hpc_gres_slurmd_boot_unit_dir": str(self.tmp / "p01" / "systemd"),
+                "hpc_gres_slurmd_boot_mig_manager_dir": str(self.tmp / "p01" / "mig-manager"),
                 "hpc_gres_slurmd_restart": False}
         cluster = {"hpc_gres_cluster_name": "run", "hpc_gres_slurm_version": local_slurm_release(),
                    "hpc_gres_slurmctld_restart": False,
@@ -107,6 +112,7 @@ def cluster(tmp_path_factory):
     cluster = Cluster(tmp_path_factory.mktemp("run"))
     rc, out = cluster.play("deploy-gres.yml")
     assert rc == 0, out
+    cluster.first_out = out
     return cluster
 
 
@@ -130,10 +136,19 @@ def test_the_deploy_installed_the_health_check_which_runs_from_its_library_alone
                           capture_output=True, text=True, timeout=120, check=False)
     assert "hpc-gres-health: node gpu-p01 is healthy" in proc.stdout, proc.stdout + proc.stderr
     assert proc.returncode == 0
+    # the boot order beside it (docs/boot.md): its program, the node's settings, the unit and slurmd's drop-in (no
+    # systemd runs here: no daemon-reload)
+    systemd = cluster.tmp / "p01" / "systemd"
+    assert sorted(os.listdir(str(systemd))) == ["hpc-gres-boot-retry.service", "hpc-gres-boot-retry.timer",
+                                                "hpc-gres-boot.service", "slurmd.service.d"]
+    with open(str(cluster.tmp / "p01" / "etc-hpc-gres" / "boot.json")) as handle:
+        assert json.load(handle)["node"] == "gpu-p01"
+    assert os.access(str(cluster.tmp / "p01" / "sbin" / "hpc-gres-boot"), os.X_OK)
+    assert re.search(r"Reload systemd \(the boot order's units changed\)\] \**\s*skipping", cluster.first_out)
     # a second deploy finds the program as it should be: nothing of it is written again
     rc, out = cluster.play("deploy-gres.yml")
     assert rc == 0, out
-    assert "Install the health check" not in out
+    assert "Install the health check" not in out and "Install the boot order" not in out
 
 
 def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster):
@@ -146,6 +161,7 @@ def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster
     assert cluster.lock() is None
 
 
+@pytest.mark.ansible_core
 def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     before = cluster.gres()
     rc, out = cluster.play("deploy-gres.yml", cores=False, scontrol_failures=1)

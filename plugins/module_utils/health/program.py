@@ -1,16 +1,19 @@
-"""What a GPU node needs to run the health check: the module_utils files it imports, a launcher, the NHC check.
+"""What a GPU node needs to run the health check and the boot order: the module_utils files they import, their
+launchers, the NHC check (the boot order's units: ``boot_units``).
 
 The deploy copies :data:`PROGRAM_FILES` (paths relative to the collection root) to
-``<lib_dir>/ansible_collections/hpc/slurm_gres/<path>`` and writes :func:`launcher_text` as the program
-(``hpc-gres-health``). Only the Python standard library is needed on the node: the launcher runs Python with
+``<lib_dir>/ansible_collections/hpc/slurm_gres/<path>`` and writes :func:`launcher_text` as each program
+(``hpc-gres-health``, ``hpc-gres-boot``). Only the Python standard library is needed on the node: the launcher runs Python with
 ``-I -S`` (no environment, no user or site packages).
 """
 import hashlib
 import json
 import os
 
-# health/cli.py and everything it imports, with the __init__.py of each package on the way (a unit test keeps this
-# equal to the import graph).
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health import boot_units
+
+# health/cli.py and health/boot_cli.py and everything they import, with the __init__.py of each package on the way
+# (a unit test keeps this equal to the import graph).
 PROGRAM_FILES = (
     "plugins/module_utils/__init__.py",
     "plugins/module_utils/common/__init__.py",
@@ -19,6 +22,8 @@ PROGRAM_FILES = (
     "plugins/module_utils/common/names.py",
     "plugins/module_utils/common/ranges.py",
     "plugins/module_utils/health/__init__.py",
+    "plugins/module_utils/health/boot.py",
+    "plugins/module_utils/health/boot_cli.py",
     "plugins/module_utils/health/check.py",
     "plugins/module_utils/health/cli.py",
     "plugins/module_utils/health/gres_match.py",
@@ -26,7 +31,9 @@ PROGRAM_FILES = (
     "plugins/module_utils/health/results.py",
     "plugins/module_utils/health/slurm_state.py",
     "plugins/module_utils/mig/__init__.py",
+    "plugins/module_utils/mig/apply.py",
     "plugins/module_utils/mig/gres_type.py",
+    "plugins/module_utils/mig/plan.py",
     "plugins/module_utils/mig/profiles.py",
     "plugins/module_utils/mig/render.py",
     "plugins/module_utils/node/__init__.py",
@@ -52,6 +59,11 @@ PROGRAM_FILES = (
 )
 COLLECTION_DIR = "ansible_collections/hpc/slurm_gres"
 PROGRAM_NAME = "hpc-gres-health"
+# The programs the library holds: name -> (module with main(), what it is, for the launcher's comment).
+PROGRAMS = {
+    PROGRAM_NAME: ("health.cli", "GPU health check"),
+    "hpc-gres-boot": ("health.boot_cli", "GPU boot order of slurmd"),
+}
 NHC_CHECK_PATH = "/etc/nhc/scripts/hpc_gres.nhc"
 NHC_CHECK = "check_hpc_gres"
 NHC_CONF_LINE = "* || %s" % NHC_CHECK
@@ -62,19 +74,20 @@ def installed_path(lib_dir, relpath):
     return "%s/%s/%s" % (lib_dir.rstrip("/"), COLLECTION_DIR, relpath)
 
 
-def launcher_text(lib_dir, python="/usr/bin/python3", args=()):
-    """The program file: runs ``cli.main`` from ``lib_dir`` with ``args`` before the command line's own (a
-    HealthCheckProgram takes no arguments, so its launcher carries ``--slurm`` and the node's options; a mode
-    given on the command line wins over a built-in one)."""
+def launcher_text(lib_dir, python="/usr/bin/python3", args=(), program=PROGRAM_NAME):
+    """The program file: runs ``main`` of the ``program``'s module (:data:`PROGRAMS`) from ``lib_dir`` with ``args``
+    before the command line's own (a HealthCheckProgram takes no arguments, so its launcher carries ``--slurm`` and
+    the node's options; a mode given on the command line wins over a built-in one)."""
+    module, what = PROGRAMS[program]
     return "\n".join([
         "#!%s -IS" % python,
-        "# %s: GPU health check of the hpc.slurm_gres collection (written by the deploy; do not edit)." % PROGRAM_NAME,
+        "# %s: %s of the hpc.slurm_gres collection (written by the deploy; do not edit)." % (program, what),
         "# Library: %s/%s/plugins/module_utils (Python standard library only)." % (
             lib_dir.rstrip("/"), COLLECTION_DIR),
         "import sys",
         "",
         "sys.path.insert(0, %s)" % json.dumps(lib_dir),
-        "from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.cli import main  # noqa: E402",
+        "from ansible_collections.hpc.slurm_gres.plugins.module_utils.%s import main  # noqa: E402" % module,
         "",
         "sys.exit(main(%s + sys.argv[1:]))" % json.dumps(list(args)),
         "",
@@ -150,19 +163,26 @@ def _read(path):
 
 
 def health_plan(spec):
-    """What a node needs installed for the health check, from the deploy's ``spec`` (``library_dir``,
-    ``library_sha256``, ``program``, ``args``, ``python``, ``nhc``): ``{"library": bool, "launcher": text or None,
-    "nhc": text or None, "needed": bool}`` (a text only where the installed file differs)."""
+    """What a node needs installed for the health check and the boot order, from the deploy's ``spec``
+    (``library_dir``, ``library_sha256``, ``program`` (None: the health check is off, the library serves the boot
+    order alone), ``args``, ``python``, ``nhc``, ``boot``): ``{"library": bool, "launcher": text or None,
+    "nhc": text or None, "boot": boot_units.boot_plan, "needed": bool}`` (a text only where the installed file
+    differs)."""
     lib_dir = spec.get("library_dir") or LIBRARY_DIR
+    python = spec.get("python") or "/usr/bin/python3"
     installed = installed_library(lib_dir)
     library = len(installed) != len(PROGRAM_FILES) or library_digest(installed) != spec["library_sha256"]
-    launcher = launcher_text(lib_dir, spec.get("python") or "/usr/bin/python3", spec.get("args") or ())
-    if _read(spec["program"]) == launcher and os.access(spec["program"], os.X_OK):
-        launcher = None
-    nhc = None
-    if spec.get("nhc"):
-        nhc = nhc_check_text(spec["program"])[0]
-        if _read(NHC_CHECK_PATH) == nhc:
-            nhc = None
-    return {"library": library, "launcher": launcher, "nhc": nhc,
-            "needed": bool(library or launcher is not None or nhc is not None)}
+    launcher = nhc = None
+    if spec.get("program"):
+        launcher = launcher_text(lib_dir, python, spec.get("args") or ())
+        if _read(spec["program"]) == launcher and os.access(spec["program"], os.X_OK):
+            launcher = None
+        if spec.get("nhc"):
+            nhc = nhc_check_text(spec["program"])[0]
+            if _read(NHC_CHECK_PATH) == nhc:
+                nhc = None
+    boot = {"dirs": [], "reload": False, "needed": False}
+    if spec.get("boot"):
+        boot = boot_units.boot_plan(spec["boot"], lambda args: launcher_text(lib_dir, python, args, "hpc-gres-boot"))
+    return {"library": library, "launcher": launcher, "nhc": nhc, "boot": boot,
+            "needed": bool(library or launcher is not None or nhc is not None or boot["needed"])}

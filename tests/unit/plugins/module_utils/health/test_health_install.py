@@ -31,7 +31,8 @@ def test_a_bare_node_needs_everything_and_an_installed_one_nothing(tmp_path):
     assert plan["library"] and plan["needed"] and plan["nhc"] is None
     assert "--slurm" in plan["launcher"] and s["library_dir"] in plan["launcher"]
     install(tmp_path, plan, s)
-    assert program.health_plan(s) == {"library": False, "launcher": None, "nhc": None, "needed": False}
+    assert program.health_plan(s) == {"library": False, "launcher": None, "nhc": None, "needed": False,
+                                      "boot": {"dirs": [], "reload": False, "needed": False}}
 
 
 def test_a_changed_library_file_or_other_options_or_mode_reinstall(tmp_path):
