@@ -81,7 +81,8 @@ def health_slurm_conf(health, release, mode):
 def check_health_program(col, host, health, merged, overrides, mode):
     """The site's own HealthCheckProgram against ours: one program per slurmd, so a different one is refused unless
     it is NHC (hpc_gres_health_nhc) or the check is off; NHC without a HealthCheckProgram never runs."""
-    written = {str(k).lower(): k for k in (overrides or {}) if isinstance(k, str)}
+    # a non-dict hpc_gres_slurm_conf_options is refused where the options are read; nothing of it is ours to name
+    written = {str(k).lower(): k for k in (overrides if isinstance(overrides, dict) else {}) if isinstance(k, str)}
     key = written.get("healthcheckprogram", "HealthCheckProgram")
     program = merged.get("HealthCheckProgram")
     if not health["enabled"] or mode == "include":

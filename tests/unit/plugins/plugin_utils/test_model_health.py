@@ -88,3 +88,9 @@ def test_start_only_from_25_11():
 def test_nondrained_idle_warns_that_drained_nodes_never_come_back():
     model = build(hpc_gres_health_node_state="NONDRAINED_IDLE")
     assert any("never resumed" in w for w in model["warnings"])
+
+
+@pytest.mark.parametrize("value", [248, "HealthCheckProgram=/x", ["HealthCheckProgram"]])
+def test_slurm_conf_options_that_are_not_a_mapping_are_refused_once_not_a_crash(value):
+    # found by the property test (tests/integration/test_render_property_slurmd.py): 248 crashed the health check
+    assert [p.split(":")[0] for p in problems(hpc_gres_slurm_conf_options=value)] == ["hpc_gres_slurm_conf_options"]
