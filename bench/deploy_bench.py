@@ -1,46 +1,55 @@
-"""Benchmark the deploy path: verify, and a no-change deploy, over emulated nodes on the local connection.
+"""Benchmark the deploy path over emulated nodes on the local connection, at several cluster sizes in one run.
 
-Builds N emulated GPU nodes (default 256; each an HGX A100 8-GPU board: the emulated nvidia-smi replaying a real
-recorded ``topo -m``, a fake sysfs/procfs tree, real device nodes made with mknod, so it needs root) and an
-inventory where every node is a local-connection host with its own config and state directories. Then measures,
-interleaved, median of --runs:
+For each size (default 128, 256, 512 nodes; the nodes are built once for the largest, bench/deploy_cluster.py) the
+bench seeds the state a previous deploy leaves (the rendered files installed and recorded as running, then one
+deploy that installs the GPU health check and finds nothing else to do) and measures, interleaved, --runs times:
 
-* the floor: a one-task playbook that runs ``ansible.builtin.ping`` on every node (one module run per node);
-* ``playbooks/verify-gres.yml``: render, then ``gres_verify`` on every node (three emulated nvidia-smi calls each);
-* ``playbooks/deploy-gres.yml`` when nothing changes: the nodes and the controller already have the rendered files
-  installed and recorded (seeded once, as a previous deploy leaves them), so it renders, verifies, plans, installs
-  nothing, restarts nothing and confirms every node. The one emulated Slurm part: ``scontrol`` on the controller is
-  a script answering ``show node`` with the node IDLE and its declared Gres; the smoke test (srun) is off.
+* ``floor``: a one-task playbook that runs ``ansible.builtin.ping`` on every node (one module run per node);
+* ``verify``: ``playbooks/verify-gres.yml`` (render, then ``gres_verify`` on every node with its readiness checks);
+* ``no_change``: ``playbooks/deploy-gres.yml`` when nothing changes: it renders, verifies, plans, installs nothing,
+  restarts nothing and confirms every node (it must report changed=0);
+* ``changing``: ``playbooks/deploy-gres.yml`` with the other inventory of the size, whose every node's gres.conf
+  differs in meaning (GPU ``Flags=nvidia_gpu_env`` on or off): every node gets its new gres.conf installed and its
+  slurmd restarted, in batches of --serial nodes (``hpc_gres_deploy_serial``), each restart confirmed through
+  scontrol. Runs alternate the two inventories, so the next run's verify and no-change deploy start from the
+  state this one left.
+
+The emulated parts (bench/deploy_fakes.py): ``scontrol`` on the controller answers every node IDLE with its
+declared Gres and the SlurmdStartTime of its last restart; ``systemctl`` first on PATH restarts ``slurmd@<node>``
+by recording that time (a registration takes no time here: on a real cluster each batch also waits for its
+slurmd daemons to register); the smoke test (srun) is off.
 
 Round trips are counted by a connection plugin (bench/connection_plugins/counting_local.py): one per command the
-connection runs, which is one SSH round trip with pipelining on (ANSIBLE_PIPELINING=1 here).
-Wall time is that of the whole ansible-playbook process; CPU time is its user+sys (children included).
+connection runs, which is one SSH round trip with pipelining on (ANSIBLE_PIPELINING=1 here); commands delegated to
+the controller count as controller round trips. Wall time is that of the whole ansible-playbook process; CPU time
+is its user+sys (children included). Load average (1 min) is read before and after every measurement.
 
-Run: .venv/bin/python bench/deploy_bench.py [--nodes 256] [--runs 3] [--forks 20] [--json FILE]
+Run (as root: mknod): .venv/bin/python bench/deploy_bench.py [--sizes 128,256,512] [--runs 3] [--runs-large 1]
+      [--forks 20] [--serial 64] [--json FILE] [--profile]
 """
 import argparse
+import datetime
 import json
 import os
 import re
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, ".cache", "collections"), os.path.join(ROOT, "tests", "integration"),
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(ROOT, ".cache", "collections"), os.path.join(ROOT, "tests", "integration"),
                 os.path.join(ROOT, "tests", "helpers"), os.path.join(ROOT, "tests", "emulator")]
 
-import yaml  # noqa: E402
+from deploy_cluster import (VARIANTS, build_nodes, gres_conf_differs, seed_files,  # noqa: E402
+                            write_inventory)
+from deploy_fakes import write_systemctl  # noqa: E402
 
-from emulated_node import Node, local_slurm_release, node_nvidia_smi  # noqa: E402
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_slurm_conf  # noqa: E402
-
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 PLAYBOOK_BIN = os.path.join(ROOT, ".venv", "bin", "ansible-playbook")
-GPUS = [{"index": i, "type": "a100", "cores": "0-31" if i < 4 else "32-63"} for i in range(8)]
+MEASUREMENTS = ("floor", "verify", "no_change", "changing")
+RESTART_PLAY = "PLAY [Deploy | restart slurmd where its files changed"
 
 FLOOR_PLAYBOOK = """---
 - name: Floor - one trivial module run per node
@@ -51,201 +60,289 @@ FLOOR_PLAYBOOK = """---
       ansible.builtin.ping:
 """
 
-FAKE_SCONTROL = """#!%(python)s
-# Benchmark stand-in for scontrol on the controller: every node IDLE with the Gres the bench's slurm.conf declares.
-import json, sys
-sys.path.insert(0, %(collections)r)
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import expand_hostlist
-GRES = json.load(open(%(gres)r))
-args = sys.argv[1:]
-if args[:1] == ["-o"]:
-    args = args[1:]
-if args[:2] == ["show", "node"] and len(args) == 3:
-    rc = 0
-    for name in expand_hostlist(args[2]):
-        if name not in GRES:
-            print("Node %%s not found" %% name)
-            rc = 1
-            continue
-        print("NodeName=%%s Arch=x86_64 CoresPerSocket=32\\n   CPUAlloc=0 CPUEfctv=128 CPUTot=128 CPULoad=0.00\\n"
-              "   Gres=%%s\\n   NodeAddr=%%s NodeHostName=%%s Version=22.05.8\\n   RealMemory=1000 Sockets=2 Boards=1\\n"
-              "   State=IDLE ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\\n   Partitions=main\\n"
-              "   BootTime=2026-01-01T00:00:00 SlurmdStartTime=2026-01-01T00:00:10"
-              %% (name, GRES[name], name, name))
-    sys.exit(rc)
-elif args[:1] == ["ping"]:
-    print("Slurmctld(primary) at ctl01 is UP")
-elif args[:1] == ["reconfigure"]:
-    pass
-else:
-    sys.stderr.write("bench scontrol: unsupported %%s\\n" %% " ".join(args))
-    sys.exit(2)
-"""
 
+class Bench(object):
+    def __init__(self, opts):
+        self.opts = opts
+        self.out = opts.out
+        self.ctl = os.path.join(self.out, "ctl01")
+        self.fakebin = os.path.join(self.out, "fakebin")
 
-def build(out, count):
-    """N emulated nodes (reused when already built), the inventory, the fake scontrol; returns (inventory, nodes)."""
-    nodes_dir = os.path.join(out, "nodes")
-    os.makedirs(nodes_dir, exist_ok=True)
-    nodes = []
-    for i in range(1, count + 1):
-        name = "gpu%04d" % i
-        base = os.path.join(nodes_dir, name)
-        if os.path.exists(os.path.join(base, "profile.json")):
-            node = Node.__new__(Node)
-            node.base, node.name = base, name
-            node.root, node.dev_root = os.path.join(base, "root"), os.path.join(base, "devroot")
-            node.profile_path = os.path.join(base, "profile.json")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-            node = Node(base, name=name)
-        nodes.append(node)
-    ctl = os.path.join(out, "ctl01")
-    hosts = {}
-    for node in nodes:
-        hosts[node.name] = {
-            "hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 32, "hpc_gres_node_threads_per_core": 2,
-            "hpc_gres_node_real_memory": 1000, "hpc_gres_gpus": GPUS,
-            "hpc_gres_verify_nvidia_smi": node_nvidia_smi(node), "hpc_gres_verify_sysfs_root": node.root,
-            "hpc_gres_verify_dev_root": node.dev_root, "hpc_gres_verify_slurmd_version": "22.05.8",
-            "hpc_gres_verify_show_table": False,
-            "hpc_gres_slurmd_config_dir": os.path.join(node.base, "etc"),
-            "hpc_gres_slurmd_state_dir": os.path.join(node.base, "state"),
-            "hpc_gres_slurmd_health_program": os.path.join(node.base, "sbin", "hpc-gres-health"),
-            "hpc_gres_slurmd_health_library_dir": os.path.join(node.base, "lib"),
+    def env(self, log=None, nvsmi_log=None, profile=False):
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_PIPELINING="1",
+                   ANSIBLE_FORKS=str(self.opts.forks), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_CONNECTION_PLUGINS=os.path.join(HERE, "connection_plugins"),
+                   PATH=self.fakebin + os.pathsep + os.environ.get("PATH", ""))
+        for key in ("BENCH_ROUNDTRIP_LOG", "BENCH_NVSMI_LOG", "ANSIBLE_CALLBACKS_ENABLED"):
+            env.pop(key, None)
+        if log:
+            env["BENCH_ROUNDTRIP_LOG"] = log
+        if nvsmi_log:
+            env["BENCH_NVSMI_LOG"] = nvsmi_log
+        if profile:
+            env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
+            env["PROFILE_TASKS_TASK_OUTPUT_LIMIT"] = "40"
+        return env
+
+    def playbook(self, args, env, log_name):
+        """(wall s, cpu s, stdout) of one ansible-playbook run, its output kept in logs/; exits on failure."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run([PLAYBOOK_BIN] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, check=False)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        os.makedirs(os.path.join(self.out, "logs"), exist_ok=True)
+        log = os.path.join(self.out, "logs", "%s.log" % log_name)
+        with open(log, "w") as handle:
+            handle.write(proc.stdout)
+        if proc.returncode != 0:
+            failures = [line for line in proc.stdout.splitlines() if line.startswith(("fatal:", "failed:"))]
+            sys.stderr.write("\n".join(failures[:5]) + "\n" + proc.stdout[-3000:])
+            raise SystemExit("playbook failed (rc %d, output in %s): %s" % (proc.returncode, log, " ".join(args)))
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stdout
+
+    def commands(self, inventory):
+        deploy = ["-i", inventory, "playbooks/deploy-gres.yml", "-e", "hpc_gres_deploy_smoke_test=false",
+                  "-e", "hpc_gres_deploy_serial=%s" % self.opts.serial]
+        return {"floor": ["-i", inventory, os.path.join(self.out, "floor.yml")],
+                "verify": ["-i", inventory, "playbooks/verify-gres.yml"],
+                "deploy": deploy}
+
+    def measured(self, name, args, size, profile=False, run=0):
+        """One run: wall, CPU, round trips (nodes, controller), changes per host, restarts, batches, load."""
+        log = os.path.join(self.out, "%s.roundtrips" % name)
+        nvsmi = os.path.join(self.out, "%s.nvidia-smi" % name)
+        for path in (log, nvsmi, os.path.join(self.ctl, "scontrol.log")):
+            if os.path.exists(path):
+                os.unlink(path)
+        restarts_before = count_lines(os.path.join(self.ctl, "restarts.log"))
+        load_before, molecule = os.getloadavg()[0], molecule_runs()
+        wall, cpu, stdout = self.playbook(args, self.env(log, nvsmi, profile), "%d-%s-%d" % (size, name, run))
+        load_after = os.getloadavg()[0]
+        trips = [line.strip() for line in open(log) if line.strip()] if os.path.exists(log) else []
+        recap = {m.group(1): int(m.group(2)) for m in
+                 re.finditer(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", stdout, re.M)}
+        node_trips = sum(1 for h in trips if h != "ctl01")
+        result = {
+            "wall_s": wall, "cpu_s": cpu, "s_per_node": wall / size,
+            "round_trips_per_node": len(trips) / size, "node_round_trips_per_node": node_trips / size,
+            "controller_round_trips": len(trips) - node_trips,
+            "changed": sum(recap.values()),
+            "nodes_changed": sum(1 for h, c in recap.items() if h.startswith("gpu") and c > 0),
+            "restarts": count_lines(os.path.join(self.ctl, "restarts.log")) - restarts_before,
+            "restart_batches": stdout.count(RESTART_PLAY),
+            "scontrol_calls": count_lines(os.path.join(self.ctl, "scontrol.log")),
+            "nvidia_smi_per_node": count_lines(nvsmi) / size,
+            "load_before": load_before, "load_after": load_after, "molecule_running": molecule,
         }
-    all_vars = {"ansible_connection": "counting_local", "ansible_python_interpreter": PYTHON,
-                "hpc_gres_cluster_name": "bench",
-                # the deploy reads this machine's slurmd -V / slurmctld -V (local connection): name that release
-                "hpc_gres_slurm_version": local_slurm_release(),
-                "hpc_gres_slurmd_scontrol": os.path.join(ctl, "scontrol"),
-                "hpc_gres_slurmctld_scontrol": os.path.join(ctl, "scontrol"),
-                "hpc_gres_slurmctld_config_dir": os.path.join(ctl, "etc"),
-                "hpc_gres_slurmctld_state_dir": os.path.join(ctl, "state")}
-    inventory = {"all": {"vars": all_vars, "children": {"slurmctld": {"hosts": {"ctl01": None}},
-                                                        "slurmd": {"hosts": hosts}}}}
-    path = os.path.join(out, "hosts.yml")
-    with open(path, "w") as handle:
-        yaml.safe_dump(inventory, handle)
-    return path, nodes, ctl
+        if profile:
+            result["profile"] = profile_lines(stdout)
+        return result
+
+    def render(self, inventory, size, variant):
+        rendered = os.path.join(self.out, "rendered-%d-%s" % (size, variant))
+        self.playbook(["-i", inventory, "playbooks/render-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered],
+                      self.env(), "%d-render-%s" % (size, variant))
+        return rendered
 
 
-def seed(out, inventory, nodes, ctl):
-    """Install the rendered files everywhere and record them as running, the way a previous deploy leaves them."""
-    rendered = os.path.join(out, "rendered")
-    shutil.rmtree(rendered, ignore_errors=True)
-    run([PLAYBOOK_BIN, "-i", inventory, "playbooks/render-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered])
-    with open(os.path.join(rendered, "slurm.conf")) as handle:
-        slurm_text = handle.read()
-    for node in nodes:
-        for sub in ("etc", "state"):
-            folder = os.path.join(node.base, sub)
-            os.makedirs(folder, exist_ok=True)
-            for name, src in (("slurm.conf", "slurm.conf"), ("cgroup.conf", "cgroup.conf"),
-                              ("gres.conf", "%s/gres.conf" % node.name)):
-                shutil.copyfile(os.path.join(rendered, src), os.path.join(folder, name))
-                os.chmod(os.path.join(folder, name), 0o644)
-    for sub in ("etc", "state"):
-        os.makedirs(os.path.join(ctl, sub), exist_ok=True)
-        for name in ("slurm.conf", "cgroup.conf"):
-            shutil.copyfile(os.path.join(rendered, name), os.path.join(ctl, sub, name))
-            os.chmod(os.path.join(ctl, sub, name), 0o644)
-    gres = {}
-    for name, node in parse_slurm_conf(slurm_text)["nodes"].items():
-        gres[name] = ",".join("%s:%d(S:0-1)" % kv for kv in node["gres"].items())
-    with open(os.path.join(ctl, "gres.json"), "w") as handle:
-        json.dump(gres, handle)
-    with open(os.path.join(ctl, "scontrol"), "w") as handle:
-        handle.write(FAKE_SCONTROL % {"python": sys.executable, "gres": os.path.join(ctl, "gres.json"),
-                                      "collections": os.path.join(ROOT, ".cache", "collections")})
-    os.chmod(os.path.join(ctl, "scontrol"), 0o755)
+def count_lines(path):
+    if not os.path.exists(path):
+        return 0
+    with open(path) as handle:
+        return sum(1 for line in handle if line.strip())
 
 
-def run(args, env=None):
-    """(wall s, cpu s, stdout) of one ansible-playbook run; exits on failure."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(args, cwd=ROOT, env=env or bench_env(None), stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-6000:])
-        raise SystemExit("playbook failed: %s" % " ".join(args))
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stdout
+def molecule_runs():
+    """How many `molecule test` processes run on this machine (other engineers' tests share it)."""
+    proc = subprocess.run(["pgrep", "-fc", "bin/molecule test"], stdout=subprocess.PIPE, text=True, check=False)
+    return int(proc.stdout.strip() or 0)
 
 
-def bench_env(log, forks=20):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_PIPELINING="1",
-               ANSIBLE_FORKS=str(forks), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_CONNECTION_PLUGINS=os.path.join(ROOT, "bench", "connection_plugins"))
-    if log:
-        env["BENCH_ROUNDTRIP_LOG"] = log
-    return env
+def profile_lines(stdout):
+    """profile_tasks' summary: the slowest tasks, 'NAME ---- 12.34s' lines after the recap."""
+    tail = stdout.split("PLAY RECAP", 1)[-1]
+    return [line.strip() for line in tail.splitlines() if re.search(r"-{3,} +\d+\.\d+s$", line.strip())]
 
 
-def measured(name, args, out, forks, nodes):
-    """One run: wall, CPU, round trips per node (all hosts' commands / nodes), and the recap's changed count."""
-    log = os.path.join(out, "%s.roundtrips" % name)
-    if os.path.exists(log):
-        os.unlink(log)
-    wall, cpu, stdout = run(args, bench_env(log, forks))
-    with open(log) as handle:
-        hosts = [line.strip() for line in handle if line.strip()]
-    changed = sum(int(n) for n in re.findall(r"changed=(\d+)", stdout))
-    return {"wall_s": wall, "cpu_s": cpu, "round_trips": len(hosts), "round_trips_per_node": len(hosts) / nodes,
-            "controller_round_trips": sum(1 for h in hosts if h == "ctl01"), "changed": changed}
+def git_commit():
+    proc = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE, text=True,
+                          check=False)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no", "--", "plugins",
+                            "roles", "playbooks"], stdout=subprocess.PIPE, text=True, check=False).stdout.strip()
+    return proc.stdout.strip() + (" (with uncommitted changes in plugins/roles/playbooks)" if dirty else "")
 
 
-def median_of(runs, key):
-    return statistics.median(r[key] for r in runs)
+def summarize(runs, floor):
+    """Median and spread of each run's figures; ratios to the floor's median."""
+    wall = statistics.median(r["wall_s"] for r in runs)
+    cpu = statistics.median(r["cpu_s"] for r in runs)
+    out = {key: statistics.median(r[key] for r in runs) for key in runs[0] if isinstance(runs[0][key], (int, float))}
+    out.update(wall_s=wall, cpu_s=cpu, walls=[round(r["wall_s"], 1) for r in runs],
+               loads=[round(r["load_before"], 1) for r in runs] + [round(runs[-1]["load_after"], 1)],
+               changed_max=max(r["changed"] for r in runs), nodes_changed_min=min(r["nodes_changed"] for r in runs))
+    if floor:
+        out["wall_over_floor"] = wall / floor["wall_s"]
+        out["cpu_over_floor"] = cpu / floor["cpu_s"]
+    return out
+
+
+def measure_size(bench, nodes, release, runs):
+    """Seed, then --runs rounds of floor, verify, no-change deploy, changing deploy at len(nodes) nodes."""
+    size = len(nodes)
+    inventories = {v: write_inventory(bench.out, nodes, v, release) for v in VARIANTS}
+    rendered = {v: bench.render(inventories[v], size, v) for v in VARIANTS}
+    if not gres_conf_differs(rendered["plain"], rendered["env"], nodes):
+        raise SystemExit("deploy bench: the two inventories must differ in every gres.conf and not in slurm.conf")
+    state = "plain"
+    seed_files(bench.out, nodes, rendered[state])
+    seed = bench.measured("seed", bench.commands(inventories[state])["deploy"], size)
+    print("  %d nodes seeded: %.0f s (health check installed where missing; %d restarts)"
+          % (size, seed["wall_s"], seed["restarts"]), flush=True)
+    if seed["restarts"]:
+        raise SystemExit("deploy bench: the seed deploy restarted slurmd (%d): the seeded files are not the render's"
+                         % seed["restarts"])
+    per = {m: [] for m in MEASUREMENTS}
+    problems = []
+    for number in range(runs):
+        other = "env" if state == "plain" else "plain"
+        now = bench.commands(inventories[state])
+        run = number + 1
+        per["floor"].append(bench.measured("floor", now["floor"], size, run=run))
+        per["verify"].append(bench.measured("verify", now["verify"], size, run=run))
+        per["no_change"].append(bench.measured("no_change", now["deploy"], size, run=run))
+        per["changing"].append(bench.measured("changing", bench.commands(inventories[other])["deploy"], size,
+                                              run=run))
+        state = other
+        nc, ch = per["no_change"][-1], per["changing"][-1]
+        if nc["changed"] or nc["restarts"]:
+            problems.append("%d nodes, run %d: no-change deploy reported changed=%d, %d restarts"
+                            % (size, number + 1, nc["changed"], nc["restarts"]))
+        if ch["nodes_changed"] != size or ch["restarts"] != size:
+            problems.append("%d nodes, run %d: changing deploy changed %d nodes, restarted %d slurmd (expected %d)"
+                            % (size, number + 1, ch["nodes_changed"], ch["restarts"], size))
+        print("  %d nodes, run %d/%d: %s" % (size, number + 1, runs, ", ".join(
+            "%s %.0f s" % (m, per[m][-1]["wall_s"]) for m in MEASUREMENTS)), flush=True)
+    floor = summarize(per["floor"], None)
+    summary = {"floor": floor}
+    for name in MEASUREMENTS[1:]:
+        summary[name] = summarize(per[name], floor)
+    summary["floor"]["wall_over_floor"] = summary["floor"]["cpu_over_floor"] = 1.0
+    return {"runs": per, "summary": summary, "seed": seed}, problems
+
+
+def print_table(results, sizes):
+    head = ("nodes", "measurement", "wall s", "runs (wall s)", "s/node", "x floor", "CPU s", "CPU x fl",
+            "trips/node", "ctl trips", "restarts", "batches", "load")
+    rows = [head]
+    for size in sizes:
+        for name in MEASUREMENTS:
+            s = results[size]["summary"][name]
+            rows.append((str(size), name, "%.1f" % s["wall_s"], "/".join("%.0f" % w for w in s["walls"]),
+                         "%.3f" % s["s_per_node"], "%.2f" % s["wall_over_floor"], "%.0f" % s["cpu_s"],
+                         "%.2f" % s["cpu_over_floor"], "%.2f" % s["round_trips_per_node"],
+                         "%d" % s["controller_round_trips"], "%d" % s["restarts"], "%d" % s["restart_batches"],
+                         "-".join("%.1f" % x for x in (min(s["loads"]), max(s["loads"])))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    for row in rows:
+        print("  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
+
+
+def targets(results, sizes):
+    """Issue 27's acceptance figures, each with its value and whether it is met."""
+    small, large = results[sizes[0]]["summary"], results[sizes[-1]]["summary"]
+    out = [
+        ("no-change deploy at %d nodes <= 2.5x floor" % sizes[-1], large["no_change"]["wall_over_floor"], 2.5),
+        ("no-change deploy round trips per node <= 2 (controller's included)",
+         large["no_change"]["round_trips_per_node"], 2.0),
+        ("verify at %d nodes <= 2x floor" % sizes[-1], large["verify"]["wall_over_floor"], 2.0),
+    ]
+    if len(sizes) > 1:
+        for name in MEASUREMENTS:
+            out.append(("%s s/node at %d / at %d <= 1.2" % (name, sizes[-1], sizes[0]),
+                        large[name]["s_per_node"] / small[name]["s_per_node"], 1.2))
+    return [{"target": t, "value": round(v, 3), "limit": limit, "met": v <= limit} for t, v, limit in out]
+
+
+def profile(bench, nodes, release):
+    """profile_tasks over verify and a no-change deploy at len(nodes) nodes (seeded as for a measurement)."""
+    size = len(nodes)
+    inventory = write_inventory(bench.out, nodes, "plain", release)
+    seed_files(bench.out, nodes, bench.render(inventory, size, "plain"))
+    bench.measured("seed", bench.commands(inventory)["deploy"], size)
+    out = {}
+    for name, args in (("verify", bench.commands(inventory)["verify"]),
+                       ("no_change", bench.commands(inventory)["deploy"])):
+        out[name] = bench.measured(name, args, size, profile=True)
+        print("%s at %d nodes: %.1f s wall, %.1f s CPU, %.2f nvidia-smi runs per node; slowest tasks:"
+              % (name, size, out[name]["wall_s"], out[name]["cpu_s"], out[name]["nvidia_smi_per_node"]))
+        for line in out[name]["profile"][:15]:
+            print("    " + line)
+    return out
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=256)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", default="128,256,512", help="cluster sizes to measure (comma-separated)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per size up to 256 nodes (median reported)")
+    parser.add_argument("--runs-large", type=int, default=1, help="runs per size above 256 nodes")
     parser.add_argument("--forks", type=int, default=20)
+    parser.add_argument("--serial", default="64", help="hpc_gres_deploy_serial: slurmd restarts per batch")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "deploy"))
     parser.add_argument("--json", help="also write the results as JSON here")
+    parser.add_argument("--profile", action="store_true",
+                        help="instead: profile_tasks over verify and a no-change deploy at the smallest size")
     opts = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("deploy_bench: emulated nodes need mknod (run as root)")
+    sizes = sorted({int(s) for s in opts.sizes.split(",")})
+    from emulated_node import local_slurm_release
 
+    bench = Bench(opts)
     os.makedirs(opts.out, exist_ok=True)
-    inventory, nodes, ctl = build(opts.out, opts.nodes)
-    seed(opts.out, inventory, nodes, ctl)
-    floor_pb = os.path.join(opts.out, "floor.yml")
-    with open(floor_pb, "w") as handle:
+    with open(os.path.join(opts.out, "floor.yml"), "w") as handle:
         handle.write(FLOOR_PLAYBOOK)
-    runs = {"floor": [], "verify": [], "deploy_no_change": []}
-    commands = {
-        "floor": [PLAYBOOK_BIN, "-i", inventory, floor_pb],
-        "verify": [PLAYBOOK_BIN, "-i", inventory, "playbooks/verify-gres.yml"],
-        "deploy_no_change": [PLAYBOOK_BIN, "-i", inventory, "playbooks/deploy-gres.yml",
-                             "-e", "hpc_gres_deploy_smoke_test=false", "-e", "hpc_gres_deploy_serial=100%"],
-    }
-    for _run in range(opts.runs):
-        for name, args in commands.items():
-            runs[name].append(measured(name, args, opts.out, opts.forks, opts.nodes))
-    result = {"nodes": opts.nodes, "runs": opts.runs, "forks": opts.forks, "all": runs}
-    floor_wall, floor_cpu = median_of(runs["floor"], "wall_s"), median_of(runs["floor"], "cpu_s")
-    print("%d emulated nodes (8 GPUs each), local connection with pipelining, forks %d, median of %d runs"
-          % (opts.nodes, opts.forks, opts.runs))
-    for name in commands:
-        wall, cpu = median_of(runs[name], "wall_s"), median_of(runs[name], "cpu_s")
-        trips = median_of(runs[name], "round_trips_per_node")
-        changed = max(r["changed"] for r in runs[name])
-        result[name] = {"wall_s": wall, "cpu_s": cpu, "s_per_node": wall / opts.nodes,
-                        "wall_over_floor": wall / floor_wall, "cpu_over_floor": cpu / floor_cpu,
-                        "round_trips_per_node": trips, "changed": changed}
-        print("%-17s %7.1f s wall (%.3f s/node, %.2fx floor), %7.1f s CPU (%.2fx floor), %.2f round trips/node%s"
-              % (name, wall, wall / opts.nodes, wall / floor_wall, cpu, cpu / floor_cpu, trips,
-                 "" if name == "floor" else ", changed=%d" % changed))
+    write_systemctl(bench.fakebin, bench.ctl)
+    release = local_slurm_release()
+    started = datetime.datetime.now()
+    print("deploy bench, %s, commit %s, forks %d, restarts in batches of %s; load %.1f, molecule runs: %d"
+          % (started.strftime("%Y-%m-%d %H:%M"), git_commit(), opts.forks, opts.serial, os.getloadavg()[0],
+             molecule_runs()), flush=True)
+    nodes = build_nodes(opts.out, sizes[-1])
+    if opts.profile:
+        result = {"profile": profile(bench, nodes[:sizes[0]], release)}
+        if opts.json:
+            with open(opts.json, "w") as handle:
+                json.dump(result, handle, indent=2)
+        return 0
+    results, problems = {}, []
+    for size in sizes:
+        runs = opts.runs if size <= 256 else opts.runs_large
+        results[size], found = measure_size(bench, nodes[:size], release, runs)
+        problems.extend(found)
+    print("\n%d to %d emulated nodes (8 GPUs each), local connection with pipelining, forks %d, serial %s; "
+          "median of the runs; %s" % (sizes[0], sizes[-1], opts.forks, opts.serial,
+                                      ", ".join("%d: %d run(s)" % (s, len(results[s]["runs"]["floor"]))
+                                                for s in sizes)))
+    print_table(results, sizes)
+    if len(sizes) > 1:
+        print("growth, s/node at %d / at %d: %s" % (sizes[-1], sizes[0], ", ".join(
+            "%s %.2f" % (m, results[sizes[-1]]["summary"][m]["s_per_node"] / results[sizes[0]]["summary"][m]["s_per_node"])
+            for m in MEASUREMENTS)))
+    checks = targets(results, sizes)
+    for check in checks:
+        print("%-8s %s: %.2f" % ("met" if check["met"] else "MISSED", check["target"], check["value"]))
+    for problem in problems:
+        print("WRONG: " + problem)
+    print("took %.0f min; load average now %.1f" % ((datetime.datetime.now() - started).total_seconds() / 60,
+                                                    os.getloadavg()[0]))
     if opts.json:
         with open(opts.json, "w") as handle:
-            json.dump(result, handle, indent=2)
-    return 0 if result["deploy_no_change"]["changed"] == 0 else 1
+            json.dump({"date": started.isoformat(timespec="minutes"), "commit": git_commit(), "forks": opts.forks,
+                       "serial": opts.serial, "sizes": sizes, "results": {str(s): r for s, r in results.items()},
+                       "targets": checks, "problems": problems}, handle, indent=2)
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
