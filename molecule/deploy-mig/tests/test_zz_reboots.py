@@ -42,9 +42,20 @@ def power_cycle(name):
     network, address = podman("inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} "
                                                "{{$v.IPAddress}}{{end}}", name).split()
     podman("kill", "--signal", "KILL", name)
+    # The killed container's network teardown (conmon's `podman container cleanup`) is asynchronous: until it has
+    # run, the address is still allocated to the container and `start` fails with an IPAM error. Wait for the
+    # exit and run the cleanup here (a no-op once done); under load, try the start again after it.
+    podman("wait", name)
+    subprocess.run([PODMAN, "container", "cleanup", name], capture_output=True, timeout=120, check=False)
     podman("network", "disconnect", network, name)
     podman("network", "connect", "--ip", address, network, name)
-    podman("start", name)
+    for attempt in range(5):
+        proc = subprocess.run([PODMAN, "start", name], capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode == 0 or "IPAM error" not in proc.stderr or attempt == 4:
+            break
+        subprocess.run([PODMAN, "container", "cleanup", name], capture_output=True, timeout=120, check=False)
+        time.sleep(2)
+    assert proc.returncode == 0, "podman start %s: %s%s" % (name, proc.stdout, proc.stderr)
     host = slurm_checks.container(name)
     deadline = time.monotonic() + 120
     while True:
