@@ -19,6 +19,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.slurm_state 
     MAX_REASON,
     NOT_OURS_TO_CLEAR,
     clean,
+    fit_reason,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import same_drain_reason
 
@@ -112,12 +113,7 @@ def run_stages(stages, clock, sleep, wait, interval, log=None):
 def hold_reason(stage, detail, waited, limit=MAX_REASON):
     """``hpc-gres-boot: <stage>: <detail> (after N s)``, one clean line of at most ``limit`` characters."""
     tail = " (after %d s)" % int(round(waited))
-    head = "%s%s: " % (PREFIX, stage)
-    body = clean(detail) or "not ready"
-    room = limit - len(head) - len(tail)
-    if len(body) > room:
-        body = body[:max(room - 3, 1)].rstrip() + "..."
-    return head + body + tail
+    return fit_reason("%s%s: " % (PREFIX, stage), clean(detail) or "not ready", tail, limit)
 
 
 def is_ours(reason):

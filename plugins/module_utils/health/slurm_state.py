@@ -48,12 +48,15 @@ def drain_reason(errors, limit=MAX_REASON):
         return None
     first = errors[0]
     more = " (+%d more)" % (len(errors) - 1) if len(errors) > 1 else ""
-    head = "%s%s: " % (PREFIX, clean(_label(first)))
-    found = clean(first.get("found")) or "-"
-    room = limit - len(head) - len(more)
-    if len(found) > room:
-        found = found[:max(room - 3, 1)].rstrip() + "..."
-    return head + found + more
+    return fit_reason("%s%s: " % (PREFIX, clean(_label(first))), clean(first.get("found")) or "-", more, limit)
+
+
+def fit_reason(head, body, tail, limit=MAX_REASON):
+    """``head + body + tail`` within ``limit`` characters, the body cut (``...``) where it must be."""
+    room = limit - len(head) - len(tail)
+    if len(body) > room:
+        body = body[:max(room - 3, 1)].rstrip() + "..."
+    return head + body + tail
 
 
 def is_ours(reason):
