@@ -13,7 +13,7 @@ import sys
 import time
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health import boot, check, inputs, slurm_state
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.cli import _type_pattern
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.cli import add_node_inputs, node_options
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.apply import ApplyError, apply_layouts
 
 PROG = "hpc-gres-boot"
@@ -33,26 +33,7 @@ def parser():
                    help="the node's boot settings written by the deploy (default %s)" % DEFAULT_CONFIG)
     p.add_argument("--wait", type=float, metavar="SECONDS", help="how long to wait in all (default: the settings')")
     p.add_argument("--interval", type=float, metavar="SECONDS", help="seconds between tries (default: the settings')")
-    p.add_argument("--nvidia-smi", default="nvidia-smi", help="nvidia-smi to run (default: nvidia-smi on PATH)")
-    p.add_argument("--root", default="/", help="root of sysfs, procfs and /dev to read (default /)")
-    p.add_argument("--kernel-log", default="auto", metavar="SOURCE",
-                   help="as hpc-gres-health: auto, journal, dmesg, none, or a file (default auto)")
-    p.add_argument("--fabric-manager", default="systemd", metavar="SOURCE",
-                   help="as hpc-gres-health: systemd, none, or a file (default systemd)")
-    p.add_argument("--lspci", metavar="FILE", help="recorded lspci output to read instead of <root>/sys/bus/pci")
-    p.add_argument("--slurm-conf", help="the installed slurm.conf (default $SLURM_CONF, /etc/slurm/slurm.conf, or "
-                                        "configless slurmd's copy); also given to scontrol")
-    p.add_argument("--gres-conf", help="the installed gres.conf (default: beside slurm.conf)")
-    p.add_argument("--ack-file", default=inputs.DEFAULT_ACK_FILE,
-                   help="Xid acknowledgement file (default %s)" % inputs.DEFAULT_ACK_FILE)
-    p.add_argument("--type-pattern", type=_type_pattern, action="append", default=[], metavar="TYPE=REGEX",
-                   help="as hpc-gres-health; repeatable")
-    p.add_argument("--node", help="Slurm node name (default: the settings', else the short host name)")
-    p.add_argument("--timeout", type=float, default=inputs.DEFAULT_TIMEOUT, metavar="SECONDS",
-                   help="limit for each external command (default %s)" % inputs.seconds_text(inputs.DEFAULT_TIMEOUT))
-    p.add_argument("--scontrol", default="scontrol",
-                   help="scontrol to run (default: scontrol on PATH); none: do not touch Slurm")
-    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    add_node_inputs(p, node_help="Slurm node name (default: the settings', else the short host name)")
     return p
 
 
@@ -133,17 +114,10 @@ def mig_probe(args, settings, node, new_runner):
     return probe
 
 
-def _options(args, node):
-    return {"nvidia_smi": args.nvidia_smi, "root": args.root, "kernel_log": args.kernel_log,
-            "fabric_manager": args.fabric_manager, "lspci": args.lspci, "slurm_conf": args.slurm_conf,
-            "gres_conf": args.gres_conf, "ack_file": args.ack_file, "node": node, "timeout": args.timeout,
-            "type_patterns": dict(args.type_pattern) or None}
-
-
 def ready_probe(args, node, env, new_runner):
     """The ready stage: the node health check (readiness and the live GPUs against the deployed gres.conf)."""
     def probe():
-        doc = check.check_node(_options(args, node), runner=new_runner(), env=env)
+        doc = check.check_node(node_options(args, node), runner=new_runner(), env=env)
         verdict = doc["verdict"]
         if verdict["healthy"]:
             return True, "healthy"

@@ -26,19 +26,8 @@ def _type_pattern(text):
     return gtype, regex
 
 
-def parser():
-    p = argparse.ArgumentParser(prog=PROG, description="GPU health of this Slurm node: the readiness checks and "
-                                "the live GPUs against the deployed gres.conf. Exit status 0 healthy, 1 not "
-                                "healthy, 2 usage or internal error.")
-    # not exclusive: the last mode given wins, so a launcher's built-in --slurm can be overridden by hand
-    p.add_argument("--report", dest="mode", action="store_const", const="report",
-                   help="print every check (passed / failed with findings / does not apply with the reason); "
-                        "change nothing (the default)")
-    p.add_argument("--slurm", dest="mode", action="store_const", const="slurm",
-                   help="Slurm's HealthCheckProgram: check, then drain this node (reason '%s...') or resume "
-                        "a node this check drained; print one line" % slurm_state.PREFIX)
-    p.add_argument("--nhc", dest="mode", action="store_const", const="nhc",
-                   help="for an LBNL NHC check: print the first failure as one line; change nothing")
+def add_node_inputs(p, node_help):
+    """The options of what a check reads on the node, shared by hpc-gres-health and hpc-gres-boot."""
     p.add_argument("--nvidia-smi", default="nvidia-smi", help="nvidia-smi to run (default: nvidia-smi on PATH)")
     p.add_argument("--root", default="/", help="root of sysfs, procfs and /dev to read (default /)")
     p.add_argument("--kernel-log", default="auto", metavar="SOURCE",
@@ -57,21 +46,38 @@ def parser():
     p.add_argument("--type-pattern", type=_type_pattern, action="append", default=[], metavar="TYPE=REGEX",
                    help="how a gres.conf Type is recognised in the nvidia-smi GPU name (the inventory's "
                         "type_patterns), over the built-in ones; repeatable")
-    p.add_argument("--node", help="Slurm node name (default $SLURMD_NODENAME, else the short host name)")
+    p.add_argument("--node", help=node_help)
     p.add_argument("--timeout", type=float, default=inputs.DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="limit for each external command; one that does not answer is killed and reported "
                         "(default %s)" % inputs.seconds_text(inputs.DEFAULT_TIMEOUT))
     p.add_argument("--scontrol", default="scontrol",
                    help="scontrol to run (default: scontrol on PATH); none: do not ask Slurm")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    return p
 
 
-def _options(args):
+def node_options(args, node):
+    """check.check_node's options from the arguments of add_node_inputs, for the Slurm node ``node``."""
     return {"nvidia_smi": args.nvidia_smi, "root": args.root, "kernel_log": args.kernel_log,
             "fabric_manager": args.fabric_manager, "systemctl": args.systemctl, "lspci": args.lspci,
             "slurm_conf": args.slurm_conf, "gres_conf": args.gres_conf, "ack_file": args.ack_file,
-            "node": args.node, "timeout": args.timeout, "type_patterns": dict(args.type_pattern) or None}
+            "node": node, "timeout": args.timeout, "type_patterns": dict(args.type_pattern) or None}
+
+
+def parser():
+    p = argparse.ArgumentParser(prog=PROG, description="GPU health of this Slurm node: the readiness checks and "
+                                "the live GPUs against the deployed gres.conf. Exit status 0 healthy, 1 not "
+                                "healthy, 2 usage or internal error.")
+    # not exclusive: the last mode given wins, so a launcher's built-in --slurm can be overridden by hand
+    p.add_argument("--report", dest="mode", action="store_const", const="report",
+                   help="print every check (passed / failed with findings / does not apply with the reason); "
+                        "change nothing (the default)")
+    p.add_argument("--slurm", dest="mode", action="store_const", const="slurm",
+                   help="Slurm's HealthCheckProgram: check, then drain this node (reason '%s...') or resume "
+                        "a node this check drained; print one line" % slurm_state.PREFIX)
+    p.add_argument("--nhc", dest="mode", action="store_const", const="nhc",
+                   help="for an LBNL NHC check: print the first failure as one line; change nothing")
+    add_node_inputs(p, node_help="Slurm node name (default $SLURMD_NODENAME, else the short host name)")
+    return p
 
 
 def _slurm_env(args, env):
@@ -99,7 +105,7 @@ def _slurm_line(node, verdict, decision, done, error, state_error):
 def run(args, env, out):
     start = time.monotonic()
     runner = inputs.Runner(args.timeout, inputs.DEFAULT_BUDGET, env=_slurm_env(args, env))
-    doc = check.check_node(_options(args), runner=runner, env=env)
+    doc = check.check_node(node_options(args, args.node), runner=runner, env=env)
     verdict, node = doc["verdict"], doc["node"]
     code = EXIT_HEALTHY if verdict["healthy"] else EXIT_UNHEALTHY
     doc["mode"] = args.mode
