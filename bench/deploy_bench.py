@@ -22,7 +22,11 @@ slurmd daemons to register); the smoke test (srun) is off.
 Round trips are counted by a connection plugin (bench/connection_plugins/counting_local.py): one per command the
 connection runs, which is one SSH round trip with pipelining on (ANSIBLE_PIPELINING=1 here); commands delegated to
 the controller count as controller round trips. Wall time is that of the whole ansible-playbook process; CPU time
-is its user+sys (children included). Load average (1 min) is read before and after every measurement.
+is its user+sys (children included). The connection plugin also times each command's own CPU (the module and what it
+runs, nvidia-smi included): on a real cluster that work runs on the hosts, each on its own CPUs, while here every
+host's share runs on this machine's cores too. "hosts' CPU" is that sum; "ctl machine CPU" is the rest, what the
+control machine itself spends (templating, task results, forks), compared with the floor's. Load average (1 min) is
+read before and after every measurement.
 
 Run (as root: mknod): .venv/bin/python bench/deploy_bench.py [--sizes 128,256,512] [--runs 3] [--runs-large 1]
       [--forks 20] [--serial 64] [--json FILE] [--profile]
@@ -120,18 +124,24 @@ class Bench(object):
         load_before, molecule = os.getloadavg()[0], molecule_runs()
         wall, cpu, stdout = self.playbook(args, self.env(log, nvsmi, profile), "%d-%s-%d" % (size, name, run))
         load_after = os.getloadavg()[0]
-        trips = [line.strip() for line in open(log) if line.strip()] if os.path.exists(log) else []
+        rows = [line.split() for line in open(log) if line.strip()] if os.path.exists(log) else []
+        trips = [row[0] for row in rows]
+        command_cpu = sum(float(row[1]) for row in rows if len(row) > 1)
         recap = {m.group(1): int(m.group(2)) for m in
                  re.finditer(r"^(\S+)\s+:\s+ok=\d+\s+changed=(\d+)", stdout, re.M)}
         node_trips = sum(1 for h in trips if h != "ctl01")
         result = {
             "wall_s": wall, "cpu_s": cpu, "s_per_node": wall / size,
+            # what the hosts' commands took (on a real cluster, on the hosts) and what is left: the control machine's
+            "command_cpu_s": command_cpu, "control_cpu_s": cpu - command_cpu,
             "round_trips_per_node": len(trips) / size, "node_round_trips_per_node": node_trips / size,
             "controller_round_trips": len(trips) - node_trips,
             "changed": sum(recap.values()),
             "nodes_changed": sum(1 for h, c in recap.items() if h.startswith("gpu") and c > 0),
             "restarts": count_lines(os.path.join(self.ctl, "restarts.log")) - restarts_before,
-            "restart_batches": stdout.count(RESTART_PLAY),
+            # a play that matches no host prints its header once, with "skipping: no hosts matched"
+            "restart_batches": stdout.count(RESTART_PLAY) - len(re.findall(
+                re.escape(RESTART_PLAY) + r"[^\n]*\nskipping: no hosts matched", stdout)),
             "scontrol_calls": count_lines(os.path.join(self.ctl, "scontrol.log")),
             "nvidia_smi_per_node": count_lines(nvsmi) / size,
             "load_before": load_before, "load_after": load_after, "molecule_running": molecule,
@@ -185,6 +195,7 @@ def summarize(runs, floor):
     if floor:
         out["wall_over_floor"] = wall / floor["wall_s"]
         out["cpu_over_floor"] = cpu / floor["cpu_s"]
+        out["control_over_floor"] = out["control_cpu_s"] / floor["control_cpu_s"]
     return out
 
 
@@ -229,19 +240,21 @@ def measure_size(bench, nodes, release, runs):
     for name in MEASUREMENTS[1:]:
         summary[name] = summarize(per[name], floor)
     summary["floor"]["wall_over_floor"] = summary["floor"]["cpu_over_floor"] = 1.0
+    summary["floor"]["control_over_floor"] = 1.0
     return {"runs": per, "summary": summary, "seed": seed}, problems
 
 
 def print_table(results, sizes):
     head = ("nodes", "measurement", "wall s", "runs (wall s)", "s/node", "x floor", "CPU s", "CPU x fl",
-            "trips/node", "ctl trips", "restarts", "batches", "load")
+            "hosts' CPU s", "ctl machine CPU x fl", "trips/node", "ctl trips", "restarts", "batches", "load")
     rows = [head]
     for size in sizes:
         for name in MEASUREMENTS:
             s = results[size]["summary"][name]
             rows.append((str(size), name, "%.1f" % s["wall_s"], "/".join("%.0f" % w for w in s["walls"]),
                          "%.3f" % s["s_per_node"], "%.2f" % s["wall_over_floor"], "%.0f" % s["cpu_s"],
-                         "%.2f" % s["cpu_over_floor"], "%.2f" % s["round_trips_per_node"],
+                         "%.2f" % s["cpu_over_floor"], "%.0f" % s["command_cpu_s"],
+                         "%.2f" % s["control_over_floor"], "%.2f" % s["round_trips_per_node"],
                          "%d" % s["controller_round_trips"], "%d" % s["restarts"], "%d" % s["restart_batches"],
                          "-".join("%.1f" % x for x in (min(s["loads"]), max(s["loads"])))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

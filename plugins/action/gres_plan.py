@@ -21,7 +21,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import (
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
-STAGES = ("gate", "restarted", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
+STAGES = ("gate", "restarted", "registered", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
           "maintenance", "health_library")
 MAINTENANCE_PHASES = ("lock", "resume", "reboot", "failure", "summary")
 ARGUMENT_SPEC = dict(
@@ -74,7 +74,7 @@ ARGUMENT_SPEC = dict(
     task=dict(type="str"),
     result=dict(type="raw"),
 )
-REQUIRED_IF = [("stage", "restarted", ("plan",)), ("stage", "confirmed", ("plan",)),
+REQUIRED_IF = [("stage", "restarted", ("plan",)), ("stage", "registered", ("plan",)), ("stage", "confirmed", ("plan",)),
                ("stage", "controller", ("files", "read")), ("stage", "summary", ("record",)),
                ("stage", "mig_status", ("host", "check", "step", "reason", "read")),
                ("stage", "waves", ("slurm_nodes", "target_hosts", "reason")), ("stage", "maintenance", ("phase",))]
@@ -127,6 +127,9 @@ class ActionModule(ActionBase):
             elif stage == "restarted":
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["restarted"])
                 plan = deploy_plan.restarted(plan, state)
+            elif stage == "registered":
+                state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["registered"])
+                plan = deploy_plan.registered(plan, state, args["read"], check_mode=bool(self._task.check_mode))
             elif stage == "confirmed":
                 render = self._render(task_vars)
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["confirmed"])

@@ -22,6 +22,10 @@ description:
     a node the run does not restart. Nothing is installed anywhere then. In check mode the refusal is deferred
     (C(plan.check_refusal)) and RV(report_lines) say what the deploy would do, with the diffs grouped by hostlist."
   - "O(stage=restarted): C(plan.failed_nodes), the targeted nodes whose slurmd restart did not finish."
+  - "O(stage=registered): from slurmctld's one read O(read) of every targeted node (M(hpc.slurm_gres.slurm_node)
+    with O(hpc.slurm_gres.slurm_node#module:nodes)), C(plan.confirm_hosts), the hosts to confirm one by one
+    (restarted by this run, or not registered as declared), C(plan.registered) (node name to the confirmation of
+    each other node) and C(plan.registered_lines)."
   - "O(stage=confirmed): C(plan.smoke_nodes) (registered, not drained, not DOWN), C(plan.smoke_preferred_nodes)
     (restarted by this run) and C(plan.smoke), the sruns of the smoke test with the C(CUDA_VISIBLE_DEVICES) each
     must print."
@@ -52,9 +56,10 @@ options:
     description: Which decision to make.
     type: str
     required: true
-    choices: [gate, restarted, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance, health_library]
+    choices: [gate, restarted, registered, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance,
+              health_library]
   plan:
-    description: The RV(plan) of the gate (O(stage=restarted), V(confirmed), V(changes)); of O(stage=waves) for
+    description: The RV(plan) of the gate (O(stage=restarted), V(registered), V(confirmed), V(changes)); of O(stage=waves) for
       O(stage=maintenance) O(phase=summary).
     type: dict
   serial:
@@ -64,7 +69,9 @@ options:
     description: O(stage=controller), the files to plan for (file name to text).
     type: dict
   read:
-    description: O(stage=controller) and V(mig_status), the host's M(hpc.slurm_gres.config_tree) read of its files.
+    description: O(stage=controller) and V(mig_status), the host's M(hpc.slurm_gres.config_tree) read of its files;
+      O(stage=registered), the M(hpc.slurm_gres.slurm_node) read of every targeted node (skipped or failed - every
+      node is confirmed one by one).
     type: dict
   targeted_nodes:
     description: O(stage=controller), the Slurm nodes this run restarts; a Gres change of any other is refused.
@@ -237,9 +244,11 @@ plan:
   description:
     - O(stage=gate), C(targets) (inventory hosts), C(names) (host to node name), C(controllers),
       C(controller_plans) (host to its plan), C(unverified), C(version_problems), C(gres_changing),
-      C(slurmctld_restart_after), C(check_gres_on_restart), C(expected_gres) and C(refusal) (the message when the
-      deploy must stop, else null); in check mode C(check_refusal). O(stage=restarted) adds C(failed_nodes),
-      O(stage=confirmed) C(smoke_nodes), C(smoke_preferred_nodes) and C(smoke).
+      C(slurmctld_restart_after), C(check_gres_on_restart), C(expected_gres), C(install_hosts) and
+      C(restart_hosts) (the hosts the install and the slurmd restart steps have something to do on) and C(refusal)
+      (the message when the deploy must stop, else null); in check mode C(check_refusal). O(stage=restarted) adds C(failed_nodes),
+      O(stage=registered) C(confirm_hosts), C(registered) and C(registered_lines), O(stage=confirmed) C(smoke_nodes),
+      C(smoke_preferred_nodes) and C(smoke).
     - The other stages return their decision (a controller plan, the owner, the changes, the summary, the status).
   returned: always
   type: dict

@@ -582,8 +582,9 @@ def main():
         return module.run_command(argv, check_rc=False, environ_update={"LC_ALL": "C"})
 
     try:
+        # the checks do not look at the GPUs' processes: one nvidia-smi run fewer per node
         hw, warnings, collected = collect(run, params["sysfs_root"], params["nvidia_smi"],
-                                          which=module.get_bin_path)
+                                          which=module.get_bin_path, processes=False)
     except CollectError as exc:
         if daemon:
             exc.details["daemon_version"] = daemon

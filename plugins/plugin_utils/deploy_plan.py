@@ -11,13 +11,17 @@
                installed anywhere then); each controller's plan (when slurmctld restarts, before or after the slurmd
                restarts); refused when a node's Gres changes and no slurmctld is targeted, or slurm.conf changes the
                Gres of a node the run does not restart; the Gres each node must register with; in check mode, the
-               report of what the deploy would do.
+               report of what the deploy would do; the hosts the install and the slurmd restart plays run on (only
+               those with something to do, so that a deploy that changes nothing evaluates no task per host there).
 ``restarted``  after the slurmd restarts: the nodes that did not finish (slurmctld then holds back new counts).
+``registered`` after slurmctld's one read of every targeted node: the hosts to confirm one by one (restarted by
+               this run, or not registered as declared); the others are confirmed by that read.
 ``confirmed``  after the confirmation: the nodes the smoke test may use, the ones it should prefer, its sruns.
 
 Each function takes ``state``: ``{host: {variable: value}}`` of what the hosts hold (``STAGE_FACTS``), and returns
 the plan so far with ``refusal`` set (a message) when the deploy must stop.
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import version_problems
@@ -32,8 +36,9 @@ CTLD_VERSIONS = "hpc_gres_slurmctld_versions"
 STAGE_FACTS = {
     "gate": (VERIFY, CTLD_READ, CTLD_VERSIONS, "hpc_gres_slurmd_restart", "hpc_gres_slurmctld_restart",
              "hpc_gres_slurmctld_file_mode", "hpc_gres_slurmctld_file_owner", "hpc_gres_slurmctld_file_group",
-             "hpc_gres_slurmctld_config_dir", "hpc_gres_slurmd_config_dir"),
+             "hpc_gres_slurmctld_config_dir", "hpc_gres_slurmd_config_dir", "hpc_gres_slurmd_force_restart"),
     "restarted": ("hpc_gres_slurmd_done",),
+    "registered": ("hpc_gres_slurmd_restarted",),
     "confirmed": ("hpc_gres_slurmd_confirmed", "hpc_gres_slurmd_restarted", CTLD_READ),
 }
 
@@ -41,6 +46,24 @@ STAGE_FACTS = {
 def verified(result):
     """Whether a node's gres_verify run passed (a failed or skipped task, or none, did not)."""
     return bool(result) and not result.get("failed") and not result.get("skipped") and "plan" in result
+
+
+def _given(files):
+    return {name: text for name, text in (files or {}).items() if text is not None}
+
+
+def node_installs(node_plan):
+    """Whether the install step has anything to do on a node: files or the health check to install, or the files
+    slurmd runs with to record (the first deploy by the role)."""
+    return bool(node_plan.get("install") or (node_plan.get("health_install") or {}).get("needed")
+                or (not node_plan.get("recorded") and _given(node_plan.get("running_files"))))
+
+
+def node_restarts(node_plan, force=False):
+    """Whether the restart step has anything to do on a node: a restart (due, forced or left for later), files
+    not installed to refuse (a run with --tags restart), or new files to record as those slurmd runs with."""
+    return bool(node_plan.get("restart") or force or node_plan.get("not_installed")
+                or _given(node_plan.get("new_files")) != _given(node_plan.get("running_files")))
 
 
 def controller_versions(results):
@@ -122,6 +145,10 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
 
     node_plans = {h: results[h].get("plan") or {} for h in targets}
     plan["gres_changing"] = [h for h in targets if node_plans[h].get("gres_changed")]
+    force = {h: _truthy(state.get(h, {}).get("hpc_gres_slurmd_force_restart")) for h in targets}
+    plan["restart_hosts"] = [h for h in targets if node_restarts(node_plans[h], force[h])]
+    installs = [h for h in targets if node_installs(node_plans[h])]
+    plan["install_hosts"] = installs + [h for h in controllers if h not in installs]
     plan["expected_gres"] = {plan["names"][h]: node_plans[h]["expected_gres"] for h in targets
                              if node_plans[h].get("expected_gres") is not None}
     targeted_names = sorted(plan["names"].values())
@@ -181,11 +208,48 @@ def _report_entries(plan, state, files):
     return entries
 
 
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on", "y", "t")
+    return bool(value)
+
+
 def restarted(plan, state):
-    """The targeted nodes whose slurmd restart step did not finish in this run (by Slurm node name)."""
+    """The targeted nodes whose slurmd restart step did not finish in this run (by Slurm node name); the step ran
+    on the ``restart_hosts`` of the gate only."""
     plan = dict(plan, refusal=None)
-    plan["failed_nodes"] = [plan["names"][h] for h in plan["targets"]
+    plan["failed_nodes"] = [plan["names"][h] for h in plan.get("restart_hosts", plan["targets"])
                             if not state.get(h, {}).get("hpc_gres_slurmd_done")]
+    return plan
+
+
+def registered(plan, state, read, check_mode=False):
+    """From slurmctld's one read of every targeted node (``slurm_node``'s ``nodes`` and ``verdicts``, or a skipped
+    or failed read): ``confirm_hosts``, the targeted hosts to confirm one by one (restarted by this run, or not
+    registered as declared: one that waits, or a GRES-mismatch drain to resume), ``registered`` (node name to the
+    confirmation of each other one, as the confirmation step would have set it) and ``registered_lines``. In check
+    mode nothing is confirmed."""
+    plan = dict(plan, refusal=None)
+    read = read or {}
+    verdicts, nodes = read.get("verdicts") or {}, read.get("nodes") or {}
+    confirm, done = [], {}
+    for host in [] if check_mode else plan["targets"]:
+        name = plan["names"][host]
+        verdict = verdicts.get(name) or {}
+        if state.get(host, {}).get("hpc_gres_slurmd_restarted") or verdict.get("status") != "ok":
+            confirm.append(host)
+        else:
+            done[name] = {"status": "ok", "changed": False, "resumed": False, "waited": 0, "node": nodes.get(name),
+                          "message": verdict.get("message", "")}
+    plan["confirm_hosts"], plan["registered"] = confirm, done
+    lines = []
+    if done:
+        lines.append("%d node(s) registered as declared (one scontrol read): %s"
+                     % (len(done), hostlist.collect_hostlist(list(done))))
+    if confirm:
+        lines.append("%d node(s) to confirm one by one (restarted by this run, or not registered as declared): %s"
+                     % (len(confirm), hostlist.collect_hostlist([plan["names"][h] for h in confirm])))
+    plan["registered_lines"] = lines
     return plan
 
 
@@ -196,7 +260,8 @@ def confirmed(plan, state, files, mode="files"):
     usable, preferred = [], []
     for host in plan["targets"]:
         facts = state.get(host, {})
-        confirm = facts.get("hpc_gres_slurmd_confirmed") or {}
+        confirm = facts.get("hpc_gres_slurmd_confirmed") or (plan.get("registered") or {}).get(
+            plan["names"][host]) or {}
         if confirm.get("status") not in ("ok", "resumed"):
             continue
         node = confirm.get("node") or {}

@@ -47,6 +47,7 @@ PLAYBOOK_VARS = (
 # Facts and registered results the plays and modules set on hosts (a later render in the same run sees them).
 STATE_VARS = (
     "hpc_gres_deploy",
+    "hpc_gres_deploy_hosts",
     "hpc_gres_discover_existing",
     "hpc_gres_discover_proposal",
     "hpc_gres_hw",
@@ -74,12 +75,14 @@ STATE_VARS = (
     "hpc_gres_run_undo_late",
     "hpc_gres_run_undo_node",
     "hpc_gres_run_undo_skipped",
+    "hpc_gres_run_undo_wanted",
     "hpc_gres_slurmctld_install_result",
     "hpc_gres_slurmctld_read",
     "hpc_gres_slurmctld_versions",
     "hpc_gres_slurmd_confirmed",
     "hpc_gres_slurmd_done",
     "hpc_gres_slurmd_install_result",
+    "hpc_gres_slurmd_registered",
     "hpc_gres_slurmd_registration",
     "hpc_gres_slurmd_restarted",
     "hpc_gres_status_report",

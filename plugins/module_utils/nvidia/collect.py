@@ -45,12 +45,14 @@ def resolve_nvidia_smi(command, which=None):
     return path
 
 
-def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parsed=None, topology_source="auto"):
+def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parsed=None, topology_source="auto",
+            processes=True):
     """Gather ``hpc_gres_hw``. Returns ``(facts, warnings, commands)``; raises CollectError.
 
     Every output is parsed once; ``parsed`` (a dict) receives the parsed tables for callers that need more than
     the facts (``mig.apply`` reads the ``lgi`` and ``lci`` rows). ``topology_source``: where the CPU topology
-    comes from (cpu_topology.SOURCES; ``auto`` asks hwloc first).
+    comes from (cpu_topology.SOURCES; ``auto`` asks hwloc first). ``processes=False`` leaves out the GPUs'
+    processes (one nvidia-smi run fewer; each GPU's ``processes`` is then null, unknown).
     """
     parsed = {} if parsed is None else parsed
     smi = resolve_nvidia_smi(nvidia_smi_path, which)
@@ -88,13 +90,14 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
         else:
             warnings.append("%s failed (exit code %d): %s; CPU affinity and Slurm cores are unknown"
                             % (" ".join(argv), rc, (out or err or "").strip()[:300]))
-        argv = gpu_facts.query_apps_command(smi)
-        rc, out, err = call(argv)
-        if rc == 0 or rc == RC_GPU_LOST:
-            apps_text = out
-        else:
-            warnings.append("%s failed (exit code %d): %s; processes are unknown"
-                            % (" ".join(argv), rc, (out or err or "").strip()[:300]))
+        if processes:
+            argv = gpu_facts.query_apps_command(smi)
+            rc, out, err = call(argv)
+            if rc == 0 or rc == RC_GPU_LOST:
+                apps_text = out
+            else:
+                warnings.append("%s failed (exit code %d): %s; processes are unknown"
+                                % (" ".join(argv), rc, (out or err or "").strip()[:300]))
         if mig_on:
             for key, argv in gpu_facts.mig_commands(smi).items():
                 rc, out, err = call(argv)

@@ -100,11 +100,70 @@ def test_a_controller_plan_installs_only_what_differs():
 
 
 def test_restarted_names_the_nodes_that_did_not_finish_by_slurm_name():
-    plan = gate()
+    st = state(nodes=("n1.lab", "n2.lab", "n3.lab"))
+    for host in ("n1.lab", "n2.lab"):
+        st[host][deploy_plan.VERIFY] = verified({"restart": True}, host=host)
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)
+    assert plan["restart_hosts"] == ["n1.lab", "n2.lab"]
     out = deploy_plan.restarted(plan, {"n1.lab": {"hpc_gres_slurmd_done": True}})
+    # n3 had nothing to restart: its restart step did not run, and it did not fail
     assert out["failed_nodes"] == ["n2"]
     assert out["refusal"] is None
     assert out["targets"] == plan["targets"]  # the plan so far is kept
+
+
+def test_the_install_and_restart_steps_run_only_where_they_have_something_to_do():
+    files = {"slurm.conf": "a", "cgroup.conf": "c", "gres.conf": "g"}
+    same = {"new_files": dict(files), "running_files": dict(files), "recorded": True, "install": False,
+            "restart": False, "not_installed": [], "health_install": {"needed": False}}
+    plans = {
+        "n1.lab": same,
+        "n2.lab": dict(same, install=True, restart=True, new_files=dict(files, **{"gres.conf": "G"})),
+        # installed already, not restarted yet (an earlier run's restart pending, or hpc_gres_slurmd_restart false)
+        "n3.lab": dict(same, restart=True),
+        "n4.lab": dict(same, health_install={"needed": True}),
+        # first deploy by the role: the installed files are recorded as those slurmd runs with
+        "n5.lab": dict(same, recorded=False),
+        # new files that change nothing for this slurmd are recorded as those it runs with
+        "n6.lab": dict(same, new_files=dict(files, **{"slurm.conf": "b"})),
+        # installed files differ (a run with --tags restart is refused on it)
+        "n7.lab": dict(same, not_installed=["gres.conf"]),
+        # a missing file on both sides is no difference
+        "n8.lab": dict(same, new_files=dict(files, **{"extra": None})),
+        "n9.lab": same,
+    }
+    groups = {"slurmctld": ["ctl", "n9.lab"], "slurmd": sorted(plans)}
+    st = {h: {deploy_plan.VERIFY: verified(p, host=h)} for h, p in plans.items()}
+    st["n9.lab"].update(controller())
+    st["ctl"] = controller()
+    st["n8.lab"]["hpc_gres_slurmd_force_restart"] = "yes"
+    plan = deploy_plan.gate(["ctl"] + sorted(plans), groups, RENDER, st)
+    assert plan["restart_hosts"] == ["n2.lab", "n3.lab", "n6.lab", "n7.lab", "n8.lab"]
+    # the controllers are always in the install play (their own plan decides there); a node only with something to do
+    assert plan["install_hosts"] == ["n2.lab", "n4.lab", "n5.lab", "ctl", "n9.lab"]
+
+
+def test_registered_confirms_one_by_one_only_the_restarted_and_the_not_declared():
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=state(nodes=("n1.lab", "n2.lab", "n3.lab")))
+    record = {"n1": {"name": "n1", "state_flags": []}, "n2": {"name": "n2", "state_flags": ["DRAIN"]}}
+    read = {"nodes": record, "verdicts": {"n1": {"status": "ok", "message": "registered with gpu:a100:8"},
+                                          "n2": {"status": "drained", "message": "gres/gpu count too low"},
+                                          "n3": {"status": "ok", "message": "registered"}}}
+    out = deploy_plan.registered(plan, {"n3.lab": {"hpc_gres_slurmd_restarted": True}}, read)
+    assert out["confirm_hosts"] == ["n2.lab", "n3.lab"]
+    assert out["registered"] == {"n1": {"status": "ok", "changed": False, "resumed": False, "waited": 0,
+                                        "node": record["n1"], "message": "registered with gpu:a100:8"}}
+    assert out["registered_lines"] == [
+        "1 node(s) registered as declared (one scontrol read): n1",
+        "2 node(s) to confirm one by one (restarted by this run, or not registered as declared): n[2-3]"]
+    # a skipped or failed read confirms every node one by one; check mode confirms none
+    assert deploy_plan.registered(plan, {}, {"skipped": True})["confirm_hosts"] == ["n1.lab", "n2.lab", "n3.lab"]
+    assert deploy_plan.registered(plan, {}, None)["registered"] == {}
+    assert deploy_plan.registered(plan, {}, read, check_mode=True)["confirm_hosts"] == []
+    # the smoke test uses a node confirmed by the read as one confirmed by its own step
+    files = {"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n",
+             "n1/gres.conf": "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"}
+    assert deploy_plan.confirmed(out, {}, files)["smoke_nodes"] == ["n1"]
 
 
 def test_confirmed_selects_registered_undrained_nodes_prefers_the_restarted_ones_and_plans_the_sruns():
@@ -132,7 +191,7 @@ def test_confirmed_selects_registered_undrained_nodes_prefers_the_restarted_ones
 
 
 def test_each_stage_names_what_it_reads_from_the_hosts():
-    assert set(deploy_plan.STAGE_FACTS) == {"gate", "restarted", "confirmed"}
+    assert set(deploy_plan.STAGE_FACTS) == {"gate", "restarted", "registered", "confirmed"}
     assert all(name.startswith("hpc_gres_") for names in deploy_plan.STAGE_FACTS.values() for name in names)
 
 

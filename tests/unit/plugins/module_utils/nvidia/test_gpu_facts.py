@@ -424,3 +424,13 @@ def test_collect_parses_each_nvidia_smi_output_once(tmp_path, monkeypatch):
     facts, warnings, commands = gpu_collect.collect(run, root, "nvidia-smi", which=lambda c: "/usr/bin/" + c)
     assert len(facts["gpus"]) == 8
     assert calls == {"query_gpu": 1, "query_apps": 1}
+    assert any(g["processes"] for g in facts["gpus"])  # the recorded node runs jobs on its GPUs
+    # without processes (gres_verify): no apps query, each GPU's processes unknown (null), not "none"
+    calls.update(query_gpu=0, query_apps=0)
+    lean, warnings, lean_commands = gpu_collect.collect(run, root, "nvidia-smi", which=lambda c: "/usr/bin/" + c,
+                                                        processes=False)
+    assert calls == {"query_gpu": 1, "query_apps": 0}
+    assert len(lean_commands) == len(commands) - 1
+    assert not [c for c in lean_commands if any("compute-apps" in part for part in c)]
+    assert [g["processes"] for g in lean["gpus"]] == [None] * 8
+    assert [g["cpu_affinity"] for g in lean["gpus"]] == [g["cpu_affinity"] for g in facts["gpus"]]
