@@ -21,6 +21,8 @@
 Each function takes ``state``: ``{host: {variable: value}}`` of what the hosts hold (``STAGE_FACTS``), and returns
 the plan so far with ``refusal`` set (a message) when the deploy must stop.
 """
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
@@ -145,7 +147,8 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
 
     node_plans = {h: results[h].get("plan") or {} for h in targets}
     plan["gres_changing"] = [h for h in targets if node_plans[h].get("gres_changed")]
-    force = {h: _truthy(state.get(h, {}).get("hpc_gres_slurmd_force_restart")) for h in targets}
+    # as the role reads it (`| bool`)
+    force = {h: boolean(state.get(h, {}).get("hpc_gres_slurmd_force_restart"), strict=False) for h in targets}
     plan["restart_hosts"] = [h for h in targets if node_restarts(node_plans[h], force[h])]
     installs = [h for h in targets if node_installs(node_plans[h])]
     plan["install_hosts"] = installs + [h for h in controllers if h not in installs]
@@ -206,12 +209,6 @@ def _report_entries(plan, state, files):
             "new": ctl["new_files"] if read else {},
             "restart_enabled": facts.get("hpc_gres_slurmctld_restart", True)})
     return entries
-
-
-def _truthy(value):
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on", "y", "t")
-    return bool(value)
 
 
 def restarted(plan, state):
