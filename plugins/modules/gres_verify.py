@@ -39,14 +39,42 @@ description:
     version of slurmd; and it decides whether anything is to be installed and whether slurmd needs a restart for the
     verified files (RV(plan)). The deploy reads and verifies a node in this one module run."
 options:
+  files:
+    description:
+      - The render's files by their name (C(slurm.conf), C(<node>/gres.conf), ...), as the
+        C(hpc.slurm_gres.hpc_gres_render) role publishes them; the module verifies C(slurm.conf) and this node's
+        C(<node_name>/gres.conf). Instead of O(slurm_conf)/O(slurm_conf_content) and O(gres_conf)/O(gres_conf_content).
+      - "A node without a gres.conf in them (no GPUs in the inventory) has nothing to verify: the hardware and the
+        readiness checks are skipped, as with O(verify=false)."
+      - Anything else (no C(slurm.conf), not a mapping, an empty O(node_name)) fails the task with a message that
+        names the host and the variables of O(origin), before the module reads anything on the node.
+    type: raw
+  origin:
+    description:
+      - Where O(files) and O(node_name) come from, for the error message on bad input; a role passes its inventory host
+        and its variables' names.
+    type: dict
+    suboptions:
+      host:
+        description: The inventory host.
+        type: str
+      files:
+        description: The name of the variable O(files) came from.
+        type: str
+      node_name:
+        description: The name of the variable O(node_name) came from.
+        type: str
   gres_conf:
-    description: Path of the staged gres.conf on the node. One of O(gres_conf) and O(gres_conf_content) is required.
+    description:
+      - Path of the staged gres.conf on the node. One of O(gres_conf), O(gres_conf_content) and O(files) is required.
     type: path
   gres_conf_content:
     description: The gres.conf to verify, as rendered on the controller.
     type: str
   slurm_conf:
-    description: Path of the staged slurm.conf on the node. One of O(slurm_conf) and O(slurm_conf_content) is required.
+    description:
+      - Path of the staged slurm.conf on the node. One of O(slurm_conf), O(slurm_conf_content) and O(files) is
+        required.
     type: path
   slurm_conf_content:
     description: The slurm.conf to verify.
@@ -216,10 +244,10 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Verify the rendered files on the node (nothing is written there)
+- name: Verify the rendered files on the node (nothing is written there; a node without a gres.conf is only read)
   hpc.slurm_gres.gres_verify:
-    slurm_conf_content: "{{ rendered.files['slurm.conf'] }}"
-    gres_conf_content: "{{ rendered.files[node ~ '/gres.conf'] }}"
+    files: "{{ rendered.files }}"
+    origin: {host: "{{ inventory_hostname }}", files: rendered.files, node_name: node}
     gres_spec: "{{ (rendered.mig_nodes[inventory_hostname] | default({})).spec | default(omit) }}"
     node_name: "{{ node }}"
   vars:
@@ -357,6 +385,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree im
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.check import check_readiness
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.program import health_plan
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.rendered_files import node_files
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
     device_paths,
@@ -416,9 +445,8 @@ def _daemon_version(module, command, commands):
     return entry
 
 
-def _readiness(module, node):
-    """The readiness checks of the node health check (module_utils/health/check.py), or None without O(readiness)."""
-    spec = module.params["readiness"]
+def _readiness(module, node, spec):
+    """The readiness checks of the node health check (module_utils/health/check.py), or None without ``spec``."""
     if not spec:
         return None
     options = {"nvidia_smi": module.params["nvidia_smi"], "root": module.params["sysfs_root"], "node": node,
@@ -512,6 +540,9 @@ def _with_live_mig(module, spec, gres_text, hw):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            files=dict(type="raw"),
+            origin=dict(type="dict", options=dict(host=dict(type="str"), files=dict(type="str"),
+                                                  node_name=dict(type="str"))),
             gres_conf=dict(type="path"),
             gres_conf_content=dict(type="str"),
             slurm_conf=dict(type="path"),
@@ -547,20 +578,33 @@ def main():
             )),
             **COLLECT_ARGS
         ),
-        mutually_exclusive=[("gres_conf", "gres_conf_content"), ("slurm_conf", "slurm_conf_content")],
-        required_one_of=[("gres_conf", "gres_conf_content"), ("slurm_conf", "slurm_conf_content")],
+        mutually_exclusive=[("gres_conf", "gres_conf_content", "files"),
+                            ("slurm_conf", "slurm_conf_content", "files")],
+        required_one_of=[("gres_conf", "gres_conf_content", "files"),
+                         ("slurm_conf", "slurm_conf_content", "files")],
         supports_check_mode=True,
     )
     params = module.params
     node = params["node_name"]
-    slurm_text = _text(module, "slurm_conf", "slurm_conf_content")
-    gres_text = _text(module, "gres_conf", "gres_conf_content")
+    gpu_node = True
+    if params["files"] is not None:
+        try:
+            slurm_text, gres_text = node_files(params["files"], node, params["origin"])
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
+        gpu_node, gres_text = gres_text is not None, gres_text or ""
+    else:
+        slurm_text = _text(module, "slurm_conf", "slurm_conf_content")
+        gres_text = _text(module, "gres_conf", "gres_conf_content")
+    # a node without a gres.conf (no GPUs in the inventory) has nothing to verify and no GPUs to be ready
+    verify = params["verify"] and gpu_node
+    readiness = params["readiness"] if gpu_node else None
     commands = []
     daemon = _daemon_version(module, params["read_version"], commands) if params["read_version"] else None
     version = params["slurmd_version"] or (daemon or {}).get("version")
 
     needs_root = privileges_finding(os.geteuid(), module.check_mode) if params["plan"] else None
-    if not params["verify"]:
+    if not verify:
         if needs_root and needs_root["severity"] == "error":
             module.fail_json(msg="node %s: privileges: expected %s, found %s; %s" % (
                 node, needs_root["expected"], needs_root["found"], needs_root["hint"]), findings=[needs_root])
@@ -569,7 +613,7 @@ def main():
                                  "not read; give the completed gres.conf instead")
         result = dict(changed=False, findings=[], errors=0, warnings_count=0, gres_conf_text=gres_text,
                       gres_conf_completed=False, slurmd_version=None, commands=commands)
-        ready = _readiness(module, node)
+        ready = _readiness(module, node, readiness)
         if ready is not None:
             result["readiness"] = ready
         if daemon:
@@ -628,7 +672,7 @@ def main():
                                deferred=deferred)
     if needs_root:
         findings = [needs_root] + list(findings)
-    ready = _readiness(module, node)
+    ready = _readiness(module, node, readiness)
     if ready is not None:
         findings = list(findings) + ready["findings"]
     try:

@@ -478,8 +478,10 @@ def _free(model, gpu, prof):
 
 
 def list_gi_profiles(machine, args):
+    # with MIG disabled too (-lgip and -lgipp, exit status 0): a real H200, driver 580.159.04
+    # (tests/fixtures/nvidia-smi/mig/h200-141gb-lgip-mig-disabled-580.txt, ...-lgipp-...)
     lines = [LGIP_RULE] + LGIP_HEAD
-    for index, gpu in _selected_mig_gpus(machine, args.get("-i")):
+    for index, gpu in _selected_mig_gpus(machine, args.get("-i"), need_enabled=False):
         model = model_of(gpu)
         for prof in profiles_of(model):
             gib, sm, dec, enc, ce, jpeg, ofa = model["lgip"][prof["kind"]]
@@ -494,7 +496,7 @@ def list_gi_profiles(machine, args):
 
 def list_gi_placements(machine, args):
     lines = []
-    for index, gpu in _selected_mig_gpus(machine, args.get("-i")):
+    for index, gpu in _selected_mig_gpus(machine, args.get("-i"), need_enabled=False):
         for prof in profiles_of(model_of(gpu)):
             word = "Placements:" if len(prof["starts"]) > 1 else "Placement :"
             starts = ",".join(str(s) for s in prof["starts"])

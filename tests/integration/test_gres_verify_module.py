@@ -315,3 +315,35 @@ def test_a_deploy_plan_as_another_user_than_root_is_refused_and_a_dry_run_is_not
         assert rc == 0 and result["plan"]["install"], result
     finally:
         shutil.rmtree(base)
+
+
+@pytest.mark.ansible_core
+def test_the_renders_files_are_verified_by_node_name(node):
+    files = {"slurm.conf": SLURM_CONF, "gpu-a01/gres.conf": GRES_CONF, "gpu-a02/gres.conf": "NodeName=gpu-a02 x\n"}
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", {
+        "files": files, "node_name": node.name, "nvidia_smi": os.path.join(testpaths.EMULATOR, "nvidia-smi"),
+        "sysfs_root": node.root, "dev_root": node.dev_root, "slurmd_version": "24.11.1"})
+    assert rc == 0, result.get("msg")
+    assert result["findings"] == [] and result["counts"]["gpu:a100"]["gres_conf"] == 8
+
+
+@pytest.mark.ansible_core
+def test_a_node_without_a_gres_conf_in_the_render_is_only_read(node):
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", {
+        "files": {"slurm.conf": SLURM_CONF}, "node_name": node.name, "nvidia_smi": "/nonexistent/nvidia-smi",
+        "readiness": {}})
+    assert rc == 0, result.get("msg")
+    assert result["findings"] == [] and result["commands"] == [] and "readiness" not in result
+
+
+@pytest.mark.ansible_core
+@pytest.mark.parametrize("files", [{"cgroup.conf": ""}, "slurm.conf"])
+def test_bad_rendered_files_are_refused_naming_the_host_and_the_variables(node, files):
+    rc, result = run_module(node, "hpc.slurm_gres.gres_verify", {
+        "files": files, "node_name": node.name, "nvidia_smi": "/nonexistent/nvidia-smi",
+        "origin": {"host": "gpu-a01.example.org", "files": "hpc_gres_slurmd_files",
+                   "node_name": "hpc_gres_slurmd_name"}})
+    assert rc != 0
+    assert result["msg"].startswith("host gpu-a01.example.org: hpc_gres_slurmd_files, hpc_gres_slurmd_name: "
+                                    "expected the rendered files of the hpc.slurm_gres.hpc_gres_render role")
+    assert "found files %s" % ("cgroup.conf" if isinstance(files, dict) else "str 'slurm.conf'") in result["msg"]

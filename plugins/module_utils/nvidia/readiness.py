@@ -628,7 +628,10 @@ def check_memory(smi_q=None, bus_to_index=None):
     - GPU Recovery Action other than None ("Reset", "Reboot", "Drain P2P", "Drain and Reset"...) -> error naming
       the action (anything but None/N/A counts, not only the names known today);
     - Reset Required Yes -> error; Drain and Reset Recommended Yes -> warning;
-    - volatile uncorrectable ECC errors since the last reset -> warning (the recovery action says what to do).
+    - volatile uncorrectable ECC errors since the last reset -> warning (the recovery action says what to do);
+    - SRAM Threshold Exceeded Yes (R535 and later) and Unrepairable Memory Yes (R580) are RMA criteria (NVIDIA RMA
+      policy) -> error; Channel or TPC Repair Pending Yes (R580: memory marked for repair, Xid 160, repaired at the
+      next reset like a pending row remap) -> error, reset the GPU.
 
     Applies when some GPU reports any of these fields (row remapping exists from Ampere, the recovery action from
     about R565; MIG GPUs with instances do not report remapped rows).
@@ -644,7 +647,8 @@ def check_memory(smi_q=None, bus_to_index=None):
         pages = gpu.get("retired_pages") or {}
         action = gpu.get("recovery_action")
         ecc = gpu.get("ecc") or {}
-        if rows or pages or action is not None or gpu.get("reset_required") is not None or \
+        repair = gpu.get("memory_repair") or {}
+        if rows or pages or repair or action is not None or gpu.get("reset_required") is not None or \
                 gpu.get("drain_and_reset_recommended") is not None or ecc.get("volatile_uncorrectable") is not None:
             judged = True
         if rows.get("pending"):
@@ -656,6 +660,18 @@ def check_memory(smi_q=None, bus_to_index=None):
             findings.append(finding("error", "memory", label, "no row remapping failure",
                                     "Remapping Failure Occurred: Yes",
                                     "the GPU can no longer remap bad memory: an RMA criterion, replace it"))
+        for key, field in (("unrepairable_memory", "Unrepairable Memory"),
+                           ("sram_threshold_exceeded", "SRAM Threshold Exceeded")):
+            if repair.get(key):
+                findings.append(finding("error", "memory", label, "%s No" % field, "%s Yes" % field,
+                                        "an RMA criterion (NVIDIA GPU memory error management, RMA policy): drain "
+                                        "the node, run NVIDIA's field diagnostic, replace the GPU"))
+        pending = [field for key, field in (("channel_repair_pending", "Channel Repair Pending"),
+                                            ("tpc_repair_pending", "TPC Repair Pending")) if repair.get(key)]
+        if pending:
+            findings.append(finding("error", "memory", label, "no memory repair pending",
+                                    ", ".join("%s Yes" % field for field in pending),
+                                    "reset the GPU (nvidia-smi -r) or reboot: the repair happens at the next reset"))
         if pages.get("pending"):
             findings.append(finding("error", "memory", label, "no retired pages pending",
                                     "retired pages pending (single bit %s, double bit %s)" % (

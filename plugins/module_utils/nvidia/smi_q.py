@@ -271,15 +271,34 @@ def _ecc(tree):
     return ecc if any(v is not None for v in ecc.values()) else None
 
 
+def _memory_repair(tree):
+    """The memory repair and RMA flags under ECC Errors: SRAM Threshold Exceeded (NVIDIA's SRAM RMA policy; printed
+    by R535 and later), Channel/TPC Repair Pending and Unrepairable Memory (NVML's repair status and
+    unrepairable-memory flag; R580). None where the driver prints none of them."""
+    errors = find(tree, "ECC Errors")
+    if not isinstance(errors, dict):
+        return None
+    repair = {
+        "channel_repair_pending": _yes_no(find(errors, "Channel Repair Pending")),
+        "tpc_repair_pending": _yes_no(find(errors, "TPC Repair Pending")),
+        "unrepairable_memory": _yes_no(find(errors, "Unrepairable Memory")),
+        "sram_threshold_exceeded": _yes_no(_find_any(errors, [("Aggregate", "SRAM Threshold Exceeded"),
+                                                              ("SRAM Threshold Exceeded",)])),
+    }
+    return repair if any(v is not None for v in repair.values()) else None
+
+
 _KNOWN_FIELDS = ("product_name", "uuid", "minor_number", "persistence_mode", "mig_mode", "fabric", "remapped_rows",
-                 "retired_pages", "recovery_action", "reset_required", "drain_and_reset_recommended", "ecc", "errors")
+                 "retired_pages", "recovery_action", "reset_required", "drain_and_reset_recommended", "ecc",
+                 "memory_repair", "errors")
 
 
 def empty_gpu(bus_id=None):
     """A GPU record with every field the parsers fill, all unknown."""
     return {"bus_id": bus_id, "product_name": None, "uuid": None, "minor_number": None, "persistence_mode": None,
             "mig_mode": None, "fabric": None, "remapped_rows": None, "retired_pages": None, "recovery_action": None,
-            "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "errors": [], "sections": {}}
+            "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "memory_repair": None,
+            "errors": [], "sections": {}}
 
 
 def _gpu(bus_id, tree):
@@ -305,6 +324,7 @@ def _gpu(bus_id, tree):
         "reset_required": _yes_no(find(tree, "GPU Reset Status", "Reset Required")),
         "drain_and_reset_recommended": _yes_no(find(tree, "GPU Reset Status", "Drain and Reset Recommended")),
         "ecc": _ecc(tree),
+        "memory_repair": _memory_repair(tree),
         "errors": _errors(tree),
         "sections": tree,
     })
@@ -324,7 +344,9 @@ def parse_smi_q(text):
     ``"None"``, ``"GPU Reset"``...; None when absent), ``reset_required`` and ``drain_and_reset_recommended``
     (bool or None; "Requested functionality has been deprecated" is None), ``ecc`` (``{"mode",
     "volatile_uncorrectable", "aggregate_uncorrectable", "volatile_correctable", "aggregate_correctable"}``),
-    ``errors`` (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``) and
+    ``memory_repair`` (``{"channel_repair_pending", "tpc_repair_pending", "unrepairable_memory",
+    "sram_threshold_exceeded"}``, booleans or None; None when the driver prints none), ``errors``
+    (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``) and
     ``sections`` (the GPU's whole block as nested dicts). Lines of an excerpt that come without a ``GPU <bus>``
     header (``grep -A2 Fabric``) make GPUs with ``bus_id`` None, a new one each time a section repeats.
     """

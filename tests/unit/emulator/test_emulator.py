@@ -89,8 +89,15 @@ def test_errors_like_nvidia_smi(tmp_path, argv, rc, text):
 
 
 def test_mig_listing_on_a_gpu_without_mig(tmp_path):
-    assert emulate(tmp_path, machines.load("a100-8gpu-p4d"), "mig", "-lgi")[:2] == (
-        6, "No MIG-enabled devices found.\n")
+    """As a real H200 on driver 580.159.04 answered with MIG disabled: exit status 0, the message on stdout
+    (tests/fixtures/nvidia-smi/mig/h200-lgi-no-mig-enabled-devices-rc0-580.txt); the profiles are listed."""
+    recorded = nvsmi_fixtures.load("nvidia-smi", "mig", "h200-lgi-no-mig-enabled-devices-rc0-580.txt")
+    assert emulate(tmp_path, machines.load("a100-8gpu-p4d"), "mig", "-lgi")[:2] == (0, recorded)
+    disabled = mig_a100()
+    disabled["gpus"][0].update(mig_mode="Disabled", mig={"gpu_instances": []})
+    assert emulate(tmp_path, disabled, "mig", "-i", "0", "-lgi")[:2] == (0, recorded)
+    rc, out = emulate(tmp_path, disabled, "mig", "-i", "0", "-lgip")[:2]
+    assert rc == 0 and "MIG 1g.5gb " in out and "MIG 7g.40gb " in out and " 7/7 " in out
 
 
 def test_mig_enabled_without_instances(tmp_path):

@@ -49,6 +49,7 @@ def by_id(model):
     ("a100-lgipp-mig-user-guide.txt", "A100-40GB"),
     ("h100nvl-lgipp-colfax.txt", "H100-94GB"),
     ("a30-lgipp.txt", "A30-24GB"),
+    ("h200-141gb-lgipp-mig-disabled-580.txt", "H200-141GB"),  # recorded by this project, 2026-12-04
 ])
 def test_placements_match_real_lgipp(fixture_name, model):
     real = lgipp(fixture("nvidia-smi", "mig", fixture_name))
@@ -75,6 +76,7 @@ def test_eight_slice_models_share_the_real_lgipp_table():
 @pytest.mark.parametrize("fixture_name, model", [
     ("a30-lgip-with-me-profiles.txt", "A30-24GB"),
     ("gh200-96gb-lgip-full-profile-list.txt", "GH200-96GB"),
+    ("h200-141gb-lgip-mig-disabled-580.txt", "H200-141GB"),  # recorded by this project, 2026-12-04
 ])
 def test_profiles_match_real_lgip(fixture_name, model):
     rows = LGIP_RE.findall(fixture("nvidia-smi", "mig", fixture_name))
@@ -113,6 +115,7 @@ def test_every_profile_fits_its_model():
     (("nvidia-smi", "list", "gh200-mig-7x1g12gb-L.txt"), "GH200-96GB"),
     (("nvidia-smi", "list", "h100-80gb-hbm3-mig-mixed-4slices-container.txt"), "H100-80GB"),
     (("nvidia-smi", "list", "h100-8gpu-vm-list-gpus-rhelai.txt"), "H100-80GB"),
+    (("nvidia-smi", "list", "h200-1gpu-L-580.txt"), "H200-141GB"),
 ])
 def test_normalize_model_from_real_nvidia_smi_L(path, expected):
     names = LIST_GPU_RE.findall(fixture(*path))

@@ -40,6 +40,7 @@ LAYOUTS = {
     "h100-8gpu-12nic-topo-mp-deepep397.txt": (2, 48, 2, "interleaved"),
     "h100-8gpu-nonic-spaces-thunderkittens167.txt": (2, 48, 2, "linear"),
     "h100-8gpu-vm-single-numa-nonic-rhelai.txt": (1, 64, 1, "linear"),
+    "h200-1gpu-vm-esc-header-580.txt": (1, 16, 1, "linear"),
     "h20-3e-8gpu-8nic-pairs-spaces-sglang31046.txt": (2, 48, 2, "linear"),
     "h800-4gpu-17nic-empty-cpu-numa-affinity.txt": (2, 48, 2, "linear"),
     "k80-4gpu-mlx4-legacy-soc-legend-microway.txt": (2, 12, 1, "linear"),
@@ -151,6 +152,34 @@ def test_numa_node_unknown_when_ambiguous():
     assert gpu_facts._numa_node([0, 1], [0], {0: [0], 1: [1]}) == 0
     assert gpu_facts._numa_node([0, 1], [0], {}) is None
     assert gpu_facts._numa_node(None, [0], {}) is None
+
+
+def test_h200_vm_recorded_outputs_give_the_facts_read_off_them(tmp_path):
+    """The outputs recorded on the project's lent H200 VM (2026-12-04) through the pure builder: --query-gpu with
+    QUERY_GPU_FIELDS, topo -m (real ESC bytes in its header) and -L, on the VM's CPU shape (lscpu: 1 socket,
+    16 cores, 1 thread per core, CPUs 0-15 on NUMA node 0). The values below are read off those files; the
+    gpu_facts module run on that machine returned exactly these for the GPU (rc 0, slurm_cores "0-15")."""
+    fake_sysfs.write_cpu_topology(str(tmp_path), fake_sysfs.layout(1, 16, 1, "linear"))
+    topology = cpu_topology.from_sysfs(str(tmp_path))
+    facts, warnings = gpu_facts.build_facts(
+        nvsmi_fixtures.load("nvidia-smi", "query", "h200-1gpu-gpu-facts-fields-580.txt"),
+        topo_text=nvsmi_fixtures.load("nvidia-smi", "topo", "h200-1gpu-vm-esc-header-580.txt"),
+        apps_text="",  # --query-compute-apps printed nothing there (rc 0, no processes)
+        topology=topology,
+        gpu_minors={"00000000:00:06.0": 0},  # /proc/driver/nvidia/gpus/0000:00:06.0/information: Device Minor: 0
+        list_text=nvsmi_fixtures.load("nvidia-smi", "list", "h200-1gpu-L-580.txt"))
+    assert warnings == []
+    [gpu] = facts["gpus"]
+    assert (gpu["index"], gpu["name"], gpu["pci_bus_id"], gpu["uuid"]) == (
+        0, "NVIDIA H200", "00000000:00:06.0", "GPU-1e34b30a-58cb-40c0-3a72-f27413d938f6")
+    assert (gpu["memory_total_mib"], gpu["memory_used_mib"], gpu["mig_mode"]) == (143771, 0, "Disabled")
+    assert gpu["cpu_affinity"] == list(range(16))
+    assert (gpu["numa_affinity"], gpu["numa_node"]) == ([0], 0)
+    assert gpu["slurm_cores"] == "0-15"
+    assert (gpu["minor"], gpu["minor_source"]) == (0, "proc")
+    assert (gpu["gpu_links"], gpu["mig_devices"], gpu["processes"]) == ([-1], [], [])
+    assert facts["lost_gpus"] == []
+    assert (facts["cpu"]["sockets"], facts["cpu"]["cores_per_socket"], facts["cpu"]["threads_per_core"]) == (1, 16, 1)
 
 
 # --- ready profiles --------------------------------------------------------------------------------------

@@ -90,6 +90,14 @@ def test_lgi_none_found():
     assert n.parse_mig_lgi(load("mig", "a30-lgi-empty-notfound.txt")) == []
 
 
+def test_lgi_no_mig_enabled_devices_is_empty():
+    # R580 on an H200 with MIG disabled: this one line, exit status 0; `mig -lci` printed the same.
+    text = load("mig", "h200-lgi-no-mig-enabled-devices-rc0-580.txt")
+    assert text == "No MIG-enabled devices found.\n"
+    assert n.parse_mig_lgi(text) == []
+    assert n.parse_mig_lci(text) == []
+
+
 def test_lci_with_placement():
     rows = n.parse_mig_lci(load("mig", "a100sxm4-40gb-lci-4cis-placement-driver580-ssup2.txt"))
     assert [(r["gpu"], r["gi_id"], r["ci_id"], r["profile"], r["profile_id"], r["placement_start"],
@@ -130,6 +138,17 @@ def test_lgip_gh200_full_list():
     assert rows[-1]["sm"] == 132 and rows[-1]["ce"] == 8
 
 
+def test_lgip_h200_mig_disabled_full_list():
+    rows = n.parse_mig_lgip(load("mig", "h200-141gb-lgip-mig-disabled-580.txt"))
+    assert [(r["profile"], r["profile_id"], r["free"], r["total"], r["memory_gib"], r["sm"]) for r in rows] == [
+        ("1g.18gb", 19, 7, 7, 16.0, 16), ("1g.18gb+me", 20, 1, 1, 16.0, 16), ("1g.35gb", 15, 4, 4, 32.5, 26),
+        ("2g.35gb", 14, 3, 3, 32.5, 32), ("3g.71gb", 9, 2, 2, 69.75, 60), ("4g.71gb", 5, 1, 1, 69.75, 64),
+        ("7g.141gb", 0, 1, 1, 140.0, 132)]
+    assert [(r["ce"], r["jpeg"], r["ofa"]) for r in rows] == [
+        (1, 1, 0), (1, 1, 1), (1, 1, 0), (2, 2, 0), (3, 3, 0), (4, 4, 0), (8, 7, 1)]
+    assert {(r["gpu"], r["p2p"]) for r in rows} == {(0, "No")}
+
+
 def test_lgip_single_wide_profile():
     assert [(r["profile"], r["sm"]) for r in n.parse_mig_lgip(load("mig", "cmp170hx-lgip-single-wide-profile.txt"))] \
         == [("1g.64gb", 70)]
@@ -149,6 +168,9 @@ def test_lcip_two_tables_and_default_marks():
                                   (15, [0, 2, 4, 6], 2), (14, [0, 2, 4], 2), (9, [0, 4], 4), (5, [0], 4),
                                   (0, [0], 8)]),
     ("a30-lgipp.txt", [(14, [0, 1, 2, 3], 1), (21, [0, 1, 2, 3], 1), (5, [0, 2], 2), (6, [0, 2], 2), (0, [0], 4)]),
+    ("h200-141gb-lgipp-mig-disabled-580.txt", [(19, [0, 1, 2, 3, 4, 5, 6], 1), (20, [0, 1, 2, 3, 4, 5, 6], 1),
+                                               (15, [0, 2, 4, 6], 2), (14, [0, 2, 4], 2), (9, [0, 4], 4),
+                                               (5, [0], 4), (0, [0], 8)]),
 ])
 def test_lgipp(name, expected):
     rows = n.parse_mig_lgipp(load("mig", name))

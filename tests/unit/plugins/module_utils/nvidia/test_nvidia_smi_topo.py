@@ -79,6 +79,8 @@ EXPECTED = {
         CURRENT, rep(4, "0-47,96-143", "0") + rep(4, "48-95,144-191", "1"), [], [("GPU0", "GPU7", "NV18")]),
     "h100-8gpu-vm-single-numa-nonic-rhelai.txt": (
         CURRENT, rep(8, "0-63", "0"), [], [("GPU3", "GPU5", "NV18")]),
+    # Recorded by this project (2026-12-04): real ESC[4m ... ESC[0m bytes around the header, no NICs, no links.
+    "h200-1gpu-vm-esc-header-580.txt": (CURRENT, [("0-15", "0")], [], []),
     "h20-3e-8gpu-8nic-pairs-spaces-sglang31046.txt": (
         CURRENT, rep(4, "0-47,96-143", "0") + rep(4, "48-95,144-191", "1"), nics(nic_names(8), mlx(8)),
         [("GPU0", "NIC0", "PIX"), ("GPU1", "NIC0", "NODE"), ("GPU6", "NIC7", "PIX"), ("GPU0", "NIC4", "SYS")]),

@@ -5,6 +5,8 @@ taken off), so prompts, ``> `` quotes, CI banners and ``cat /proc/...`` lines st
 """
 import os
 
+import re
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -83,6 +85,7 @@ SMI_ERRORS = {
     # Tables of a successful run: nothing to classify.
     "geforce-1gpu-525-table-fan-err.txt": ("ok", None, []),
     "h100-8gpu-550-table-healthy.txt": ("ok", None, []),
+    "h200-1gpu-580-table-healthy.txt": ("ok", None, []),
 }
 
 
@@ -183,6 +186,9 @@ def test_table_fixtures_through_the_rules():
     good = smi_q.parse_smi_table(load("nvidia-smi-errors", "h100-8gpu-550-table-healthy.txt"))
     result = r.readiness_findings(smi_q=good)
     assert result["findings"] == [] and "persistence" in result["applied"]
+    h200 = smi_q.parse_smi_table(load("nvidia-smi-errors", "h200-1gpu-580-table-healthy.txt"))
+    result = r.readiness_findings(smi_q=h200)
+    assert result["findings"] == [] and "persistence" in result["applied"]
 
 
 # ------------------------------------------------------------------------------------------------ nvidia-smi -q
@@ -200,6 +206,7 @@ Q_VERDICTS = {
     "h100-8gpu-sxm-565-fabric-completed-clique0-recovery-none.txt": [],
     "h100nvl-2gpu-550-pcie.txt": [],
     "h200-1gpu-passthrough-550-fabric-completed.txt": [],
+    "h200-1gpu-vm-580-open-fabric-na-cc-off.txt": [],
     "l40s-1gpu-550-pcie.txt": [],
     "retired-pages-pending-page-blacklist-yes-excerpt.txt": [("error", "memory", None)],
     "rtx4090-8gpu-535-addressing-mode-unknown-error.txt": [("error", "errors", i) for i in range(8)],
@@ -232,6 +239,7 @@ def test_a10_memory_finding_text():
     ("h200-1gpu-passthrough-550-fabric-completed.txt", True),
     ("a100-sxm4-80gb-4gpu-555-fabric-na.txt", False),
     ("h100nvl-2gpu-550-pcie.txt", False),
+    ("h200-1gpu-vm-580-open-fabric-na-cc-off.txt", False),
     ("gtx680-1gpu-470-persistence-disabled.txt", False),
     ("rtx5090-1gpu-570-reset-status-deprecated-recovery-none.txt", False),
 ])
@@ -262,6 +270,39 @@ def test_recovery_action_and_reset_required():
     assert [(f["severity"], f["found"]) for f in r.check_memory(base)["findings"]] == [
         ("error", "Remapping Failure Occurred: Yes"), ("error", "Reset Required Yes"),
         ("warning", "Drain and Reset Recommended Yes")]
+
+
+R580_Q = "h200-1gpu-vm-580-open-fabric-na-cc-off.txt"
+
+
+def test_r580_memory_repair_flags_are_read_and_a_healthy_gpu_passes():
+    assert q(R580_Q)["gpus"][0]["memory_repair"] == {
+        "channel_repair_pending": False, "tpc_repair_pending": False, "unrepairable_memory": False,
+        "sram_threshold_exceeded": False}
+    assert q("h100-8gpu-sxm-535-fabric-completed.txt")["gpus"][0]["memory_repair"] == {
+        "channel_repair_pending": None, "tpc_repair_pending": None, "unrepairable_memory": None,
+        "sram_threshold_exceeded": False}  # R535 prints the SRAM flag only
+    assert q("gtx680-1gpu-470-persistence-disabled.txt")["gpus"][0]["memory_repair"] is None
+    result = r.check_memory(q(R580_Q))
+    assert (result["applies"], result["findings"]) == (True, [])
+
+
+@pytest.mark.parametrize("fields, found, hint", [
+    (["Unrepairable Memory"], "Unrepairable Memory Yes", "RMA criterion"),
+    (["SRAM Threshold Exceeded"], "SRAM Threshold Exceeded Yes", "RMA criterion"),
+    (["Channel Repair Pending"], "Channel Repair Pending Yes", "the repair happens at the next reset"),
+    (["Channel Repair Pending", "TPC Repair Pending"], "Channel Repair Pending Yes, TPC Repair Pending Yes",
+     "the repair happens at the next reset"),
+])
+def test_r580_memory_repair_flags_set_are_errors(fields, found, hint):
+    # No recording of a GPU with these flags set is known: the real R580 output with the flags' lines changed.
+    text = load("nvidia-smi-q", R580_Q)
+    for field in fields:
+        text, n = re.subn(r"(\n\s+%s\s+: )No\n" % field, r"\1Yes\n", text)
+        assert n == 1
+    [finding] = r.check_memory(smi_q.parse_smi_q(text))["findings"]
+    assert (finding["severity"], finding["gpu"], finding["found"]) == ("error", 0, found)
+    assert hint in finding["hint"]
 
 
 # ------------------------------------------------------------------------------------------------------ lspci
@@ -360,6 +401,9 @@ PROC_VERSIONS = {
          False),
     "proc-driver-nvidia-version-580-proprietary.txt":
         ("580.173.02", "proprietary", "x86_64", None, None, "Tue Jun 23 08:38:17 UTC 2026", False),
+    # Nix build: "(nixbld@)" with an empty host, no date after it, trailing blanks.
+    "proc-driver-nvidia-version-580.159.04-open-nixbld.txt":
+        ("580.159.04", "open", "x86_64", "Release Build", "nixbld@", None, False),
     "proc-driver-nvidia-version-jetson-l4t-35.3.1-aarch64.txt":
         ("35.3.1", "open", "aarch64", "Release Build", "buildbrain@mobile-u64-6289-d7000",
          "Sun Mar 19 08:09:33 PDT 2023", True),
@@ -408,6 +452,19 @@ def test_proc_version_other_shapes():
     assert r.check_driver_version(ok, "565.57.01") == {"check": "driver_version", "applies": True, "reason": None,
                                                        "findings": []}
     assert summary(r.check_driver_version(ok, "565.77")["findings"]) == [("error", "driver_version", None)]
+
+
+def test_h200_node_recorded_on_our_lent_machine_is_ready():
+    """The H200 VM's own recordings together (nvidia-smi -q, the dmesg excerpt, /proc/driver/nvidia/version),
+    as the health check read them there: no finding; fabric does not apply (no NVSwitch, Fabric State N/A)."""
+    node = q("h200-1gpu-vm-580-open-fabric-na-cc-off.txt")
+    events = r.parse_kernel_log(load("kernel-log", "h200-vm-580-open-driver-load-no-xid-dmesg-excerpt.txt"))
+    proc = r.parse_proc_driver_version(load("fabricmanager", "proc-driver-nvidia-version-580.159.04-open-nixbld.txt"))
+    assert events[0]["version"] == "580.159.04" and proc["gcc"] == "gcc version 15.3.0 (GCC)"
+    result = r.readiness_findings(smi_q=node, kernel_events=events, proc_version=proc)
+    assert result["findings"] == []
+    assert {"driver_version", "persistence", "memory", "xid", "errors"} <= set(result["applied"])
+    assert "fabric" in result["not_applied"]
 
 
 def p5_node(fabric_grep=None, fm=None):
@@ -533,6 +590,8 @@ KERNEL = {
     "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt": [
         ("xid", "00000000:CB:00.0", 13, "Fri Aug 30 11:43:09 2024")] * 3 + [
         ("xid", "00000000:CB:00.0", 109, "Fri Aug 30 11:43:14 2024")],
+    # Only the NVRM load line is an event; taint, Nvlink Core, FBHUB interrupt and persistence notice are not.
+    "h200-vm-580-open-driver-load-no-xid-dmesg-excerpt.txt": [("driver_load", None, None, "0.591721")],
     "nvlink5-590-xid45-caused-by-previous-xid145-149-journal.txt": [
         ("xid", "00000000:%s:00.0" % b, 45, None) for b in ("DC", "ED", "BA", "97", "DC", "BA", "ED")],
     "pci-10de-26b5-570-fallen-off-bus-at-probe-no-xid-dmesg.txt": [
@@ -550,6 +609,7 @@ XID_VERDICTS = {
     "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt": [("error", "00000000:91:00.0")],
     "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt": [("error", "00000000:9B:00.0")],
     "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt": [("error", "00000000:CB:00.0")],
+    "h200-vm-580-open-driver-load-no-xid-dmesg-excerpt.txt": [],
     "nvlink5-590-xid45-caused-by-previous-xid145-149-journal.txt": [
         ("error", "00000000:DC:00.0"), ("error", "00000000:ED:00.0"), ("error", "00000000:BA:00.0"),
         ("error", "00000000:97:00.0")],

@@ -44,6 +44,8 @@ EXPECTED = {
         ("550.54.14", 2, 2, "00000000:AD:00.0", "NVIDIA H100 NVL", 4, "Enabled"),
     "h200-1gpu-passthrough-550-fabric-completed.txt":
         ("550.90.12", 1, 1, "00000000:03:00.0", "NVIDIA H200", 0, "Enabled"),
+    "h200-1gpu-vm-580-open-fabric-na-cc-off.txt":
+        ("580.159.04", 1, 1, "00000000:00:06.0", "NVIDIA H200", 0, "Enabled"),
     "l40s-1gpu-550-pcie.txt":
         ("550.127.05", 1, 1, "00000000:A1:00.0", "NVIDIA L40S", 6, "Enabled"),
     "retired-pages-pending-page-blacklist-yes-excerpt.txt":
@@ -175,6 +177,30 @@ def test_h200_passthrough_fabric_completed_zero_uuid():
     assert smi_q.find(gpu["sections"], "GPU Virtualization Mode", "Virtualization Mode") == "Pass-Through"
 
 
+def test_h200_580_recorded_on_our_lent_machine():
+    # Read off the file: R580 prints no "GPU Reset Status" block, Fabric State N/A (no NVSwitch, no fabric),
+    # Retired Pages all N/A (Hopper remaps rows), one section header with a trailing blank.
+    q = parse("h200-1gpu-vm-580-open-fabric-na-cc-off.txt")
+    assert (q["cuda_version"], q["timestamp"]) == ("13.0", "Fri Dec  4 18:38:53 2026")
+    gpu = q["gpus"][0]
+    assert gpu["uuid"] == "GPU-1e34b30a-58cb-40c0-3a72-f27413d938f6"
+    assert gpu["mig_mode"] == "Disabled"
+    assert gpu["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False}
+    assert gpu["retired_pages"] is None
+    assert gpu["fabric"] is None
+    assert smi_q.find(gpu["sections"], "Fabric", "Health", "Partition Assigned") == "N/A"
+    assert gpu["recovery_action"] == "None"
+    assert (gpu["reset_required"], gpu["drain_and_reset_recommended"]) == (None, None)
+    assert smi_q.find(gpu["sections"], "GPU Reset Status") is None
+    assert gpu["ecc"] == {"mode": "Enabled", "volatile_uncorrectable": 0, "aggregate_uncorrectable": 0,
+                          "volatile_correctable": 0, "aggregate_correctable": 0}
+    assert gpu["errors"] == []  # "Display Mode : Requested functionality has been deprecated" is no error
+    assert smi_q.find(gpu["sections"], "GPU Virtualization Mode", "Virtualization Mode") == "Pass-Through"
+    assert smi_q.find(gpu["sections"], "GPU Memory Power Readings", "Average Power Draw") == "28.71 W"
+    assert smi_q.find(gpu["sections"], "FB Memory Usage", "Total") == "143771 MiB"
+    assert smi_q.find(gpu["sections"], "Capabilities", "EGM") == "disabled"
+
+
 def test_retired_pages_excerpt_lower_case_heading():
     gpu = parse("retired-pages-pending-page-blacklist-yes-excerpt.txt")["gpus"][0]
     assert gpu["retired_pages"] == {"sbe": 2, "dbe": 0, "pending": True}
@@ -293,3 +319,14 @@ def test_table_healthy_h100():
     assert {g["mig_mode"] for g in table["gpus"]} == {"Disabled"}
     assert {g["ecc"]["volatile_uncorrectable"] for g in table["gpus"]} == {0}
     assert [g["errors"] for g in table["gpus"]] == [[]] * 8
+
+
+def test_table_healthy_h200_580():
+    table = smi_q.parse_smi_table(load("h200-1gpu-580-table-healthy.txt", "nvidia-smi-errors"))
+    assert (table["driver_version"], table["cuda_version"]) == ("580.159.04", "13.0")
+    [gpu] = table["gpus"]
+    assert (gpu["index"], gpu["bus_id"], gpu["product_name"], gpu["persistence_mode"]) == (
+        0, "00000000:00:06.0", "NVIDIA H200", "Enabled")
+    assert gpu["mig_mode"] == "Disabled"
+    assert gpu["ecc"]["volatile_uncorrectable"] == 0
+    assert gpu["errors"] == []
