@@ -62,6 +62,10 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
         tasks[VERIFY]["gpu-a01"]["gres_conf_text"]
     assert stage_dirs(tmp_path) == []
     assert all(not r.get("changed") for results in tasks.values() for r in results.values())
+    # only the node's own files travel to it, not every node's gres.conf of the render
+    for node in ("gpu-a01", "gpu-a02"):
+        assert sorted(tasks[VERIFY][node]["invocation"]["module_args"]["files"]) == ["%s/gres.conf" % node,
+                                                                                     "slurm.conf"]
 
 
 def test_a_broken_node_fails_with_its_table_the_other_is_still_verified(tmp_path, two_nodes):
