@@ -43,7 +43,8 @@ options:
     description:
       - The render's files by their name (C(slurm.conf), C(<node>/gres.conf), ...), as the
         C(hpc.slurm_gres.hpc_gres_render) role publishes them (the roles pass only these two, not every node's);
-        the module verifies C(slurm.conf) and this node's C(<node_name>/gres.conf). Instead of O(slurm_conf)/O(slurm_conf_content) and O(gres_conf)/O(gres_conf_content).
+        the module verifies C(slurm.conf) and this node's C(<node_name>/gres.conf). Instead of
+        O(slurm_conf)/O(slurm_conf_content) and O(gres_conf)/O(gres_conf_content).
       - "A node without a gres.conf in them (no GPUs in the inventory) has nothing to verify: the hardware and the
         readiness checks are skipped, as with O(verify=false)."
       - Anything else (no C(slurm.conf), not a mapping, an empty O(node_name)) fails the task with a message that
