@@ -16,13 +16,14 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import (
     health_program,
     maintenance,
     mig_node,
+    restart_batch,
     waves,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
 STAGES = ("gate", "restarted", "registered", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
-          "maintenance", "health_library")
+          "maintenance", "health_library", "restart_batch")
 MAINTENANCE_PHASES = ("lock", "resume", "reboot", "failure", "summary")
 ARGUMENT_SPEC = dict(
     stage=dict(type="str", required=True, choices=list(STAGES)),
@@ -77,7 +78,8 @@ ARGUMENT_SPEC = dict(
 REQUIRED_IF = [("stage", "restarted", ("plan",)), ("stage", "registered", ("plan",)), ("stage", "confirmed", ("plan",)),
                ("stage", "controller", ("files", "read")), ("stage", "summary", ("record",)),
                ("stage", "mig_status", ("host", "check", "step", "reason", "read")),
-               ("stage", "waves", ("slurm_nodes", "target_hosts", "reason")), ("stage", "maintenance", ("phase",))]
+               ("stage", "waves", ("slurm_nodes", "target_hosts", "reason")), ("stage", "maintenance", ("phase",)),
+               ("stage", "restart_batch", ("target_hosts",))]
 RENDER = "hpc_gres_render_result"
 # What a maintenance node cycle leaves on its host: {status: done|failed|skipped, reason}.
 OUTCOME = "hpc_gres_maintenance_outcome"
@@ -128,8 +130,7 @@ class ActionModule(ActionBase):
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["restarted"])
                 plan = deploy_plan.restarted(plan, state)
             elif stage == "registered":
-                state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["registered"])
-                plan = deploy_plan.registered(plan, state, args["read"], check_mode=bool(self._task.check_mode))
+                plan = deploy_plan.registered(plan, args["read"], check_mode=bool(self._task.check_mode))
             elif stage == "confirmed":
                 render = self._render(task_vars)
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["confirmed"])
@@ -155,6 +156,13 @@ class ActionModule(ActionBase):
                 facts = host_values(hostvars, list((args["record"].get("hosts") or {})), SUMMARY_FACTS)
                 plan = deploy_run.run_outcome(args["record"], facts, task_vars.get("ansible_play_hosts") or [],
                                               args["late"], args["node_records"] or {}, args["inventory_hint"])
+                plan["refusal"] = None
+            elif stage == "restart_batch":
+                hosts = args["target_hosts"]
+                state = host_values(hostvars, hosts, restart_batch.FACTS)
+                plan = restart_batch.batch(hosts, state)
+                if args["read"] is not None:
+                    plan["registrations"] = restart_batch.registrations(hosts, state, args["read"])
                 plan["refusal"] = None
             elif stage == "health_library":
                 files, digest = health_program.library()

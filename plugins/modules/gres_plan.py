@@ -24,7 +24,8 @@ description:
   - "O(stage=restarted): C(plan.failed_nodes), the targeted nodes whose slurmd restart did not finish."
   - "O(stage=registered): from slurmctld's one read O(read) of every targeted node (M(hpc.slurm_gres.slurm_node)
     with O(hpc.slurm_gres.slurm_node#module:nodes)), C(plan.confirm_hosts), the hosts to confirm one by one
-    (restarted by this run, or not registered as declared), C(plan.registered) (node name to the confirmation of
+    (not registered as declared yet: waiting, DOWN, or a GRES-mismatch drain to resume; a node restarted by this run
+    was waited for in its batch and is judged like any other), C(plan.registered) (node name to the confirmation of
     each other node) and C(plan.registered_lines)."
   - "O(stage=confirmed): C(plan.smoke_nodes) (registered, not drained, not DOWN), C(plan.smoke_preferred_nodes)
     (restarted by this run) and C(plan.smoke), the sruns of the smoke test with the C(CUDA_VISIBLE_DEVICES) each
@@ -39,6 +40,11 @@ description:
   - "O(stage=mig_status): whether the MIG runbook can leave O(host) alone."
   - "O(stage=health_library): the GPU health check's library as this collection ships it, RV(files) and RV(sha256)
     (the deploy installs it on a node whose copy differs)."
+  - "O(stage=restart_batch): the slurmd restarts of one batch of the role hpc_gres_slurmd's handler, from what the
+    O(target_hosts) requested: C(plan.nodes) (their Slurm names, read before the restarts) and C(plan.lines) (one
+    per node, with its reasons); with
+    O(read) (that read) also C(plan.registrations), node name to C({gres, since, resume}) of each node whose
+    restart did not fail, for M(hpc.slurm_gres.slurm_node)'s O(hpc.slurm_gres.slurm_node#module:registrations)."
   - "O(stage=waves): the maintenance's next wave and every wave after it (C(plan.wave), C(plan.wave_hosts),
     C(plan.waves)), from slurmctld's O(slurm_nodes) and the outcomes the node cycles left on the O(target_hosts):
     in every partition the nodes out of service (down, drained, rebooting, ..., whoever made them so; this run's
@@ -57,7 +63,7 @@ options:
     type: str
     required: true
     choices: [gate, restarted, registered, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance,
-              health_library]
+              health_library, restart_batch]
   plan:
     description: The RV(plan) of the gate (O(stage=restarted), V(registered), V(confirmed), V(changes)); of O(stage=waves) for
       O(stage=maintenance) O(phase=summary).
@@ -71,7 +77,7 @@ options:
   read:
     description: O(stage=controller) and V(mig_status), the host's M(hpc.slurm_gres.config_tree) read of its files;
       O(stage=registered), the M(hpc.slurm_gres.slurm_node) read of every targeted node (skipped or failed - every
-      node is confirmed one by one).
+      node is confirmed one by one); O(stage=restart_batch), its read of the batch's nodes before the restarts.
     type: dict
   targeted_nodes:
     description: O(stage=controller), the Slurm nodes this run restarts; a Gres change of any other is refused.
@@ -139,7 +145,8 @@ options:
       maintenance's.
     type: str
   target_hosts:
-    description: O(stage=waves) and O(stage=maintenance) O(phase=summary), the inventory hosts of the maintenance run.
+    description: O(stage=waves) and O(stage=maintenance) O(phase=summary), the inventory hosts of the maintenance run;
+      O(stage=restart_batch), the hosts of the batch (C(ansible_play_batch)).
     type: list
     elements: str
   slurm_nodes:

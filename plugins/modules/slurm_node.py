@@ -21,6 +21,10 @@ description:
     but is still drained by an earlier GRES mismatch (C(gres/gpu count reported lower than configured),
     C(gres/gpu:TYPE count too low), C(Count changed)) is resumed when O(resume) is true. Any other drain, an
     admin's in particular, is left alone and reported in RV(message).
+  - With O(registrations) instead of O(node), O(state=registered) waits for several nodes at once (a batch of slurmd
+    restarts), one C(scontrol -o show node HOSTLIST) per poll and one C(scontrol update) for the nodes it resumes
+    in a poll. Each node is judged as one O(node) alone is, with its own O(gres), O(since) and O(resume); the task
+    fails when any node is not registered as declared, and RV(registrations) holds each node's outcome.
   - O(state=drained) drains O(node) with O(reason) unless it is drained already; a drain with another reason, an
     admin's, is kept as it is and reported in RV(drained_by_other). With O(wait_for_jobs) it then waits until
     C(squeue) shows no job on the node and fails after O(timeout) seconds naming each job (id, user, state, name);
@@ -45,6 +49,12 @@ options:
   node:
     description: The Slurm node name, for O(state=registered), V(drained) and V(resumed).
     type: str
+  registrations:
+    description:
+      - With O(state=registered), instead of O(node), O(gres), O(since) and O(resume), the nodes to wait for at once -
+        node name to a dict with keys C(gres) (GRES key to count), C(since) (optional, as O(since)) and C(resume)
+        (optional, as O(resume); default true). O(check_gres), O(timeout) and O(interval) apply to every node.
+    type: dict
   gres:
     description: With O(state=registered), GRES key to count the node must register with, as slurm.conf declares it.
     type: dict
@@ -172,8 +182,14 @@ node:
   description: The node's last record read (as in RV(nodes); C(null) when slurmctld does not know it).
   returned: with O(state=registered), V(drained) and V(resumed)
   type: dict
+registrations:
+  description: With O(registrations), node name to its outcome C({status, message, node, resumed, waited}) (as
+    RV(status), RV(message), RV(node), RV(resumed) and RV(waited) of one node).
+  returned: with O(state=registered) and O(registrations)
+  type: dict
 status:
-  description: With O(state=registered), C(ok) (registered as expected), C(resumed), C(failed) or C(timeout).
+  description: With O(state=registered), C(ok) (registered as expected), C(resumed), C(failed) or C(timeout). With
+    O(registrations), C(ok) when every node is ok or resumed, else C(failed).
   returned: with O(state=registered)
   type: str
   sample: ok
@@ -208,6 +224,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.registrations import (
+    failure_message,
+    wait_registrations,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import (
     DRAIN_FLAGS,
     JOB_STATES,
@@ -250,9 +270,33 @@ def read(module):
     module.exit_json(**result)
 
 
+def registered_batch(module):
+    """Wait for every node of ``registrations`` at once; fails naming each node not registered as declared."""
+    p = module.params
+    wanted = {}
+    for name, spec in p["registrations"].items():
+        if not isinstance(spec, dict) or not isinstance(spec.get("gres", {}), dict):
+            module.fail_json(msg="registrations: %s: expected a dict with gres (GRES key to count), since and resume, "
+                                 "found %r" % (name, spec))
+        wanted[str(name)] = {"gres": spec.get("gres") or {}, "since": spec.get("since"),
+                             "resume": module.boolean(spec.get("resume", True))}
+    outcomes = wait_registrations(_scontrol(module), wanted, 120 if p["timeout"] is None else p["timeout"],
+                                  2 if p["interval"] is None else p["interval"], check_gres=p["check_gres"],
+                                  check_mode=module.check_mode)
+    failure = failure_message(outcomes)
+    result = dict(changed=any(o["resumed"] for o in outcomes.values()), registrations=outcomes,
+                  status="failed" if failure else "ok", waited=max([o["waited"] for o in outcomes.values()] or [0]),
+                  message=failure or "%d node(s) registered as declared" % len(outcomes))
+    if failure:
+        module.fail_json(msg=failure, **result)
+    module.exit_json(**result)
+
+
 def registered(module):
     """Poll until the node is registered as declared (resuming a GRES-mismatch drain), refused, or out of time."""
     p = module.params
+    if p["registrations"] is not None:
+        registered_batch(module)
     name = p["node"]
     expected = {str(k): int(v) for k, v in p["gres"].items()}
     timeout = 120 if p["timeout"] is None else p["timeout"]
@@ -391,6 +435,7 @@ def main():
             nodes=dict(type="list", elements="str", default=[]),
             expected_gres=dict(type="dict"),
             node=dict(type="str"),
+            registrations=dict(type="dict"),
             gres=dict(type="dict", default={}),
             check_gres=dict(type="bool", default=True),
             since=dict(type="str"),
@@ -402,8 +447,9 @@ def main():
             squeue=dict(type="str", default="squeue"),
             **SCONTROL_ARGS
         ),
-        required_if=[("state", "registered", ("node",)), ("state", "drained", ("node", "reason")),
+        required_if=[("state", "registered", ("node", "registrations"), True), ("state", "drained", ("node", "reason")),
                      ("state", "resumed", ("node", "reason"))],
+        mutually_exclusive=[("node", "registrations")],
         supports_check_mode=True,
     )
     state = module.params["state"]

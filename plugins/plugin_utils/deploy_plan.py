@@ -14,8 +14,8 @@
                report of what the deploy would do; the hosts the install and the slurmd restart plays run on (only
                those with something to do, so that a deploy that changes nothing evaluates no task per host there).
 ``restarted``  after the slurmd restarts: the nodes that did not finish (slurmctld then holds back new counts).
-``registered`` after slurmctld's one read of every targeted node: the hosts to confirm one by one (restarted by
-               this run, or not registered as declared); the others are confirmed by that read.
+``registered`` after slurmctld's one read of every targeted node: the hosts to confirm one by one (not registered
+               as declared yet); the others, those restarted in this run's batches included, are confirmed by that read.
 ``confirmed``  after the confirmation: the nodes the smoke test may use, the ones it should prefer, its sruns.
 
 Each function takes ``state``: ``{host: {variable: value}}`` of what the hosts hold (``STAGE_FACTS``), and returns
@@ -40,7 +40,6 @@ STAGE_FACTS = {
              "hpc_gres_slurmctld_file_mode", "hpc_gres_slurmctld_file_owner", "hpc_gres_slurmctld_file_group",
              "hpc_gres_slurmctld_config_dir", "hpc_gres_slurmd_config_dir", "hpc_gres_slurmd_force_restart"),
     "restarted": ("hpc_gres_slurmd_done",),
-    "registered": ("hpc_gres_slurmd_restarted",),
     "confirmed": ("hpc_gres_slurmd_confirmed", "hpc_gres_slurmd_restarted", CTLD_READ),
 }
 
@@ -220,12 +219,13 @@ def restarted(plan, state):
     return plan
 
 
-def registered(plan, state, read, check_mode=False):
+def registered(plan, read, check_mode=False):
     """From slurmctld's one read of every targeted node (``slurm_node``'s ``nodes`` and ``verdicts``, or a skipped
-    or failed read): ``confirm_hosts``, the targeted hosts to confirm one by one (restarted by this run, or not
-    registered as declared: one that waits, or a GRES-mismatch drain to resume), ``registered`` (node name to the
-    confirmation of each other one, as the confirmation step would have set it) and ``registered_lines``. In check
-    mode nothing is confirmed."""
+    or failed read): ``confirm_hosts``, the targeted hosts to confirm one by one (not registered as declared: one
+    that waits, a node this run restarted that slurmctld keeps DOWN, or a GRES-mismatch drain to resume),
+    ``registered`` (node name to the confirmation of each other one, as the confirmation step would have set it)
+    and ``registered_lines``. A node this run restarted had its new registration waited for in its batch, so the
+    read confirms it like any other. In check mode nothing is confirmed."""
     plan = dict(plan, refusal=None)
     read = read or {}
     verdicts, nodes = read.get("verdicts") or {}, read.get("nodes") or {}
@@ -233,7 +233,7 @@ def registered(plan, state, read, check_mode=False):
     for host in [] if check_mode else plan["targets"]:
         name = plan["names"][host]
         verdict = verdicts.get(name) or {}
-        if state.get(host, {}).get("hpc_gres_slurmd_restarted") or verdict.get("status") != "ok":
+        if verdict.get("status") != "ok":
             confirm.append(host)
         else:
             done[name] = {"status": "ok", "changed": False, "resumed": False, "waited": 0, "node": nodes.get(name),
@@ -244,7 +244,7 @@ def registered(plan, state, read, check_mode=False):
         lines.append("%d node(s) registered as declared (one scontrol read): %s"
                      % (len(done), hostlist.collect_hostlist(list(done))))
     if confirm:
-        lines.append("%d node(s) to confirm one by one (restarted by this run, or not registered as declared): %s"
+        lines.append("%d node(s) to confirm one by one (not registered as declared yet): %s"
                      % (len(confirm), hostlist.collect_hostlist([plan["names"][h] for h in confirm])))
     plan["registered_lines"] = lines
     return plan

@@ -148,19 +148,24 @@ def test_admin_drain_is_left_alone(healthy):
     assert "Reason=admin: fan swap, ticket=42" in healthy.node_line()
 
 
-def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
-    before = run_module("slurm_node", {"nodes": [NODE]}, healthy)["nodes"][NODE]["slurmd_start_time"]
+def wait_across_a_restart(cluster, tmp_path, args):
+    """Run slurm_node with ``args`` (state registered) and restart slurmd once it polls; (before, result, polls).
+
+    slurmd restarts only once the module polls (its scontrol leaves a line per call): however long ansible takes
+    to start on a loaded machine, the module must first see the old registration and keep waiting."""
+    before = run_module("slurm_node", {"nodes": [NODE]}, cluster)["nodes"][NODE]["slurmd_start_time"]
     time.sleep(1.1)  # SlurmdStartTime has a resolution of one second
-    # slurmd restarts only once the module polls (its scontrol leaves a line per call): however long ansible
-    # takes to start on a loaded machine, the module must first see the old registration and keep waiting.
     polls = tmp_path / "polls"
     scontrol = tmp_path / "scontrol"
     scontrol.write_text('#!/bin/sh\necho "$*" >>%s\nexec %s "$@"\n' % (polls, shutil.which("scontrol")))
     scontrol.chmod(0o755)
     result = {}
-    confirm = threading.Thread(target=lambda: result.update(run_module("slurm_node", {
-        "state": "registered", "node": NODE, "gres": GOOD, "since": before, "timeout": 60, "interval": 0.5,
-        "scontrol": str(scontrol)}, healthy)))
+    args = {k: (v if v != "BEFORE" else before) for k, v in args.items()}
+    if "registrations" in args:
+        args["registrations"] = {n: dict(r, since=before if r.get("since") == "BEFORE" else r.get("since"))
+                                 for n, r in args["registrations"].items()}
+    confirm = threading.Thread(target=lambda: result.update(run_module("slurm_node", dict(
+        args, state="registered", timeout=60, interval=0.5, scontrol=str(scontrol)), cluster)))
     confirm.start()
     try:
         deadline = time.monotonic() + 120
@@ -168,13 +173,30 @@ def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
             time.sleep(0.1)
         assert polls.exists(), "slurm_node never ran scontrol"
         time.sleep(1)
-        healthy.restart_slurmd()
+        cluster.restart_slurmd()
     finally:
         confirm.join()
+    return before, result, polls.read_text().splitlines()
+
+
+def test_waits_for_the_registration_after_a_restart(healthy, tmp_path):
+    before, result, polls = wait_across_a_restart(healthy, tmp_path, {"node": NODE, "gres": GOOD, "since": "BEFORE"})
     assert not result.get("failed"), result
     assert result["status"] == "ok"
     assert result["node"]["slurmd_start_time"] != before
-    assert len(polls.read_text().splitlines()) >= 2, "accepted the registration from before the restart"
+    assert len(polls) >= 2, "accepted the registration from before the restart"
+
+
+def test_a_batch_waits_for_its_restarted_node_and_fails_naming_the_one_slurmctld_does_not_know(healthy, tmp_path):
+    batch = {NODE: {"gres": GOOD, "since": "BEFORE"}, "nosuchnode": {"gres": GOOD, "since": "None"}}
+    before, result, polls = wait_across_a_restart(healthy, tmp_path, {"registrations": batch})
+    assert result["failed"] and result["status"] == "failed", result
+    assert result["msg"] == "node nosuchnode: not known to slurmctld (is it in slurm.conf on the controller?)"
+    mine = result["registrations"][NODE]
+    assert mine["status"] == "ok" and mine["node"]["slurmd_start_time"] != before
+    # one read per poll for the whole batch, the unknown node settled by the first
+    assert polls[0] == "-o show node %s,nosuchnode" % NODE
+    assert len(polls) >= 2 and all(call == "-o show node %s" % NODE for call in polls[1:]), polls
 
 
 def test_times_out_when_slurmd_does_not_come_back(healthy):

@@ -143,23 +143,24 @@ def test_the_install_and_restart_steps_run_only_where_they_have_something_to_do(
     assert plan["install_hosts"] == ["n2.lab", "n4.lab", "n5.lab", "ctl", "n9.lab"]
 
 
-def test_registered_confirms_one_by_one_only_the_restarted_and_the_not_declared():
+def test_registered_confirms_one_by_one_only_the_nodes_the_read_does_not_show_registered_as_declared():
     plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=state(nodes=("n1.lab", "n2.lab", "n3.lab")))
-    record = {"n1": {"name": "n1", "state_flags": []}, "n2": {"name": "n2", "state_flags": ["DRAIN"]}}
+    record = {"n1": {"name": "n1", "state_flags": []}, "n2": {"name": "n2", "state_flags": ["DRAIN"]},
+              "n3": {"name": "n3", "state_base": "DOWN", "state_flags": []}}
     read = {"nodes": record, "verdicts": {"n1": {"status": "ok", "message": "registered with gpu:a100:8"},
-                                          "n2": {"status": "drained", "message": "gres/gpu count too low"},
-                                          "n3": {"status": "ok", "message": "registered"}}}
-    out = deploy_plan.registered(plan, {"n3.lab": {"hpc_gres_slurmd_restarted": True}}, read)
+                                          "n2": {"status": "resume", "message": "gres/gpu count too low"},
+                                          "n3": {"status": "waiting", "message": "state DOWN"}}}
+    out = deploy_plan.registered(plan, read)
     assert out["confirm_hosts"] == ["n2.lab", "n3.lab"]
     assert out["registered"] == {"n1": {"status": "ok", "changed": False, "resumed": False, "waited": 0,
                                         "node": record["n1"], "message": "registered with gpu:a100:8"}}
     assert out["registered_lines"] == [
         "1 node(s) registered as declared (one scontrol read): n1",
-        "2 node(s) to confirm one by one (restarted by this run, or not registered as declared): n[2-3]"]
+        "2 node(s) to confirm one by one (not registered as declared yet): n[2-3]"]
     # a skipped or failed read confirms every node one by one; check mode confirms none
-    assert deploy_plan.registered(plan, {}, {"skipped": True})["confirm_hosts"] == ["n1.lab", "n2.lab", "n3.lab"]
-    assert deploy_plan.registered(plan, {}, None)["registered"] == {}
-    assert deploy_plan.registered(plan, {}, read, check_mode=True)["confirm_hosts"] == []
+    assert deploy_plan.registered(plan, {"skipped": True})["confirm_hosts"] == ["n1.lab", "n2.lab", "n3.lab"]
+    assert deploy_plan.registered(plan, None)["registered"] == {}
+    assert deploy_plan.registered(plan, read, check_mode=True)["confirm_hosts"] == []
     # the smoke test uses a node confirmed by the read as one confirmed by its own step
     files = {"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n",
              "n1/gres.conf": "NodeName=n1 Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"}
@@ -191,7 +192,7 @@ def test_confirmed_selects_registered_undrained_nodes_prefers_the_restarted_ones
 
 
 def test_each_stage_names_what_it_reads_from_the_hosts():
-    assert set(deploy_plan.STAGE_FACTS) == {"gate", "restarted", "registered", "confirmed"}
+    assert set(deploy_plan.STAGE_FACTS) == {"gate", "restarted", "confirmed"}
     assert all(name.startswith("hpc_gres_") for names in deploy_plan.STAGE_FACTS.values() for name in names)
 
 
