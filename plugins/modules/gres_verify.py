@@ -175,8 +175,9 @@ options:
             C(python), C(nhc)), and in C(boot) the GPU boot order of slurmd that runs from the same library
             (C(enabled), C(program), C(config), C(unit_dir), C(mig_manager_dir), C(slurmd_service),
             C(retry_interval), C(args), C(settings); docs/boot.md); C(health_install) in RV(plan) says what differs on
-            the node. A C(program) of null installs the library for the boot order alone.
-        type: dict
+            the node. A C(program) of null installs the library for the boot order alone. Null (or the empty string
+            ansible-core before 2.19 templates null to) means no health check and no boot order.
+        type: raw
       files:
         description:
           - The rendered files of this node by their name in the render (C(slurm.conf), C(cgroup.conf),
@@ -482,7 +483,10 @@ def _plan(module, node, gres_text):
                              % (node, exc))
     plan.update(new_files=new, running_files=running, recorded=recorded, installed=read["contents"]["installed"],
                 install_names=deploy["install"], record_names=deploy["record"])
-    plan["health_install"] = health_plan(spec["health"]) if spec["health"] else {"needed": False}
+    health = spec["health"]
+    if health and not isinstance(health, dict):
+        module.fail_json(msg="node %s: plan.health: expected a dict or null, found %r" % (node, health))
+    plan["health_install"] = health_plan(health) if health else {"needed": False}
     return plan
 
 
@@ -567,7 +571,7 @@ def main():
             )),
             plan=dict(type="dict", options=dict(
                 files=dict(type="dict", required=True),
-                health=dict(type="dict"),
+                health=dict(type="raw"),
                 config_mode=dict(type="str", choices=["files", "configless", "include"], default="files"),
                 include_file=dict(type="str"),
                 config_dir=dict(type="path", default="/etc/slurm"),
