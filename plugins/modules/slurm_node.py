@@ -183,8 +183,9 @@ node:
   returned: with O(state=registered), V(drained) and V(resumed)
   type: dict
 registrations:
-  description: With O(registrations), node name to its outcome C({status, message, node, resumed, waited}) (as
-    RV(status), RV(message), RV(node), RV(resumed) and RV(waited) of one node).
+  description: With O(registrations), node name to its outcome C({status, message, error, node, resumed, waited})
+    (as RV(status), RV(message), RV(node), RV(resumed) and RV(waited) of one node; C(error) says why a node failed or
+    timed out, null otherwise).
   returned: with O(state=registered) and O(registrations)
   type: dict
 status:
@@ -270,19 +271,24 @@ def read(module):
     module.exit_json(**result)
 
 
+def _wait(module, wanted):
+    """Each node's outcome (module_utils/slurm/registrations.py) with the module's timeout, interval and check_gres."""
+    p = module.params
+    return wait_registrations(_scontrol(module), wanted, 120 if p["timeout"] is None else p["timeout"],
+                              2 if p["interval"] is None else p["interval"], check_gres=p["check_gres"],
+                              check_mode=module.check_mode)
+
+
 def registered_batch(module):
     """Wait for every node of ``registrations`` at once; fails naming each node not registered as declared."""
-    p = module.params
     wanted = {}
-    for name, spec in p["registrations"].items():
+    for name, spec in module.params["registrations"].items():
         if not isinstance(spec, dict) or not isinstance(spec.get("gres", {}), dict):
             module.fail_json(msg="registrations: %s: expected a dict with gres (GRES key to count), since and resume, "
                                  "found %r" % (name, spec))
         wanted[str(name)] = {"gres": spec.get("gres") or {}, "since": spec.get("since"),
                              "resume": module.boolean(spec.get("resume", True))}
-    outcomes = wait_registrations(_scontrol(module), wanted, 120 if p["timeout"] is None else p["timeout"],
-                                  2 if p["interval"] is None else p["interval"], check_gres=p["check_gres"],
-                                  check_mode=module.check_mode)
+    outcomes = _wait(module, wanted)
     failure = failure_message(outcomes)
     result = dict(changed=any(o["resumed"] for o in outcomes.values()), registrations=outcomes,
                   status="failed" if failure else "ok", waited=max([o["waited"] for o in outcomes.values()] or [0]),
@@ -298,45 +304,12 @@ def registered(module):
     if p["registrations"] is not None:
         registered_batch(module)
     name = p["node"]
-    expected = {str(k): int(v) for k, v in p["gres"].items()}
-    timeout = 120 if p["timeout"] is None else p["timeout"]
-    interval = 2 if p["interval"] is None else p["interval"]
-    scontrol = _scontrol(module)
-    start = time.monotonic()
-    deadline = start + max(timeout, 0)
-    resumed = False
-    while True:
-        node, error = scontrol.node(name)
-        if error:
-            verdict = {"status": "waiting", "message": error, "resume": False}
-        else:
-            verdict = registration_verdict(node, expected, since=p["since"], check_gres=p["check_gres"])
-        waited = round(time.monotonic() - start, 1)
-        if verdict["status"] == "resume" and p["resume"] and not resumed:
-            resumed = True
-            if module.check_mode:
-                module.exit_json(changed=True, node=node, status="resumed", resumed=True, waited=waited,
-                                 message="would resume: %s" % verdict["message"])
-            rc, out, err = scontrol.run("update", "NodeName=%s" % name, "State=RESUME")
-            if rc != 0:
-                module.fail_json(msg="node %s: scontrol update State=RESUME failed (rc %d): %s"
-                                 % (name, rc, (err or out).strip()), node=node, status="failed", resumed=False,
-                                 waited=waited, message=verdict["message"])
-            time.sleep(0.5)
-            continue
-        if verdict["status"] == "ok":
-            module.exit_json(changed=resumed, node=node, status="resumed" if resumed else "ok", resumed=resumed,
-                             waited=waited, message=verdict["message"])
-        if verdict["status"] == "failed":
-            module.fail_json(msg="node %s: %s" % (name, verdict["message"]), node=node, status="failed",
-                             resumed=resumed, waited=waited, message=verdict["message"])
-        if time.monotonic() >= deadline:
-            detail = verdict["message"]
-            if not error and "State=" not in detail:
-                detail += " (%s)" % describe(node)
-            module.fail_json(msg="node %s: not registered as expected within %d s: %s" % (name, timeout, detail),
-                             node=node, status="timeout", resumed=resumed, waited=waited, message=verdict["message"])
-        time.sleep(max(interval, 0.1))
+    outcome = _wait(module, {name: {"gres": p["gres"], "since": p["since"], "resume": p["resume"]}})[name]
+    result = dict(changed=outcome["resumed"], node=outcome["node"], status=outcome["status"],
+                  resumed=outcome["resumed"], waited=outcome["waited"], message=outcome["message"])
+    if outcome["error"]:
+        module.fail_json(msg="node %s: %s" % (name, outcome["error"]), **result)
+    module.exit_json(**result)
 
 
 class Drainer(object):

@@ -15,9 +15,10 @@ def wait_registrations(scontrol, wanted, timeout, interval, check_gres=True, che
     """Poll until every node of ``wanted`` is settled; returns ``{name: outcome}``.
 
     ``wanted``: ``{name: {"gres": {key: count}, "since": SlurmdStartTime before the restart or None,
-    "resume": bool}}``. An outcome is ``{"status", "message", "node", "resumed", "waited"}`` with status ``ok``
-    (registered as declared), ``resumed`` (and its GRES-mismatch drain resumed; in check mode: would be),
-    ``failed`` (refused, or registered with other Gres: waiting does not help) or ``timeout``.
+    "resume": bool}}``. An outcome is ``{"status", "message", "error", "node", "resumed", "waited"}`` with status
+    ``ok`` (registered as declared), ``resumed`` (and its GRES-mismatch drain resumed; in check mode: would be),
+    ``failed`` (refused, or registered with other Gres: waiting does not help) or ``timeout``; ``message`` is what
+    was seen last, ``error`` why the node failed or timed out (None otherwise).
     """
     start = clock()
     deadline = start + max(timeout, 0)
@@ -39,20 +40,22 @@ def wait_registrations(scontrol, wanted, timeout, interval, check_gres=True, che
             status = verdict["status"]
             if status == "resume" and spec.get("resume", True) and name not in resumed:
                 to_resume.append(name)
-            elif status in ("ok", "failed"):
-                out[name] = _outcome("resumed" if status == "ok" and name in resumed else status,
-                                     verdict["message"], node, name in resumed, waited)
+            elif status == "ok":
+                out[name] = _outcome("resumed" if name in resumed else "ok", verdict["message"], None, node,
+                                     name in resumed, waited)
+            elif status == "failed":
+                out[name] = _outcome("failed", verdict["message"], verdict["message"], node, name in resumed, waited)
             last[name] = (verdict, node)
         if to_resume and check_mode:
             for name in to_resume:
-                out[name] = _outcome("resumed", "would resume: %s" % last[name][0]["message"], last[name][1], True,
-                                     waited)
+                out[name] = _outcome("resumed", "would resume: %s" % last[name][0]["message"], None, last[name][1],
+                                     True, waited)
         elif to_resume:
             rc, stdout, stderr = scontrol.run("update", "NodeName=%s" % slurm_hostlist(to_resume), "State=RESUME")
             if rc != 0:
                 for name in to_resume:
-                    out[name] = _outcome("failed", "scontrol update State=RESUME failed (rc %d): %s"
-                                         % (rc, (stderr or stdout).strip()), last[name][1], False, waited)
+                    out[name] = _outcome("failed", last[name][0]["message"], "scontrol update State=RESUME failed "
+                                         "(rc %d): %s" % (rc, (stderr or stdout).strip()), last[name][1], False, waited)
             else:
                 resumed.update(to_resume)
         pending = [name for name in pending if name not in out]
@@ -67,18 +70,17 @@ def wait_registrations(scontrol, wanted, timeout, interval, check_gres=True, che
                 detail = verdict["message"]
                 if not error and "State=" not in detail:
                     detail += " (%s)" % describe(node)
-                out[name] = _outcome("timeout", "not registered as expected within %d s: %s" % (timeout, detail),
-                                     node, name in resumed, waited)
+                out[name] = _outcome("timeout", verdict["message"], "not registered as expected within %d s: %s"
+                                     % (timeout, detail), node, name in resumed, waited)
             return out
         sleep(max(interval, 0.1))
 
 
-def _outcome(status, message, node, resumed, waited):
-    return {"status": status, "message": message, "node": node, "resumed": resumed, "waited": waited}
+def _outcome(status, message, error, node, resumed, waited):
+    return {"status": status, "message": message, "error": error, "node": node, "resumed": resumed, "waited": waited}
 
 
 def failure_message(outcomes):
     """One line naming every node not registered as declared, or None when all are."""
-    bad = ["node %s: %s" % (name, o["message"]) for name, o in sorted(outcomes.items())
-           if o["status"] not in ("ok", "resumed")]
+    bad = ["node %s: %s" % (name, o["error"]) for name, o in sorted(outcomes.items()) if o["error"]]
     return "; ".join(bad) if bad else None

@@ -85,10 +85,12 @@ def test_a_refused_node_fails_at_once_while_the_others_still_wait_and_a_silent_o
                           "n3": record(IDLE, "n3", old)},
                          {"n2": record(IDLE, "n2", new), "n3": record(IDLE, "n3", old)}])
     out = wait(fake, want("n1", "n2", "n3"), timeout=6)
-    assert out["n1"]["status"] == "failed" and "registration refused" in out["n1"]["message"]
+    assert out["n1"]["status"] == "failed" and "registration refused" in out["n1"]["error"]
     assert out["n2"]["status"] == "ok"
     assert out["n3"]["status"] == "timeout"
-    assert out["n3"]["message"].startswith("not registered as expected within 6 s: slurmd has not registered since")
+    assert out["n3"]["error"].startswith("not registered as expected within 6 s: slurmd has not registered since")
+    assert out["n3"]["message"].startswith("slurmd has not registered since the restart")
+    assert out["n2"]["error"] is None
     message = registrations.failure_message(out)
     assert message.startswith("node n1: registration refused by slurmctld: State=IDLE+DRAIN+INVALID_REG")
     assert "; node n3: not registered as expected within 6 s" in message
@@ -124,15 +126,15 @@ def test_a_failed_resume_fails_those_nodes_with_scontrols_answer():
     fake = FakeScontrol([{"n1": record(GRES_DRAIN, "n1", new)}], update_rc=1)
     out = wait(fake, {"n1": {"gres": {"gpu:a100": 3, "gpu:h100": 2}}})
     assert out["n1"]["status"] == "failed"
-    assert out["n1"]["message"] == "scontrol update State=RESUME failed (rc 1): Invalid node state specified"
+    assert out["n1"]["error"] == "scontrol update State=RESUME failed (rc 1): Invalid node state specified"
 
 
 def test_an_unreachable_slurmctld_is_waited_for_and_named_on_timeout():
     fake = FakeScontrol(["scontrol show node failed (rc 1): Unable to contact slurm controller"])
     out = wait(fake, want("n1", "n2"), timeout=4)
     assert [o["status"] for o in out.values()] == ["timeout", "timeout"]
-    assert out["n1"]["message"] == ("not registered as expected within 4 s: scontrol show node failed (rc 1): "
-                                    "Unable to contact slurm controller")
+    assert out["n1"]["error"] == ("not registered as expected within 4 s: scontrol show node failed (rc 1): "
+                                  "Unable to contact slurm controller")
 
 
 def test_a_node_slurmctld_does_not_know_fails_and_gres_is_not_judged_without_check_gres():
@@ -141,5 +143,5 @@ def test_a_node_slurmctld_does_not_know_fails_and_gres_is_not_judged_without_che
     wrong = {"n1": {"gres": {"gpu:a100": 8}, "since": None}, "n9": {"gres": {}, "since": None}}
     out = wait(fake, wrong, check_gres=False)
     assert out["n1"]["status"] == "ok"
-    assert out["n9"]["status"] == "failed" and "not known to slurmctld" in out["n9"]["message"]
+    assert out["n9"]["status"] == "failed" and "not known to slurmctld" in out["n9"]["error"]
     assert wait(FakeScontrol([{"n1": record(IDLE, "n1", new)}]), {"n1": wrong["n1"]})["n1"]["status"] == "failed"
