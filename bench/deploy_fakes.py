@@ -19,7 +19,7 @@ import stat
 import sys
 
 NVIDIA_SMI_EMULATOR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
-                                   "emulator", "nvidia-smi")
+                                   "emulator", "nvidia_smi.py")
 SEED_START_TIME = "2026-01-01T00:00:10"
 
 FAKE_SCONTROL = """#!%(python)s
@@ -110,9 +110,11 @@ esac
 """
 
 NVIDIA_SMI_WRAPPER = """#!/bin/sh
-# The emulated nvidia-smi with this node's profile (bench/deploy_fakes.py); each call logged when asked.
+# The emulated nvidia-smi with this node's profile (bench/deploy_fakes.py); each call logged when asked. It runs
+# the bench's own Python: tests/emulator/nvidia-smi takes python3 from PATH, which can be a version manager's shim
+# (pyenv's costs some 25 processes and 0.06 s of CPU per call), a cost no node pays.
 [ -z "$BENCH_NVSMI_LOG" ] || echo "%(node)s $*" >> "$BENCH_NVSMI_LOG"
-NVSMI_EMU_PROFILE=%(profile)s exec %(emulator)s "$@"
+NVSMI_EMU_PROFILE=%(profile)s exec %(python)s %(emulator)s "$@"
 """
 
 
@@ -127,7 +129,7 @@ def write_nvidia_smi(node):
     """The node's own nvidia-smi (each inventory host needs its own profile); returns its path."""
     path = os.path.join(node.base, "nvidia-smi")
     _write(path, NVIDIA_SMI_WRAPPER % {"node": node.name, "profile": node.profile_path,
-                                       "emulator": NVIDIA_SMI_EMULATOR}, True)
+                                       "python": sys.executable, "emulator": NVIDIA_SMI_EMULATOR}, True)
     return path
 
 

@@ -29,7 +29,9 @@ if root not in ("", "/"):
     os.environ["HWLOC_COMPONENTS"] = "linux,stop"
 lib = None
 tried = []
-for name in ("libhwloc.so.15", ctypes.util.find_library("hwloc")):
+# find_library runs ldconfig -p (and a C compiler when that finds nothing): only when the soname does not load
+for name in ("libhwloc.so.15", None):
+    name = name or ctypes.util.find_library("hwloc")
     if not name or name in tried:
         continue
     tried.append(name)

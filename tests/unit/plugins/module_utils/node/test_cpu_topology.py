@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -276,6 +277,17 @@ def test_auto_prefers_libhwloc_and_says_so(tmp_path):
     topo = ct.read_cpu_topology(str(tmp_path), run=run, which=shutil.which)
     assert topo.source == "libhwloc" and "libhwloc.so" in topo.detail
     assert topo.facts()["source_notes"] == []
+
+
+def test_libhwloc_loads_the_soname_without_searching(tmp_path):
+    """find_library runs ldconfig -p (and a C compiler when that finds nothing) on every module run: the script
+    asks it only when libhwloc.so.15 does not load."""
+    hwloc_oracle.require()
+    layout_tree(tmp_path, 1, 2, 1, "linear")
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import hwloc_query
+    guard = "import ctypes.util, sys\nctypes.util.find_library = lambda name: sys.exit('find_library(%r) called' % name)\n"
+    rc, out, err = run([sys.executable, "-c", guard + hwloc_query.LIBHWLOC_SCRIPT, str(tmp_path)])
+    assert (rc, err.strip()) == (0, "libhwloc.so.15") and "<topology" in out
 
 
 def test_auto_falls_back_and_records_why(tmp_path):
