@@ -29,9 +29,11 @@ if root not in ("", "/"):
     os.environ["HWLOC_COMPONENTS"] = "linux,stop"
 lib = None
 tried = []
-# find_library runs ldconfig -p (and a C compiler when that finds nothing): only when the soname does not load
-for name in ("libhwloc.so.15", None):
-    name = name or ctypes.util.find_library("hwloc")
+def candidates():
+    yield "libhwloc.so.15"
+    # asked only when the soname did not load: find_library runs ldconfig -p (and a C compiler when that finds nothing)
+    yield ctypes.util.find_library("hwloc")
+for name in candidates():
     if not name or name in tried:
         continue
     tried.append(name)

@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_topology as ct
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpusets
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import hwloc_query
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import parse_int_ranges
 
 import fake_sysfs
@@ -284,7 +285,6 @@ def test_libhwloc_loads_the_soname_without_searching(tmp_path):
     asks it only when libhwloc.so.15 does not load."""
     hwloc_oracle.require()
     layout_tree(tmp_path, 1, 2, 1, "linear")
-    from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import hwloc_query
     guard = "import ctypes.util, sys\nctypes.util.find_library = lambda name: sys.exit('find_library(%r) called' % name)\n"
     rc, out, err = run([sys.executable, "-c", guard + hwloc_query.LIBHWLOC_SCRIPT, str(tmp_path)])
     assert (rc, err.strip()) == (0, "libhwloc.so.15") and "<topology" in out
