@@ -6,6 +6,7 @@ names none), and it templates every option that has a value, the role defaults i
 is the whole render, or all of its files, makes each host template every node's gres.conf: time per host in
 proportion to the cluster, measured at about 15 ms a host at 512 nodes for the verify playbook.
 """
+import functools
 import glob
 import os
 import re
@@ -23,6 +24,11 @@ WHOLE_RENDER = re.compile(r"(hpc_gres_render_result|\.files)\s*(\|\s*default\(\{
 def load(path):
     with open(path) as handle:
         return yaml.safe_load(handle)
+
+
+@functools.lru_cache(maxsize=None)
+def role_specs(role):
+    return load(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml"))["argument_specs"]
 
 
 def role_imports(node):
@@ -47,8 +53,7 @@ def checked_entry_points():
         for role, entry, validate in role_imports(load(path)):
             if not os.path.isdir(os.path.join(ROOT, "roles", role)):  # a site's role (hpc_gres_maintenance_role)
                 continue
-            specs = load(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml"))["argument_specs"]
-            if validate and entry in specs:
+            if validate and entry in role_specs(role):
                 found.setdefault((role, entry), []).append(os.path.relpath(path, ROOT))
     return found
 
@@ -62,7 +67,7 @@ def test_the_argument_checks_are_found():
 def test_no_checked_option_defaults_to_the_whole_render():
     problems = []
     for (role, entry), where in sorted(checked_entry_points().items()):
-        spec = load(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml"))["argument_specs"][entry]
+        spec = role_specs(role)[entry]
         defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) or {}
         for option in spec.get("options") or {}:
             value = defaults.get(option)
