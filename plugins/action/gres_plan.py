@@ -117,15 +117,21 @@ class ActionModule(ActionBase):
             if stage == "gate":
                 hosts = task_vars.get("ansible_play_hosts_all") or []
                 state = host_values(hostvars, hosts, deploy_plan.STAGE_FACTS["gate"])
+                run_tags, skip_tags = task_vars.get("ansible_run_tags"), task_vars.get("ansible_skip_tags")
+                steps = {step: deploy_plan.selected([step], run_tags, skip_tags) for step in ("install", "restart")}
+                check_mode = bool(self._task.check_mode)
                 plan = deploy_plan.gate(hosts, task_vars["groups"], self._render(task_vars), state,
-                                        check_mode=bool(self._task.check_mode), serial=args["serial"])
+                                        check_mode=check_mode, serial=args["serial"], steps=steps)
                 report = plan.pop("report", None)
-                if report is not None:
+                if report is not None and check_mode:
                     # the diffs go to Ansible's diff display (--diff) only; a callback shows a diff only for a
                     # changed result, and in check mode changed means "would change"
                     diffs = report.pop("diffs")
                     result.update(changed=bool(diffs), report=report, report_lines=report.pop("lines"),
                                   diff=[{"prepared": text} for text in diffs])
+                elif report is not None:
+                    report.pop("diffs")
+                    result.update(report=report, report_lines=report.pop("lines"))
             elif stage == "restarted":
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["restarted"])
                 plan = deploy_plan.restarted(plan, state)

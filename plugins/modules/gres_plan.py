@@ -19,8 +19,10 @@ description:
     slurmctld before or after the slurmd restarts, or reconfigure), the Gres each node must register with. Fails,
     naming them, unless every targeted node passed verification and every daemon runs the release the files are
     rendered for, when a node's Gres changes without a targeted slurmctld, and when slurm.conf changes the Gres of
-    a node the run does not restart. Nothing is installed anywhere then. In check mode the refusal is deferred
-    (C(plan.check_refusal)) and RV(report_lines) say what the deploy would do, with the diffs grouped by hostlist."
+    a node the run does not restart, and when the run's tags select the restart step but not the install while a
+    targeted node has files other than the render installed. Nothing is installed anywhere then. In check mode the
+    refusal is deferred (C(plan.check_refusal)) and RV(report_lines) say what the deploy would do, with the diffs
+    grouped by hostlist; a real run the gate lets through gets RV(report_lines) saying what it does."
   - "O(stage=restarted): C(plan.failed_nodes), the targeted nodes whose slurmd restart did not finish."
   - "O(stage=registered): from slurmctld's one read O(read) of every targeted node (M(hpc.slurm_gres.slurm_node)
     with O(hpc.slurm_gres.slurm_node#module:nodes)), C(plan.confirm_hosts), the hosts to confirm one by one
@@ -251,8 +253,9 @@ plan:
   description:
     - O(stage=gate), C(targets) (inventory hosts), C(names) (host to node name), C(controllers),
       C(controller_plans) (host to its plan), C(unverified), C(version_problems), C(gres_changing),
-      C(slurmctld_restart_after), C(check_gres_on_restart), C(expected_gres), C(install_hosts) and
-      C(restart_hosts) (the hosts the install and the slurmd restart steps have something to do on) and C(refusal)
+      C(slurmctld_restart_after), C(check_gres_on_restart), C(expected_gres), C(install_hosts),
+      C(health_hosts) and C(restart_hosts) (the hosts the install, the health check's install and the slurmd restart
+      steps have something to do on) and C(refusal)
       (the message when the deploy must stop, else null); in check mode C(check_refusal). O(stage=restarted) adds C(failed_nodes),
       O(stage=registered) C(confirm_hosts), C(registered) and C(registered_lines), O(stage=confirmed) C(smoke_nodes),
       C(smoke_preferred_nodes) and C(smoke).
@@ -262,8 +265,10 @@ plan:
   sample: {"targets": ["gpu-a01.example.org"], "names": {"gpu-a01.example.org": "gpu-a01"},
            "controllers": ["ctl01"], "unverified": [], "refusal": null}
 report_lines:
-  description: O(stage=gate) in check mode, what the deploy would do (verdicts per group of nodes, the restarts in order).
-  returned: in check mode, with O(stage=gate)
+  description:
+    - O(stage=gate), what the deploy would do in check mode, or does in a real run the gate lets through (verdicts
+      per group of nodes, the restarts in order).
+  returned: with O(stage=gate), in check mode or when the deploy is not refused
   type: list
   elements: str
 """

@@ -1,6 +1,7 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a check run (``deploy-gres.yml --check --diff``) says the deploy would do (pure; controller side).
+"""What a check run (``deploy-gres.yml --check --diff``) says the deploy would do, and what a real run says it does
+before it installs anything (pure; controller side).
 
 One report for the whole run, made once after the restart plans: a verdict per node (would install / would be
 refused with the finding / unchanged), the restarts in the order the deploy would make them, and the unified
@@ -22,6 +23,15 @@ NODE_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 CONTROLLER_FILES = ("slurm.conf", "cgroup.conf")
 
 UNCHANGED = "unchanged"
+# A real run's report says what the run does (it was verified and not refused); a check run's, what it would do.
+NOW = (("would install", "installs"), ("would reset", "resets"), ("slurmd would restart", "slurmd restarts"),
+       ("slurmd would not restart", "slurmd does not restart"))
+
+
+def _now(verdict):
+    for would, does in NOW:
+        verdict = verdict.replace(would, does)
+    return verdict
 
 
 def node_new_files(files, node_name, gres_conf_text=None):
@@ -136,8 +146,9 @@ def _diff_groups(entries):
     return groups
 
 
-def check_report(entries, refusal=None, serial=None):
-    """The report of a check run.
+def check_report(entries, refusal=None, serial=None, check_mode=True):
+    """The report of a check run; with ``check_mode`` false, that of a real run the gate let through (worded for
+    what it does; its diffs are the install's own).
 
     Returns ``{"lines": [...], "diffs": [unified diff text, ...], "verdicts": {"slurmd"|"slurmctld": {name: verdict}},
     "would_change": {name: [paths]}, "restarts": [step, ...], "refusal": refusal}``; ``refusal`` (the gate's
@@ -148,6 +159,7 @@ def check_report(entries, refusal=None, serial=None):
     verdicts, by_verdict = {"slurmd": {}, "slurmctld": {}}, {}
     for entry in entries:
         verdict = (node_verdict(entry, refused) if entry["role"] == "slurmd" else controller_verdict(entry, refused))
+        verdict = verdict if check_mode else _now(verdict)
         verdicts[entry["role"]][entry["name"]] = verdict
         by_verdict.setdefault(verdict, []).append(entry["name"])
     groups = _diff_groups(entries)
@@ -157,9 +169,11 @@ def check_report(entries, refusal=None, serial=None):
         for name in names:
             if path not in would_change.setdefault(name, []):
                 would_change[name].append(path)
-        diffs.append(unified_diff(path, old, new, hosts_label(names)))
+        if check_mode:
+            diffs.append(unified_diff(path, old, new, hosts_label(names)))
     steps = [] if refused else restart_steps(entries, serial)
-    lines = ["check mode: nothing was changed. What this deploy would do:"]
+    lines = ["check mode: nothing was changed. What this deploy would do:" if check_mode else
+             "Every targeted node passed verification. What this deploy does:"]
     width = max([len(hosts_label(names)) for names in by_verdict.values()] + [4])
     for verdict, names in by_verdict.items():
         lines.append("  %-*s  %s" % (width, hosts_label(names), verdict))
@@ -170,7 +184,10 @@ def check_report(entries, refusal=None, serial=None):
         lines += ["  %d. %s" % (i, step) for i, step in enumerate(steps, 1)]
     else:
         lines.append("restarts: none")
-    if diffs:
+    if would_change and not check_mode:
+        lines.append("files change on %d host(s); --diff shows each host's changes as they are installed"
+                     % len(would_change))
+    elif diffs:
         lines.append("%d file change(s) on %d host(s), shown once per group of identical changes%s"
                      % (len(diffs), len(would_change), " (the diffs of a refused deploy: not installed)"
                         if refused else ""))

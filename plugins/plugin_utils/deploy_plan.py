@@ -54,10 +54,34 @@ def _given(files):
 
 
 def node_installs(node_plan):
-    """Whether the install step has anything to do on a node: files or the health check to install, or the files
-    slurmd runs with to record (the first deploy by the role)."""
-    return bool(node_plan.get("install") or (node_plan.get("health_install") or {}).get("needed")
-                or (not node_plan.get("recorded") and _given(node_plan.get("running_files"))))
+    """Whether the install step has anything to do on a node: files to install, or the files slurmd runs with to
+    record (the first deploy by the role). The health check has its own step (``health_hosts``)."""
+    return bool(node_plan.get("install") or (not node_plan.get("recorded") and _given(node_plan.get("running_files"))))
+
+
+def selected(task_tags, run_tags=None, skip_tags=None):
+    """Whether a task tagged ``task_tags`` runs under ``--tags run_tags --skip-tags skip_tags`` (the magic variables
+    ansible_run_tags and ansible_skip_tags), as ansible-core decides it."""
+    tags, only, skip = set(task_tags), set(run_tags or ["all"]), set(skip_tags or [])
+    run = ("always" in tags or ("all" in only and "never" not in tags)
+           or ("tagged" in only and bool(tags) and "never" not in tags) or bool(tags & only))
+    if run and skip:
+        run = not (tags & skip or ("all" in skip and ("always" not in tags or "always" in skip))
+                   or ("tagged" in skip and bool(tags)))
+    return run
+
+
+def not_installed_refusal(targets, node_plans, names, config_dirs):
+    """Why a run whose tags select the restart step but not the install step must not restart: the targeted nodes
+    whose installed files are not the verified render, each with those files; None when there are none."""
+    lines = ["%s (%s)" % (names[h], ", ".join("%s/%s" % (config_dirs.get(h) or "/etc/slurm", n)
+                                              for n in node_plans[h]["not_installed"]))
+             for h in targets if node_plans[h].get("not_installed")]
+    if not lines:
+        return None
+    return ("the tags of this run select the slurmd restart but not the install, and %d node(s) have files other "
+            "than the verified render installed: %s; expected the rendered files installed before slurmd restarts "
+            "(run without --tags, or with --tags install,restart)" % (len(lines), "; ".join(lines)))
 
 
 def node_restarts(node_plan, force=False):
@@ -108,13 +132,16 @@ def controller_plan(files, read, targeted_nodes=None, mode="files", include_file
     return plan
 
 
-def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
+def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps=None):
     """Targets, names, controllers and their plans, the refusal; see the module docstring.
 
     ``render``: the render result (``files``, ``nodes``: host to Slurm name, ``config_mode``, ``include_file``,
-    ``summary.slurm_version``). In check mode the refusal is kept as ``check_refusal`` and the plan carries the
-    report of what the deploy would do (``report``: lines and diffs), with the refused nodes' diffs too.
+    ``summary.slurm_version``). ``steps``: ``{"install": bool, "restart": bool}``, whether this run's tags select
+    each step (both by default). In check mode the refusal is kept as ``check_refusal`` and the plan carries the
+    report of what the deploy would do (``report``: lines and diffs), with the refused nodes' diffs too; a real run
+    that is not refused carries the report of what it does (lines only: the install shows its own diffs).
     """
+    steps = dict({"install": True, "restart": True}, **(steps or {}))
     slurmd = set(groups.get("slurmd") or [])
     slurmctld = set(groups.get("slurmctld") or [])
     names = render.get("nodes") or {}
@@ -151,6 +178,13 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
     plan["restart_hosts"] = [h for h in targets if node_restarts(node_plans[h], force[h])]
     installs = [h for h in targets if node_installs(node_plans[h])]
     plan["install_hosts"] = installs + [h for h in controllers if h not in installs]
+    plan["health_hosts"] = [h for h in targets if (node_plans[h].get("health_install") or {}).get("needed")]
+    if steps["restart"] and not steps["install"]:
+        refusal = not_installed_refusal(
+            plan["restart_hosts"], node_plans, plan["names"],
+            {h: state.get(h, {}).get("hpc_gres_slurmd_config_dir") for h in targets})
+        if refusal:
+            reasons.append(refusal)
     plan["expected_gres"] = {plan["names"][h]: node_plans[h]["expected_gres"] for h in targets
                              if node_plans[h].get("expected_gres") is not None}
     targeted_names = sorted(plan["names"].values())
@@ -178,6 +212,12 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None):
         plan["check_refusal"], plan["refusal"] = plan["refusal"], None
         plan["report"] = check_report.check_report(_report_entries(plan, state, files), plan["check_refusal"],
                                                    None if serial is None else str(serial))
+    elif not plan["refusal"]:
+        plan["report"] = check_report.check_report(_report_entries(plan, state, files), None,
+                                                   None if serial is None else str(serial), check_mode=False)
+        if not steps["restart"] and plan["report"]["restarts"]:
+            plan["report"]["lines"].append("the tags of this run do not select the restart step: these restarts are "
+                                           "left for a later run")
     return plan
 
 

@@ -161,6 +161,35 @@ def test_a_second_deploy_changes_nothing_takes_no_lock_and_records_no_run(cluste
     assert cluster.lock() is None and sorted(os.listdir(cluster.runs)) == runs
 
 
+@pytest.mark.ansible_core
+def test_the_run_reports_its_plan_once_and_tags_without_install_refuse_files_not_installed(cluster):
+    # the gate reads the tags from ansible_run_tags and ansible_skip_tags, on every admitted ansible-core
+    # the first deploy said what it does once, for the cluster, after the gate (not a line per host)
+    assert "What this deploy does:" in cluster.first_out
+    # (restarts are off here: hpc_gres_slurmd_restart is false)
+    assert re.search(r"gpu-p01 installs slurm\.conf, cgroup\.conf, gres\.conf; slurmd restart needed \(gres\.conf "
+                     r"changed; .*\), left for a later run: hpc_gres_slurmd_restart is false", cluster.first_out)
+    # a gres.conf that is not the verified render: --tags restart must not restart slurmd with it
+    path = str(cluster.etc / "gres.conf")
+    before = cluster.gres()
+    with open(path, "a") as handle:
+        handle.write("# changed by hand\n")
+    try:
+        rc, out = cluster.play("deploy-gres.yml", "--tags", "restart")
+        assert rc != 0, out
+        assert ("the tags of this run select the slurmd restart but not the install, and 1 node(s) have files other "
+                "than the verified render installed: gpu-p01 (%s)" % path) in out, out[-3000:]
+        assert "lock taken on" not in out and cluster.lock() is None
+        assert cluster.gres() == before + "# changed by hand\n"
+        # the same tags with the install step go through
+        rc, out = cluster.play("deploy-gres.yml", "--tags", "install,restart")
+        assert rc == 0, out
+        assert cluster.gres() == before
+    finally:
+        with open(path, "w") as handle:
+            handle.write(before)
+
+
 def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster):
     before = cluster.gres()
     rc, out = cluster.play("deploy-gres.yml", cores=False, ctl_unreachable=True)

@@ -24,7 +24,7 @@ def test_the_deploy_restarted_nothing_and_said_so():
     with open(os.path.join(EPHEMERAL, "deploy-first.log")) as handle:
         log = handle.read()
     print(log[-3000:])
-    assert "slurmd runs with these files already, no restart" in log
+    assert "slurmd does not restart" in log and "What this deploy does:" in log
     assert "restarting slurmd" not in log and "restarting (" not in log
     with open(os.path.join(EPHEMERAL, "deploy-second.log")) as handle:
         assert "changed=0" in handle.read()

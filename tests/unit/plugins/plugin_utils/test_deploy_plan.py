@@ -140,7 +140,61 @@ def test_the_install_and_restart_steps_run_only_where_they_have_something_to_do(
     plan = deploy_plan.gate(["ctl"] + sorted(plans), groups, RENDER, st)
     assert plan["restart_hosts"] == ["n2.lab", "n3.lab", "n6.lab", "n7.lab", "n8.lab"]
     # the controllers are always in the install play (their own plan decides there); a node only with something to do
-    assert plan["install_hosts"] == ["n2.lab", "n4.lab", "n5.lab", "ctl", "n9.lab"]
+    assert plan["install_hosts"] == ["n2.lab", "n5.lab", "ctl", "n9.lab"]
+    # the health check has a play of its own, on the nodes that need it
+    assert plan["health_hosts"] == ["n4.lab"]
+    # all of it is allowed unless the tags select the restart without the install: n7's installed gres.conf is not
+    # the verified one, so such a run is refused before anything is restarted, naming node and file
+    assert plan["refusal"] is None
+    assert deploy_plan.gate(["ctl"] + sorted(plans), groups, RENDER, st, steps={"install": True, "restart": False})[
+        "refusal"] is None
+    refused = deploy_plan.gate(["ctl"] + sorted(plans), groups, RENDER, st, steps={"install": False, "restart": True})
+    assert refused["refusal"] == (
+        "nothing installed, nothing restarted: the tags of this run select the slurmd restart but not the install, "
+        "and 1 node(s) have files other than the verified render installed: n7.lab (/etc/slurm/gres.conf); expected "
+        "the rendered files installed before slurmd restarts (run without --tags, or with --tags install,restart)")
+    st["n7.lab"]["hpc_gres_slurmd_config_dir"] = "/opt/slurm/etc"
+    refused = deploy_plan.gate(["ctl"] + sorted(plans), groups, RENDER, st, steps={"install": False, "restart": True})
+    assert "n7.lab (/opt/slurm/etc/gres.conf)" in refused["refusal"]
+    # without n7 in the run, the same tags are fine
+    others = [h for h in sorted(plans) if h != "n7.lab"]
+    assert deploy_plan.gate(["ctl"] + others, groups, RENDER, st, steps={"install": False, "restart": True})[
+        "refusal"] is None
+
+
+def test_selected_decides_tags_as_ansible_core_does():
+    assert deploy_plan.selected(["install"]) and deploy_plan.selected(["install"], ["all"], [])
+    assert deploy_plan.selected(["install"], ["install", "restart"]) and deploy_plan.selected(["install"], ["tagged"])
+    assert not deploy_plan.selected(["install"], ["restart"]) and not deploy_plan.selected(["install"], ["untagged"])
+    assert not deploy_plan.selected(["install"], ["all"], ["install"])
+    assert not deploy_plan.selected(["install"], ["all"], ["tagged"])
+    assert not deploy_plan.selected(["restart"], ["install", "restart"], ["all"])
+    assert deploy_plan.selected(["always"], ["restart"]) and not deploy_plan.selected(["always"], None, ["always"])
+    assert not deploy_plan.selected(["never", "install"]) and deploy_plan.selected(["never", "install"], ["install"])
+
+
+def test_a_real_run_the_gate_lets_through_reports_what_it_does_once_for_the_cluster():
+    st = state(nodes=("n1.lab", "n2.lab", "n3.lab"))
+    new = {"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n", "gres.conf": "G"}
+    for host in ("n1.lab", "n2.lab"):
+        st[host][deploy_plan.VERIFY] = verified({"restart": True, "reasons": ["gres.conf changed"], "install": True,
+                                                 "new_files": new, "install_names": list(new),
+                                                 "installed": dict(new, **{"gres.conf": "g"})}, host=host)
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st, serial=2)
+    lines = plan["report"]["lines"]
+    assert lines[0] == "Every targeted node passed verification. What this deploy does:"
+    assert "  n[1-2]  installs gres.conf; slurmd restarts (gres.conf changed)" in lines
+    assert "  n3      unchanged" in lines
+    assert "  1. slurmd on n[1-2]: restart in batches of 2, each registration confirmed with scontrol" in lines
+    assert lines[-1] == "files change on 2 host(s); --diff shows each host's changes as they are installed"
+    assert plan["report"]["diffs"] == [] and not any("would" in line for line in lines)
+    # tags without the restart step: the report says the restarts are left for a later run
+    held = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st, steps={"install": True, "restart": False})
+    assert held["report"]["lines"][-1] == ("the tags of this run do not select the restart step: these restarts are "
+                                           "left for a later run")
+    # a refused real run has no report: it fails with the refusal
+    st["n3.lab"][deploy_plan.VERIFY] = dict(st["n3.lab"][deploy_plan.VERIFY], failed=True)
+    assert "report" not in gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)
 
 
 def test_registered_confirms_one_by_one_only_the_nodes_the_read_does_not_show_registered_as_declared():
