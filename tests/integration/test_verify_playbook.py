@@ -2,17 +2,20 @@
 connection) in one module run each, report, write nothing on the nodes, change nothing."""
 import glob
 import os
+import re
 
 import pytest
 
 from emulated_node import Node, apply_mig_layout, flat, node_nvidia_smi, run_playbook_json, write_inventory
 
 SUMMARY = "One line per node (counts per GPU type as slurm.conf/gres.conf/nvidia-smi)"
+TABLES = "The findings table of each node with warnings (of each node, with hpc_gres_verify_show_table)"
 VERIFY = "Verify the rendered files against this node; with a plan, also read what it has and plan the install"
 
 
-def run(tmp_path, nodes, *extra):
-    """Run verify-gres.yml with a private TMPDIR, so the test sees exactly the staging directories it made."""
+def run(tmp_path, nodes, *extra, **overrides):
+    """Run verify-gres.yml with a private TMPDIR, so the test sees exactly the staging directories it made;
+    ``overrides``: host name to variables that replace the defaults below."""
     host_vars = {}
     for node in nodes:
         host_vars[node.name] = {
@@ -24,6 +27,7 @@ def run(tmp_path, nodes, *extra):
             "hpc_gres_verify_dev_root": node.dev_root,
             "hpc_gres_verify_slurmd_version": "24.11.1",
         }
+        host_vars[node.name].update(overrides.get(node.name.replace("-", "_"), {}))
     inventory = write_inventory(tmp_path, nodes, host_vars, {"hpc_gres_cluster_name": "verify"})
     # -e gives a string: the role must still read it as a boolean
     return run_playbook_json(inventory, "verify-gres.yml", "-e", "hpc_gres_verify_show_table=true", *extra,
@@ -53,8 +57,12 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
     rc, tasks, out = run(tmp_path, two_nodes)
     assert rc == 0, out
     assert summary(tasks) == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8", "gpu-a02: ok, 0 warning(s); gpu:a100 8/8/8"]
-    assert tasks["Report"]["gpu-a01"]["msg"][0] == "gres_verify: the staged files fit node gpu-a01 (0 error(s), " \
-                                                   "0 warning(s))"
+    # the tables come once, from the summary, in inventory order
+    tables = next(iter(tasks[TABLES].values()))["msg"]
+    titles = [line for line in tables if line.startswith("gres_verify:")]
+    assert titles == ["gres_verify: the staged files fit node gpu-a01 (0 error(s), 0 warning(s))",
+                      "gres_verify: the staged files fit node gpu-a02 (0 error(s), 0 warning(s))"]
+    assert list(tasks[TABLES]) == ["localhost"]
     # the node checked exactly what the render role produced for it, and nothing was staged on it
     assert tasks[VERIFY]["gpu-a01"]["counts"] == {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 8}}
     assert tasks[VERIFY]["gpu-a01"]["gres_conf_completed"] is False
@@ -66,6 +74,24 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
     for node in ("gpu-a01", "gpu-a02"):
         assert sorted(tasks[VERIFY][node]["invocation"]["module_args"]["files"]) == ["%s/gres.conf" % node,
                                                                                      "slurm.conf"]
+
+
+def test_without_show_table_only_the_tables_with_warnings_are_shown(tmp_path, two_nodes):
+    # half a socket's cores per GPU: a warning on Slurm 22.05 (tests/integration/test_gres_verify_module.py)
+    half = {"hpc_gres_gpus": [{"index": i, "type": "a100", "cores": "0-15" if i < 4 else "32-47"} for i in range(8)]}
+    release = ("-e", "hpc_gres_slurm_version=22.05", "-e", "hpc_gres_verify_slurmd_version=22.05.8")
+    rc, tasks, out = run(tmp_path, two_nodes, "-e", "hpc_gres_verify_show_table=false", *release, gpu_a02=half)
+    assert rc == 0, out
+    tables = next(iter(tasks[TABLES].values()))["msg"]
+    titles = [line for line in tables if line.startswith("gres_verify:")]
+    assert len(titles) == 1 and re.match(r"gres_verify: the staged files fit node gpu-a02 \(0 error\(s\), [1-9]\d* "
+                                         r"warning\(s\)\)$", titles[0]), titles
+    assert any("socket_boundary" in line for line in tables)
+    assert re.match(r"gpu-a02: ok, [1-9]\d* warning\(s\);", summary(tasks)[1])
+    # no warnings anywhere: no table at all
+    rc, tasks, out = run(tmp_path, two_nodes, "-e", "hpc_gres_verify_show_table=false")
+    assert rc == 0, out
+    assert next(iter(tasks[TABLES].values())).get("skipped") is True
 
 
 def test_a_broken_node_fails_with_its_table_the_other_is_still_verified(tmp_path, two_nodes):

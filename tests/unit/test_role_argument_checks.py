@@ -60,7 +60,7 @@ def checked_entry_points():
 
 def test_the_argument_checks_are_found():
     found = checked_entry_points()
-    assert ("hpc_gres_verify", "main") in found  # verify_gres.yml
+    assert ("hpc_gres_verify", "run") in found  # verify_gres.yml
     assert ("hpc_gres_mig", "main") in found  # mig_reconfigure.yml
 
 
