@@ -146,9 +146,9 @@ def _diff_groups(entries):
     return groups
 
 
-def check_report(entries, refusal=None, serial=None, check_mode=True):
+def check_report(entries, refusal=None, serial=None, check_mode=True, header=None):
     """The report of a check run; with ``check_mode`` false, that of a real run the gate let through (worded for
-    what it does; its diffs are the install's own).
+    what it does; its diffs are the install's own). ``header`` replaces the first line.
 
     Returns ``{"lines": [...], "diffs": [unified diff text, ...], "verdicts": {"slurmd"|"slurmctld": {name: verdict}},
     "would_change": {name: [paths]}, "restarts": [step, ...], "refusal": refusal}``; ``refusal`` (the gate's
@@ -172,8 +172,8 @@ def check_report(entries, refusal=None, serial=None, check_mode=True):
         if check_mode:
             diffs.append(unified_diff(path, old, new, hosts_label(names)))
     steps = [] if refused else restart_steps(entries, serial)
-    lines = ["check mode: nothing was changed. What this deploy would do:" if check_mode else
-             "Every targeted node passed verification. What this deploy does:"]
+    lines = [header or ("check mode: nothing was changed. What this deploy would do:" if check_mode else
+                        "Every targeted node passed verification. What this deploy does:")]
     width = max([len(hosts_label(names)) for names in by_verdict.values()] + [4])
     for verdict, names in by_verdict.items():
         lines.append("  %-*s  %s" % (width, hosts_label(names), verdict))

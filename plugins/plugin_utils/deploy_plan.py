@@ -214,11 +214,24 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                                                    None if serial is None else str(serial))
     elif not plan["refusal"]:
         plan["report"] = check_report.check_report(_report_entries(plan, state, files), None,
-                                                   None if serial is None else str(serial), check_mode=False)
-        if not steps["restart"] and plan["report"]["restarts"]:
-            plan["report"]["lines"].append("the tags of this run do not select the restart step: these restarts are "
-                                           "left for a later run")
+                                                   None if serial is None else str(serial),
+                                                   check_mode=not steps["install"], header=_run_header(steps))
     return plan
+
+
+def _run_header(steps):
+    """The first line of a real run's report, saying which steps the run's tags leave out."""
+    passed = "Every targeted node passed verification. "
+    if steps["install"] and steps["restart"]:
+        return passed + "What this deploy does:"
+    if steps["install"]:
+        return passed + ("What this deploy does; the tags of this run leave out the restart step, so the restarts "
+                         "below are left for a later run:")
+    if steps["restart"]:
+        return passed + ("The tags of this run leave out the install step (the installed files are the verified "
+                         "ones). What a deploy would do, of which this run makes the restarts:")
+    return passed + ("The tags of this run leave out the install and the restart steps: nothing is installed or "
+                     "restarted. What a deploy would do:")
 
 
 def _report_entries(plan, state, files):

@@ -188,10 +188,16 @@ def test_a_real_run_the_gate_lets_through_reports_what_it_does_once_for_the_clus
     assert "  1. slurmd on n[1-2]: restart in batches of 2, each registration confirmed with scontrol" in lines
     assert lines[-1] == "files change on 2 host(s); --diff shows each host's changes as they are installed"
     assert plan["report"]["diffs"] == [] and not any("would" in line for line in lines)
-    # tags without the restart step: the report says the restarts are left for a later run
-    held = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st, steps={"install": True, "restart": False})
-    assert held["report"]["lines"][-1] == ("the tags of this run do not select the restart step: these restarts are "
-                                           "left for a later run")
+    # tags that leave out a step say so first; without the install the verdicts say what a deploy would do
+    hosts = ("ctl", "n1.lab", "n2.lab", "n3.lab")
+    held = gate(play_hosts=hosts, st=st, steps={"install": True, "restart": False})["report"]["lines"]
+    assert held[0].endswith("the tags of this run leave out the restart step, so the restarts below are left for a "
+                            "later run:")
+    assert "  n[1-2]  installs gres.conf; slurmd restarts (gres.conf changed)" in held
+    verify_only = gate(play_hosts=hosts, st=st, steps={"install": False, "restart": False})["report"]["lines"]
+    assert verify_only[0] == ("Every targeted node passed verification. The tags of this run leave out the install "
+                              "and the restart steps: nothing is installed or restarted. What a deploy would do:")
+    assert "  n[1-2]  would install gres.conf; slurmd would restart (gres.conf changed)" in verify_only
     # a refused real run has no report: it fails with the refusal
     st["n3.lab"][deploy_plan.VERIFY] = dict(st["n3.lab"][deploy_plan.VERIFY], failed=True)
     assert "report" not in gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)
