@@ -316,7 +316,10 @@ counts:
   type: dict
   sample: {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 7}}
 table:
-  description: The findings as a fixed-width table (on failure it is the message, C(msg)).
+  description:
+    - The findings as a fixed-width table (on failure it is the message, C(msg)).
+    - Without the hardware checks (O(verify=false), or a node without a gres.conf), one line saying why there is
+      no table.
   returned: success
   type: str
 slurmd_g:
@@ -616,8 +619,11 @@ def main():
         if params["gres_spec"]:
             module.fail_json(msg="gres_spec: the MIG lines are written from the live devices, which verify=false does "
                                  "not read; give the completed gres.conf instead")
+        # the table says why there is none, for the callers that print it
+        table = ("node %s: no gres.conf rendered for it (no GPUs in the inventory); nothing to verify" % node
+                 if params["verify"] else "node %s: read and planned, the hardware not checked" % node)
         result = dict(changed=False, findings=[], errors=0, warnings_count=0, gres_conf_text=gres_text,
-                      gres_conf_completed=False, slurmd_version=None, commands=commands)
+                      gres_conf_completed=False, slurmd_version=None, commands=commands, table=table)
         ready = _readiness(module, node, readiness)
         if ready is not None:
             result["readiness"] = ready

@@ -313,6 +313,7 @@ def test_a_deploy_plan_as_another_user_than_root_is_refused_and_a_dry_run_is_not
         rc, result = run_module(Node(tmp_path / "node2"), "hpc.slurm_gres.gres_verify", args, check=True,
                                 extra_env=env, extra_args=nobody)
         assert rc == 0 and result["plan"]["install"], result
+        assert result["table"] == "node gpu-a01: read and planned, the hardware not checked"
     finally:
         shutil.rmtree(base)
 
@@ -334,6 +335,8 @@ def test_a_node_without_a_gres_conf_in_the_render_is_only_read(node):
         "readiness": {}})
     assert rc == 0, result.get("msg")
     assert result["findings"] == [] and result["commands"] == [] and "readiness" not in result
+    assert result["table"] == ("node %s: no gres.conf rendered for it (no GPUs in the inventory); nothing to verify"
+                               % node.name)
 
 
 @pytest.mark.ansible_core
