@@ -146,9 +146,10 @@ def _diff_groups(entries):
     return groups
 
 
-def check_report(entries, refusal=None, serial=None, check_mode=True, header=None):
-    """The report of a check run; with ``check_mode`` false, that of a real run the gate let through (worded for
-    what it does; its diffs are the install's own). ``header`` replaces the first line.
+def check_report(entries, refusal=None, serial=None, check_mode=True, header=None, would=None):
+    """The report of a check run; with ``check_mode`` false, that of a real run the gate let through (no diffs: the
+    install shows its own). ``would`` (default ``check_mode``): the verdicts say what the deploy would do, else
+    what it does. ``header`` replaces the first line.
 
     Returns ``{"lines": [...], "diffs": [unified diff text, ...], "verdicts": {"slurmd"|"slurmctld": {name: verdict}},
     "would_change": {name: [paths]}, "restarts": [step, ...], "refusal": refusal}``; ``refusal`` (the gate's
@@ -159,7 +160,7 @@ def check_report(entries, refusal=None, serial=None, check_mode=True, header=Non
     verdicts, by_verdict = {"slurmd": {}, "slurmctld": {}}, {}
     for entry in entries:
         verdict = (node_verdict(entry, refused) if entry["role"] == "slurmd" else controller_verdict(entry, refused))
-        verdict = verdict if check_mode else _now(verdict)
+        verdict = verdict if (check_mode if would is None else would) else _now(verdict)
         verdicts[entry["role"]][entry["name"]] = verdict
         by_verdict.setdefault(verdict, []).append(entry["name"])
     groups = _diff_groups(entries)
@@ -185,8 +186,8 @@ def check_report(entries, refusal=None, serial=None, check_mode=True, header=Non
     else:
         lines.append("restarts: none")
     if would_change and not check_mode:
-        lines.append("files change on %d host(s); --diff shows each host's changes as they are installed"
-                     % len(would_change))
+        shown = "" if would else "; --diff shows each host's changes as they are installed"
+        lines.append("files change on %d host(s)%s" % (len(would_change), shown))
     elif diffs:
         lines.append("%d file change(s) on %d host(s), shown once per group of identical changes%s"
                      % (len(diffs), len(would_change), " (the diffs of a refused deploy: not installed)"

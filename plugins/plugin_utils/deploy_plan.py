@@ -215,7 +215,8 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
     elif not plan["refusal"]:
         plan["report"] = check_report.check_report(_report_entries(plan, state, files), None,
                                                    None if serial is None else str(serial),
-                                                   check_mode=not steps["install"], header=_run_header(steps))
+                                                   check_mode=False, would=not steps["install"],
+                                                   header=_run_header(steps))
     return plan
 
 

@@ -198,6 +198,9 @@ def test_a_real_run_the_gate_lets_through_reports_what_it_does_once_for_the_clus
     assert verify_only[0] == ("Every targeted node passed verification. The tags of this run leave out the install "
                               "and the restart steps: nothing is installed or restarted. What a deploy would do:")
     assert "  n[1-2]  would install gres.conf; slurmd would restart (gres.conf changed)" in verify_only
+    # a real run computes no diffs, and one that installs nothing does not promise them
+    assert gate(play_hosts=hosts, st=st, steps={"install": False, "restart": False})["report"]["diffs"] == []
+    assert verify_only[-1] == "files change on 2 host(s)"
     # a refused real run has no report: it fails with the refusal
     st["n3.lab"][deploy_plan.VERIFY] = dict(st["n3.lab"][deploy_plan.VERIFY], failed=True)
     assert "report" not in gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)
