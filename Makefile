@@ -94,6 +94,7 @@ bench: setup
 	rc=0; $(PY) bench/render_bench.py --json bench/out/render.json || rc=$$?; \
 	$(PY) bench/topology_bench.py --json bench/out/topology.json || rc=$$?; \
 	$(PY) bench/deploy_bench.py --json bench/out/deploy.json || rc=$$?; \
+	$(PY) bench/controller_bench.py --json bench/out/controller.json || rc=$$?; \
 	$(PY) bench/hostile_bench.py --json bench/out/hostile.json || rc=$$?; exit $$rc
 
 clean:

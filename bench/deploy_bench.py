@@ -90,21 +90,8 @@ class Bench(object):
 
     def playbook(self, args, env, log_name):
         """(wall s, cpu s, stdout) of one ansible-playbook run, its output kept in logs/; exits on failure."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        proc = subprocess.run([PLAYBOOK_BIN] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, check=False)
-        wall = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         os.makedirs(os.path.join(self.out, "logs"), exist_ok=True)
-        log = os.path.join(self.out, "logs", "%s.log" % log_name)
-        with open(log, "w") as handle:
-            handle.write(proc.stdout)
-        if proc.returncode != 0:
-            failures = [line for line in proc.stdout.splitlines() if line.startswith(("fatal:", "failed:"))]
-            sys.stderr.write("\n".join(failures[:5]) + "\n" + proc.stdout[-3000:])
-            raise SystemExit("playbook failed (rc %d, output in %s): %s" % (proc.returncode, log, " ".join(args)))
-        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stdout
+        return timed_playbook(args, env, os.path.join(self.out, "logs", "%s.log" % log_name))
 
     def commands(self, inventory):
         deploy = ["-i", inventory, "playbooks/deploy-gres.yml", "-e", "hpc_gres_deploy_smoke_test=false",
@@ -155,6 +142,24 @@ class Bench(object):
         self.playbook(["-i", inventory, "playbooks/render-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered],
                       self.env(), "%d-render-%s" % (size, variant))
         return rendered
+
+
+def timed_playbook(args, env, log):
+    """(wall s, cpu s, stdout) of one ansible-playbook run (CPU: user+sys, children included), its output written
+    to ``log``; exits on failure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([PLAYBOOK_BIN] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(log, "w") as handle:
+        handle.write(proc.stdout)
+    if proc.returncode != 0:
+        failures = [line for line in proc.stdout.splitlines() if line.startswith(("fatal:", "failed:"))]
+        sys.stderr.write("\n".join(failures[:5]) + "\n" + proc.stdout[-3000:])
+        raise SystemExit("playbook failed (rc %d, output in %s): %s" % (proc.returncode, log, " ".join(args)))
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), proc.stdout
 
 
 def count_lines(path):

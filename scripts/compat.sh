@@ -43,6 +43,7 @@ PYTEST_TARGETS=(
   tests/integration/test_mig_layout_module.py
   tests/integration/test_slurm_node_module.py
   tests/integration/test_verify_playbook.py
+  tests/integration/test_gc_freeze_callback.py
   tests/integration/test_deploy_playbook.py
   tests/integration/test_deploy_run_playbook.py
 )

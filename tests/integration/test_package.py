@@ -175,7 +175,11 @@ def test_modules_and_roles_document_themselves_from_the_installed_copy(package):
     assert {"scontrol", "slurm_conf"} <= set(modules["hpc.slurm_gres.slurm_node"]["doc"]["options"])
     # the public surface frozen for 0.1.0: at most 12 plugins, modules and filters together
     filters = json.loads(run([doc, "--json", "-t", "filter", "--list", "hpc.slurm_gres"], cwd=work, env=env).stdout)
-    assert len(listed) + len(filters) <= 12, sorted(listed) + sorted(filters)
+    callbacks = json.loads(run([doc, "--json", "-t", "callback", "--list", "hpc.slurm_gres"], cwd=work, env=env).stdout)
+    assert sorted(callbacks) == ["hpc.slurm_gres.gc_freeze"]
+    callback = json.loads(run([doc, "--json", "-t", "callback", "hpc.slurm_gres.gc_freeze"], cwd=work, env=env).stdout)
+    assert callback["hpc.slurm_gres.gc_freeze"]["doc"]["type"] == "aggregate"
+    assert len(listed) + len(filters) + len(callbacks) <= 12, sorted(listed) + sorted(filters) + sorted(callbacks)
     roles = json.loads(run([doc, "--json", "-t", "role"] + ["hpc.slurm_gres.%s" % r for r in ROLES],
                            cwd=work, env=env).stdout)
     assert sorted(roles) == ["hpc.slurm_gres.%s" % r for r in ROLES]

@@ -13,9 +13,9 @@ TABLES = "The findings table of each node with warnings (of each node, with hpc_
 VERIFY = "Verify the rendered files against this node; with a plan, also read what it has and plan the install"
 
 
-def run(tmp_path, nodes, *extra, **overrides):
+def run(tmp_path, nodes, *extra, env=None, **overrides):
     """Run verify-gres.yml with a private TMPDIR, so the test sees exactly the staging directories it made;
-    ``overrides``: host name to variables that replace the defaults below."""
+    ``overrides``: host name to variables that replace the defaults below; ``env``: more environment."""
     host_vars = {}
     for node in nodes:
         host_vars[node.name] = {
@@ -31,7 +31,7 @@ def run(tmp_path, nodes, *extra, **overrides):
     inventory = write_inventory(tmp_path, nodes, host_vars, {"hpc_gres_cluster_name": "verify"})
     # -e gives a string: the role must still read it as a boolean
     return run_playbook_json(inventory, "verify-gres.yml", "-e", "hpc_gres_verify_show_table=true", *extra,
-                             env={"TMPDIR": private_tmp(tmp_path)})
+                             env=dict(env or {}, TMPDIR=private_tmp(tmp_path)))
 
 
 def private_tmp(tmp_path):
@@ -74,6 +74,14 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
     for node in ("gpu-a01", "gpu-a02"):
         assert sorted(tasks[VERIFY][node]["invocation"]["module_args"]["files"]) == ["%s/gres.conf" % node,
                                                                                      "slurm.conf"]
+
+
+def test_the_gc_freeze_callback_changes_no_result(tmp_path, two_nodes):
+    rc, tasks, out = run(tmp_path, two_nodes, env={"ANSIBLE_CALLBACKS_ENABLED": "hpc.slurm_gres.gc_freeze"})
+    assert rc == 0, out
+    assert summary(tasks) == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8", "gpu-a02: ok, 0 warning(s); gpu:a100 8/8/8"]
+    assert tasks[VERIFY]["gpu-a01"]["counts"] == {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 8}}
+    assert "[WARNING]" not in out, out
 
 
 def test_without_show_table_only_the_tables_with_warnings_are_shown(tmp_path, two_nodes):
