@@ -93,7 +93,7 @@ def main():
         for attempt in range(opts.runs):
             for name, args in playbooks.items():
                 for setting, env in settings.items():
-                    wall, cpu, _ = timed_playbook(["-i", inventory] + args, env, os.path.join(
+                    wall, cpu, _stdout = timed_playbook(["-i", inventory] + args, env, os.path.join(
                         logs, "%d-%s-%s-%d.log" % (size, name, setting, attempt)))
                     row = results.setdefault("%d %s %s" % (size, name, setting), [])
                     row.append({"wall_s": wall, "cpu_s": cpu, "cpu_ms_per_host": 1000 * cpu / size})

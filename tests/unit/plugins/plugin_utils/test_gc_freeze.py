@@ -64,4 +64,3 @@ def test_release_unfreezes_everything():
     gc_freeze.release()
     assert gc.get_freeze_count() == 0
     assert tracked(kept)
-
