@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(ROOT, ".cache", "collections"), os.path.join(ROOT, "tests", "integration"),
                 os.path.join(ROOT, "tests", "helpers"), os.path.join(ROOT, "tests", "emulator")]
 
-from deploy_bench import FLOOR_PLAYBOOK, git_commit, timed_playbook  # noqa: E402
+from deploy_bench import FLOOR_PLAYBOOK, git_commit, playbook_env, timed_playbook  # noqa: E402
 from deploy_cluster import VARIANTS, build_nodes, write_inventory  # noqa: E402
 
 CALLBACK = "hpc.slurm_gres.gc_freeze"
@@ -74,10 +74,7 @@ def main():
     nodes = build_nodes(os.path.join(ROOT, "bench", "out", "deploy"), 1)
     template = write_inventory(opts.out, nodes, VARIANTS[0], "22.05.8")
 
-    base = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_PIPELINING="1",
-                ANSIBLE_FORKS=str(opts.forks), ANSIBLE_NOCOLOR="1", BENCH_REPLAY_DIR=replay,
-                ANSIBLE_CONNECTION_PLUGINS=os.path.join(HERE, "connection_plugins"))
-    base.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    base = playbook_env(opts.forks, BENCH_REPLAY_DIR=replay)
     settings = {"off": base, "on": dict(base, ANSIBLE_CALLBACKS_ENABLED=CALLBACK)}
     playbooks = {"floor": [floor], "verify": ["playbooks/verify-gres.yml"]}
 

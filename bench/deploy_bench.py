@@ -73,11 +73,8 @@ class Bench(object):
         self.fakebin = os.path.join(self.out, "fakebin")
 
     def env(self, log=None, nvsmi_log=None, profile=False):
-        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_PIPELINING="1",
-                   ANSIBLE_FORKS=str(self.opts.forks), ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_CONNECTION_PLUGINS=os.path.join(HERE, "connection_plugins"),
-                   PATH=self.fakebin + os.pathsep + os.environ.get("PATH", ""))
-        for key in ("BENCH_ROUNDTRIP_LOG", "BENCH_NVSMI_LOG", "ANSIBLE_CALLBACKS_ENABLED"):
+        env = playbook_env(self.opts.forks, PATH=self.fakebin + os.pathsep + os.environ.get("PATH", ""))
+        for key in ("BENCH_ROUNDTRIP_LOG", "BENCH_NVSMI_LOG"):
             env.pop(key, None)
         if log:
             env["BENCH_ROUNDTRIP_LOG"] = log
@@ -142,6 +139,17 @@ class Bench(object):
         self.playbook(["-i", inventory, "playbooks/render-gres.yml", "-e", "hpc_gres_render_dir=%s" % rendered],
                       self.env(), "%d-render-%s" % (size, variant))
         return rendered
+
+
+def playbook_env(forks, **extra):
+    """The environment every bench run of ansible-playbook starts from: the checkout's ansible.cfg, pipelining, the
+    bench's connection plugins, no callback enabled from outside; ``extra`` added."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_PIPELINING="1",
+               ANSIBLE_FORKS=str(forks), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CONNECTION_PLUGINS=os.path.join(HERE, "connection_plugins"))
+    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
+    env.update(extra)
+    return env
 
 
 def timed_playbook(args, env, log):

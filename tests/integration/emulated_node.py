@@ -170,10 +170,12 @@ def run_module(node, module, args, check=False, extra_env=None, extra_args=()):
 
 
 def run_playbook_json(inventory, playbook, *extra, env=None):
-    """Run a playbook with the json callback: (rc, {task name: {host: result}}, raw stdout+stderr)."""
+    """Run a playbook with the json callback: (rc, {task name: {host: result}}, raw stdout+stderr); ``env``: more
+    environment, a None value removing that variable."""
     run_env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json",
                    ANSIBLE_NOCOLOR="1")
     run_env.update(env or {})
+    run_env = {key: value for key, value in run_env.items() if value is not None}
     argv = [ANSIBLE_PLAYBOOK, "-i", inventory, os.path.join(ROOT, "playbooks", playbook)] + list(extra)
     proc = subprocess.run(argv, cwd=ROOT, env=run_env, check=False, capture_output=True, text=True, timeout=600)
     try:

@@ -1,13 +1,9 @@
 """The callback hpc.slurm_gres.gc_freeze in a real ansible-playbook: the workers forked for each task, in every
 play, find the control process's heap frozen (and none without the callback); the run's results are the same.
 (tests/integration/test_verify_playbook.py runs verify-gres.yml with it.)"""
-import json
-import os
-import subprocess
-
 import pytest
 
-from emulated_node import ANSIBLE_PLAYBOOK, ROOT
+from emulated_node import run_playbook_json
 
 # test-only: reports, from inside the worker that templates the task, how many objects are frozen
 LOOKUP = '''
@@ -47,6 +43,7 @@ pytestmark = pytest.mark.ansible_core
 
 
 def run(tmp_path, callbacks):
+    """{task name: {host: the freeze count its worker saw}}; ``callbacks``: ANSIBLE_CALLBACKS_ENABLED, or None."""
     lookups = tmp_path / "lookup_plugins"
     lookups.mkdir(exist_ok=True)
     (lookups / "freeze_count.py").write_text(LOOKUP)
@@ -54,19 +51,10 @@ def run(tmp_path, callbacks):
     playbook.write_text(PLAYBOOK)
     inventory = tmp_path / "hosts.yml"
     inventory.write_text("all:\n  hosts:\n    n01: {ansible_connection: local}\n    n02: {ansible_connection: local}\n")
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_LOOKUP_PLUGINS=str(lookups), ANSIBLE_NOCOLOR="1")
-    env.pop("ANSIBLE_CALLBACKS_ENABLED", None)
-    if callbacks:
-        env["ANSIBLE_CALLBACKS_ENABLED"] = callbacks
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(playbook)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    counts = {}
-    for play in json.loads(proc.stdout)["plays"]:
-        for task in play["tasks"]:
-            counts[task["task"]["name"]] = {host: int(r["msg"]) for host, r in task["hosts"].items()}
-    return counts
+    rc, tasks, out = run_playbook_json(str(inventory), str(playbook), env={
+        "ANSIBLE_LOOKUP_PLUGINS": str(lookups), "ANSIBLE_CALLBACKS_ENABLED": callbacks})
+    assert rc == 0, out
+    return {task: {host: int(result["msg"]) for host, result in hosts.items()} for task, hosts in tasks.items()}
 
 
 def test_every_worker_finds_the_heap_frozen(tmp_path):
