@@ -28,7 +28,7 @@ import time
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import readiness
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import normalize_bus_id
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi_q import parse_smi_q
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi_q import mark_inforom, parse_smi_q
 
 # nvidia-smi -q on an 8-GPU node without persistence mode takes a few seconds (the driver initialises each GPU).
 DEFAULT_TIMEOUT = 10.0
@@ -238,6 +238,7 @@ def read_smi(runner, nvidia_smi="nvidia-smi"):
         out["failure"] = failure
     if result["rc"] == 0 or failure["kind"] in ("gpu_lost", "device_handle"):
         parsed = parse_smi_q(result["stdout"])
+        mark_inforom(parsed, result["stderr"])
         if parsed["gpus"] or parsed["attached_gpus"] is not None:
             out["smi_q"] = parsed
     if out["smi_q"] is None:

@@ -106,7 +106,7 @@ def _gpu_label(gpu, index_map):
 
 _MISMATCH = re.compile(r"Driver/library version mismatch", re.I)
 _NVML_VERSION = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)*)")
-_NO_DRIVER = re.compile(r"couldn't communicate with the NVIDIA driver", re.I)
+_NO_DRIVER = re.compile(r"couldn.t communicate with the NVIDIA driver", re.I)  # any apostrophe, typographic too
 _NO_LIBRARY = re.compile(r"couldn't find libnvidia-ml\.so|libnvidia-ml\.so[^\n]*(?:not found|cannot open)", re.I)
 _NVML_INIT = re.compile(r"Failed to initialize NVML:\s*(.+)")
 _NO_DEVICES = re.compile(r"^\s*No devices were found\s*$", re.M)
@@ -445,6 +445,13 @@ _FM_ACTIVE = re.compile(r"^\s*Active:\s*(\S+)(?:\s+\(([^)]*)\))?")
 _FM_STARTED = re.compile(r"Started NVIDIA fabric manager service|Started \"Nvidia Fabric Manager\"", re.I)
 _FM_FAILED = re.compile(r"status=\d+/FAILURE|failed! Exit code|Failed to start NVIDIA fabric manager|"
                         r"nvidia-fabricmanager\.service: Failed", re.I)
+# systemd's and the start script's words when the service stops (not a failure): "Stopping nvidia-fabricmanager.service
+# - NVIDIA fabric manager service...", 'Stopped "Nvidia Fabric Manager"', "nvidia-fabricmanager.service: Deactivated"
+_FM_STOPPED = re.compile(r"Stopping (?:nvidia-fabricmanager\.service|NVIDIA fabric manager service)|"
+                         r"Stopped (?:nvidia-fabricmanager\.service|NVIDIA fabric manager service|\"Nvidia Fabric "
+                         r"Manager\")|nvidia-fabricmanager\.service: Deactivated", re.I)
+# systemctl's own answer to a start or restart that failed
+_FM_JOB_FAILED = re.compile(r"Job for nvidia-fabricmanager\.service failed", re.I)
 _FM_ERROR = re.compile(r"\[ERROR\]\s*(?:\[tid \d+\]\s*)?(.*)$")
 
 
@@ -455,7 +462,8 @@ def parse_fabricmanager(text):
     "errors": [messages of [ERROR] lines]}``.
 
     ``active`` comes from the ``Active:`` line (``active (running)`` -> True; ``failed``, ``inactive``,
-    ``activating`` -> False) or a lone is-active word; without one, from the last start/failure in the journal;
+    ``activating`` -> False) or a lone is-active word; without one, from the last start, stop or failure in the
+    journal (systemctl's "Job for nvidia-fabricmanager.service failed" counts as a failure);
     None when the text says neither. ``nothing_to_do`` is FM's ``NV_WARN_NOTHING_TO_DO`` (no NVSwitch found, or
     NVLSM missing on NVL5 systems); ``nvl5`` from "Detected Pre-NVL5 system" (False) or an ``nv-fabricmanager
     ... -g <port GUID>`` command line (True).
@@ -489,8 +497,10 @@ def parse_fabricmanager(text):
         if _FM_STARTED.search(line):
             out["started"] = True
             journal = True
-        if _FM_FAILED.search(line):
+        if _FM_FAILED.search(line) or _FM_JOB_FAILED.search(line):
             out["failed"] = True
+            journal = False
+        elif _FM_STOPPED.search(line):
             journal = False
         m = _FM_ERROR.search(line)
         if m:
@@ -709,7 +719,7 @@ _HOST_SIDE_FIELDS = ("PCI/GPU Link Info/PCIe Generation/Host Max",)
 def check_errors(smi_q=None, bus_to_index=None):
     """No field of ``nvidia-smi -q`` may read ``ERR!``, ``Unknown Error`` or ``[GPU requires reset]``: NVML failed
     to read it from the GPU. One error per GPU naming the fields (a warning for fields about the host side of the
-    PCIe link)."""
+    PCIe link), and a warning per GPU whose infoROM nvidia-smi says is corrupted."""
     if smi_q is None:
         return _not_applied("errors", "nvidia-smi -q was not read")
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
@@ -724,6 +734,11 @@ def check_errors(smi_q=None, bus_to_index=None):
                                         "; ".join("%s: %s" % (e["field"], e["value"]) for e in errors),
                                         "NVML could not read these fields: check the kernel log for Xids; a GPU "
                                         "that says 'GPU requires reset' needs nvidia-smi -r or a reboot"))
+        if gpu.get("inforom_corrupted"):
+            findings.append(finding("warning", "errors", label, "a valid infoROM",
+                                    "nvidia-smi: infoROM is corrupted at gpu %s" % gpu["bus_id"],
+                                    "the GPU runs, but the ECC counts and retired pages it keeps in its infoROM are "
+                                    "not to be trusted: ask the vendor for an infoROM reflash or a replacement"))
     return _result("errors", True, findings)
 
 
@@ -781,12 +796,21 @@ XID_CLASSES = {
 FATAL_CLASSES = ("reset", "reboot")
 
 # Line prefixes: dmesg "[  123.456789] ", dmesg -T/--ctime "[Mon Dec  1 10:00:00 2025] ", syslog/journal
-# "Dec 01 10:00:00 host kernel: " (also "2025-12-01T10:00:00+0000 host kernel: ", and "kernel: " alone).
+# "Dec 01 10:00:00 host kernel: " (the month in the journal's locale too: "kwi 15", "11月 15"), an ISO time anywhere
+# before the message ("2025-12-01T10:00:00+0000 host kernel: ", dmesg --time-format=iso "kern  :warn  :
+# 2025-01-21T04:41:44,283302+00:00 ", Talos "host: kern: warning: [2026-04-22T21:26:20.599716692Z]: "), and
+# "kernel: " alone.
 _STAMP_DMESG = re.compile(r"\[\s*(\d+\.\d+)\]")
 _STAMP_CTIME = re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]")
-_STAMP_SYSLOG = re.compile(r"^\s*([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S*)\s")
+_STAMP_SYSLOG = re.compile(r"^\s*(\S{1,12} {1,2}\d{1,2} \d\d:\d\d:\d\d)\s")
+_STAMP_ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*)")
 _NVRM = re.compile(r"NVRM:\s?")
 _CONTINUATION = re.compile(r"^\s+NVRM:\s?(.*)$")
+# rsyslog writes a multi-line kernel message on one line, each newline as "#012"
+_RSYSLOG_NEWLINE = re.compile(r"#012(?:\s*NVRM:\s?)?")
+# a line of a multi-line message goes on in lower case or with a bracket ("NVRM: this kernel module has the version
+# ...", "NVRM: (PCI ID: 10de:26b5) installed in ..."); a new message starts upper case, or with "loading NVIDIA UNIX"
+_GOES_ON = re.compile(r"^(?!loading )[^A-Z]")
 _XID = re.compile(r"^Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                   r"(?:\s+GPU-I:(\d+))?(?:\s+GPU-CI:(\d+))?\):\s*(\d+),\s*(.*)$")
 _SXID = re.compile(r"SXid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
@@ -795,12 +819,15 @@ _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
 _RECOVERY = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]+) \(([^)]*)\) to (0x[0-9A-Fa-f]+) \(([^)]*)\)")
 _LOADING = re.compile(r"^loading (NVIDIA UNIX .*)$")
 _PROBE_OFF_BUS = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*fallen off the bus")
-_RUNTIME_OFF_BUS = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): "
-                              r"GPU has fallen off the bus")
+# "GPU 0000:09:00.0: GPU has fallen off the bus." and the older "GPU at 0000:01:00.0 has fallen off the bus."
+_RUNTIME_OFF_BUS = re.compile(r"^GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):? "
+                              r"(?:GPU )?has fallen off the bus")
 _INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
 _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
-_API_MISMATCH = re.compile(r"API mismatch: the client .*? has the version (\d+(?:\.\d+)*), but this kernel module "
-                           r"has the version (\d+(?:\.\d+)*)")
+# "the client has the version 390.25, but this kernel module has the version 390.12" and, from about 575, "the client
+# 'kwin_wayland' (pid 1005) has the version 595.84, but ..."
+_API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (\d+(?:\.\d+)*), but this kernel "
+                           r"module has the version (\d+(?:\.\d+)*)")
 
 EVENT_KINDS = ("xid", "off_bus", "driver_load", "init_failed", "open_required", "api_mismatch", "sxid")
 
@@ -812,26 +839,39 @@ def _stamp(prefix):
     m = _STAMP_CTIME.search(prefix)
     if m:
         return re.sub(r"\s+", " ", m.group(1))
-    m = _STAMP_SYSLOG.search(prefix)
+    m = _STAMP_SYSLOG.search(prefix) or _STAMP_ISO.search(prefix)
     if m:
         return re.sub(r"\s+", " ", m.group(1))
     return None
 
 
+def _unfinished(message):
+    """A message a following line may go on: not an Xid/SXid line (always one line), not ended by a full stop."""
+    return not message.startswith(("Xid ", "SXid ")) and not message.rstrip().endswith((".", "!"))
+
+
 def _messages(text):
-    """NVRM/SXid messages of a kernel log: ``(line number, stamp, message)`` with the indented continuation lines
-    of a multi-line message (``               NVRM: fallen off the bus ...``) joined to it."""
+    """NVRM/SXid messages of a kernel log: ``(line number, stamp, message)``. The lines of a multi-line message
+    are joined to its first: indented ones without a time (``               NVRM: fallen off the bus ...``), and
+    ones that go on in lower case (not upper case) with the same time as an unfinished message (dmesg repeats the
+    time on each line, bare ``NVRM:`` lines have none); rsyslog's ``#012`` is read as the line break it stands
+    for."""
     messages = []
     for number, line in output_lines(text):
+        line = _RSYSLOG_NEWLINE.sub(" ", line)
         cont = _CONTINUATION.match(line)
-        if cont and messages and _stamp(line[:line.find("NVRM:")]) is None:
+        if cont and messages and _GOES_ON.match(cont.group(1)) and _stamp(line[:line.find("NVRM:")]) is None:
             n, stamp, message = messages[-1]
             messages[-1] = (n, stamp, message + " " + cont.group(1).strip())
             continue
         m = _NVRM.search(line)
         sx = _SXID.search(line)
         if m:
-            messages.append((number, _stamp(line[:m.start()]), line[m.end():].strip()))
+            stamp, message = _stamp(line[:m.start()]), line[m.end():].strip()
+            if messages and _GOES_ON.match(message) and messages[-1][1] == stamp and _unfinished(messages[-1][2]):
+                messages[-1] = (messages[-1][0], stamp, messages[-1][2] + " " + message)
+            else:
+                messages.append((number, stamp, message))
         elif sx:
             messages.append((number, _stamp(line[:sx.start()]), line[sx.start():].strip()))
     return messages

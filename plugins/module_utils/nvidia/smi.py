@@ -533,7 +533,8 @@ def parse_list_gpus(text):
 # mig tables
 
 def _table_rows(text):
-    """Data rows of an nvidia-smi box table: the cell text between ``|`` borders, after the ``===`` rule."""
+    """Data rows of an nvidia-smi box table: the cell text between ``|`` borders, after the ``===`` rule. A blank line
+    (a paste with a blank line after each line) does not end the table; a line that is not the table's does."""
     rows = []
     in_body = False
     for line in _lines(text):
@@ -542,8 +543,6 @@ def _table_rows(text):
             in_body = True
             continue
         if stripped.startswith("+") or not stripped:
-            if not stripped.startswith("+"):
-                in_body = False
             continue
         if in_body and stripped.startswith("|") and stripped.endswith("|"):
             rows.append(stripped[1:-1])

@@ -18,7 +18,9 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import normalize_bus_id
 
 # What nvidia-smi prints in a field that it could not read (observed in -q, tables and --query-gpu CSV).
-ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]")
+ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]",
+                # NVML_ERROR_NOT_READY's text, printed for the fields NVML cannot read yet
+                "System is not in ready state", "[System is not in ready state]")
 # Printed instead of a value when the GPU or driver does not have the field; read as None.
 NO_VALUE = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]", "Not Available", "[Not Available]",
             "Requested functionality has been deprecated", "Unknown", "[Unknown]")
@@ -85,7 +87,24 @@ def _yes_no(value):
     value = value_or_none(value)
     if value is None:
         return None
-    return {"yes": True, "no": False, "true": True, "false": False}.get(value.lower())
+    # the first word: a pasted output can carry the poster's mark after it ("Yes   <===")
+    return {"yes": True, "no": False, "true": True, "false": False}.get(value.split()[0].lower())
+
+
+# nvidia-smi's warning, before or after any output (stdout or stderr): "WARNING: infoROM is corrupted at gpu
+# 0008:00:00.0"
+_INFOROM_CORRUPTED = re.compile(r"infoROM is corrupted at gpu "
+                                r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}\.[0-7])", re.I)
+
+
+def mark_inforom(parsed, text):
+    """Set ``inforom_corrupted`` on each GPU of ``parsed`` that nvidia-smi's infoROM warning in ``text`` names;
+    returns the bus ids named (a GPU the listing lacks is named all the same)."""
+    named = [normalize_bus_id(m.group(1)) for m in _INFOROM_CORRUPTED.finditer(text or "")]
+    for gpu in parsed.get("gpus") or []:
+        if gpu.get("bus_id") in named:
+            gpu["inforom_corrupted"] = True
+    return named
 
 
 def _norm_key(key):
@@ -298,7 +317,7 @@ def empty_gpu(bus_id=None):
     return {"bus_id": bus_id, "product_name": None, "uuid": None, "minor_number": None, "persistence_mode": None,
             "mig_mode": None, "fabric": None, "remapped_rows": None, "retired_pages": None, "recovery_action": None,
             "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "memory_repair": None,
-            "errors": [], "sections": {}}
+            "errors": [], "inforom_corrupted": False, "sections": {}}
 
 
 def _gpu(bus_id, tree):
@@ -346,9 +365,10 @@ def parse_smi_q(text):
     "volatile_uncorrectable", "aggregate_uncorrectable", "volatile_correctable", "aggregate_correctable"}``),
     ``memory_repair`` (``{"channel_repair_pending", "tpc_repair_pending", "unrepairable_memory",
     "sram_threshold_exceeded"}``, booleans or None; None when the driver prints none), ``errors``
-    (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``) and
-    ``sections`` (the GPU's whole block as nested dicts). Lines of an excerpt that come without a ``GPU <bus>``
-    header (``grep -A2 Fabric``) make GPUs with ``bus_id`` None, a new one each time a section repeats.
+    (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``),
+    ``inforom_corrupted`` (nvidia-smi warned "infoROM is corrupted at gpu <bus>") and ``sections`` (the GPU's
+    whole block as nested dicts). Lines of an excerpt that come without a ``GPU <bus>`` header (``grep -A2
+    Fabric``) make GPUs with ``bus_id`` None, a new one each time a section repeats.
     """
     items = []
     for _number, line in output_lines(text):
@@ -410,6 +430,7 @@ def parse_smi_q(text):
     result["cuda_version"] = value_or_none(find(g, "CUDA Version"))
     result["attached_gpus"] = _int(find(g, "Attached GPUs"))
     result["timestamp"] = value_or_none(find(g, "Timestamp"))
+    mark_inforom(result, text)
     return result
 
 
@@ -494,4 +515,5 @@ def parse_smi_table(text):
                                   "volatile_correctable": None, "aggregate_correctable": None}
             if columns and columns[-1] == "MIG M.":
                 current["mig_mode"] = value_or_none(tokens[-1] if tokens else None)
+    mark_inforom(result, text)
     return result

@@ -253,3 +253,26 @@ def test_full_generated_table_matches_the_guide_excerpt():
 def test_mig_minors_junk_is_an_error():
     with pytest.raises(ValueError, match="line 2"):
         n.parse_mig_minors("config 1\ngpu0/gi0/access three\n")
+
+
+def test_a_paste_with_a_blank_line_after_each_table_line():
+    rows = n.parse_mig_lgi(load("mig", "a30-mig-lgi-4x1g6gb-double-spaced-blank-lines.txt"))
+    assert [(r["gpu"], r["profile"], r["profile_id"], r["gi_id"], r["placement_start"], r["placement_size"])
+            for r in rows] == [(0, "1g.6gb", 14, gi, start, 1) for gi, start in ((3, 0), (4, 1), (5, 2), (6, 3))]
+    profiles = n.parse_mig_lgip(load("mig", "a30-mig-lgip-double-spaced-blank-lines.txt"))
+    assert [(p["profile"], p["profile_id"], p["free"], p["total"]) for p in profiles] == [
+        ("1g.6gb", 14, 0, 4), ("1g.6gb+me", 21, 0, 1), ("2g.12gb", 5, 0, 2), ("4g.24gb", 0, 0, 1)]
+
+
+def test_text_after_a_table_still_ends_it():
+    text = ("+---------------------------------------------------+\n"
+            "| GPU instances:                                    |\n"
+            "| GPU   Name             Profile  Instance   Placement  |\n"
+            "|                          ID       ID       Start:Size |\n"
+            "|===================================================|\n"
+            "|   0  MIG 1g.6gb          14        3          0:1     |\n"
+            "+---------------------------------------------------+\n"
+            "\n"
+            "then the poster's words\n"
+            "|   0  MIG 1g.6gb          14        4          1:1     |\n")
+    assert [r["gi_id"] for r in n.parse_mig_lgi(text)] == [3]

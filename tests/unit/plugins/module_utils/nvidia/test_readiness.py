@@ -86,6 +86,7 @@ SMI_ERRORS = {
     "geforce-1gpu-525-table-fan-err.txt": ("ok", None, []),
     "h100-8gpu-550-table-healthy.txt": ("ok", None, []),
     "h200-1gpu-580-table-healthy.txt": ("ok", None, []),
+    "v100-sxm2-32gb-8gpu-460-table-inforom-corrupted.txt": ("ok", None, []),
 }
 
 
@@ -100,6 +101,12 @@ def test_classify_smi_failure(name):
     got = r.classify_smi_failure(rc, load("nvidia-smi-errors", name), "")
     assert (got["kind"], got["nvml_version"], [(g["bus_id"], g["reason"]) for g in got["gpus"]]) == (
         kind, version, gpus)
+
+
+def test_no_driver_with_a_typographic_apostrophe():
+    # as posted in https://github.com/qixuema/envs/issues/4 (U+2018; the sanity test keeps such quotes out of files)
+    text = "NVIDIA-SMI has failed because it couldn\u2018t communicate with the NVIDIA driver. Make sure that the latest"
+    assert r.classify_smi_failure(9, text + "\n", "")["kind"] == "no_driver"
 
 
 def test_failure_text_on_stderr_with_empty_stdout():
@@ -214,6 +221,12 @@ Q_VERDICTS = {
     "rtx5090-1gpu-570-reset-status-deprecated-recovery-none.txt": [],
     "titanv-1gpu-560-persistence-disabled.txt": [("error", "persistence", 0)],
     "v100-sxm2-16gb-8gpu-550-retired-pages.txt": [("warning", "errors", i) for i in range(8)],
+    # -q -d ECC,ROW_REMAPPER -i 52:00.0 after Xid 48: ECC mode unreadable, a row remap pending (the poster's "<===" after
+    # "Pending : Yes")
+    "h100class-550-q-ecc-rowremapper-pending-ecc-mode-unknown-error.txt": [
+        ("error", "memory", "00000000:52:00.0"), ("error", "errors", "00000000:52:00.0")],
+    # the poster's pick of -q lines, unindented: Reset Required Yes
+    "rtx3090-gpu2-535-q-i2-excerpt-reset-required-not-ready.txt": [("error", "memory", None)],
 }
 
 
@@ -224,6 +237,26 @@ def test_every_q_fixture_has_a_verdict():
 @pytest.mark.parametrize("name", sorted(Q_VERDICTS))
 def test_q_verdicts(name):
     assert summary(r.readiness_findings(smi_q=q(name))["findings"]) == Q_VERDICTS[name]
+
+
+def test_nvml_not_ready_is_an_unreadable_field():
+    text = ("GPU 00000000:39:00.0\n    Product Name : NVIDIA GeForce RTX 3090\n"
+            "    Fan Speed : System is not in ready state\n    Persistence Mode : Enabled\n")
+    [finding] = r.check_errors(smi_q.parse_smi_q(text))["findings"]
+    assert (finding["severity"], finding["found"]) == ("error", "Fan Speed: System is not in ready state")
+
+
+def test_a_corrupted_inforom_is_a_warning_on_its_gpu():
+    table = smi_q.parse_smi_table(load("nvidia-smi-errors", "v100-sxm2-32gb-8gpu-460-table-inforom-corrupted.txt"))
+    assert [g["bus_id"] for g in table["gpus"] if g["inforom_corrupted"]] == ["00000008:00:00.0"]
+    [finding] = r.check_errors(table)["findings"]
+    assert (finding["severity"], finding["gpu"], finding["found"]) == (
+        "warning", 7, "nvidia-smi: infoROM is corrupted at gpu 00000008:00:00.0")
+    assert "reflash" in finding["hint"]
+    # the same warning on nvidia-smi -q's stderr (health/inputs.read_smi marks it from there)
+    listing = q("h100-8gpu-sxm-535-fabric-completed.txt")
+    assert smi_q.mark_inforom(listing, "WARNING: infoROM is corrupted at gpu 0000:3b:00.0\n") == ["00000000:3B:00.0"]
+    assert [(f["severity"], f["gpu"]) for f in r.check_errors(listing)["findings"]] == [("warning", 1)]
 
 
 def test_a10_memory_finding_text():
@@ -390,6 +423,10 @@ FM = {
         (False, None, {"fabric_manager": "550.127.05", "driver": "550.120"}, False, None, []),
     "h100-p5-570-journalctl-fabricmanager-started.txt": (True, None, None, False, False, []),
     "rtx4090-no-nvswitch-fabricmanager-failed-nothing-to-do-journal.txt": (False, None, None, True, False, []),
+    # the journal in a Chinese locale ("11月 15"): the start failed, nothing to do (no NVSwitch)
+    "fm-a40-520-nothing-to-do-journal-chinese-month-gpuop610.txt": (False, None, None, True, None, []),
+    # a restart that failed: the journal shows the earlier start, then the stop
+    "fm-h20-ppcie-restart-failed-journal-started-then-stopped-nvtrust128.txt": (False, None, None, False, False, []),
 }
 PROC_VERSIONS = {
     "proc-driver-nvidia-version-384-proprietary.txt":
@@ -601,6 +638,45 @@ KERNEL = {
     "rtx5090-595-proprietary-requires-open-modules-journal.txt": [
         ("driver_load", None, None, "May 11 19:25:29"), ("open_required", "00000000:01:00.0", None, "May 11 19:25:29"),
         ("init_failed", "00000000:01:00.0", None, "May 11 19:25:29")],
+    # Talos "host: kern: warning: [ISO]: " prefix; the GSP trace lines before the Xid are no events
+    "a100sxm4x8-talos-kern-iso-xid119-gsp-timeout-vllm40652.txt": [
+        ("xid", "00000000:0B:00.0", 119, "2026-04-22T21:29:21.342163186Z")],
+    # dmesg --decode --time-format=iso
+    "gpud-dmesg-decode-iso-xid13x16-xid43.txt": [
+        ("xid", "00000000:38:00.0", 13, "2025-01-21T04:41:44,%s+00:00" % us) for us in (
+            "283302", "283390", "283575", "283671", "283758", "283937", "284042", "284250", "284345", "284433",
+            "284616", "284705", "284792", "284971", "285060", "285147")] + [
+        ("xid", "00000000:38:00.0", 43, "2025-01-21T04:41:44,287197+00:00")],
+    # journal in a Polish locale (month "kwi"); the GPU's UUID line is no event
+    "gpu07-590-xid38-xid109-journal-polish-month-ogkm1045.txt": [
+        ("xid", "00000000:07:00.0", 38, "kwi 15 07:56:59")] + [("xid", "00000000:07:00.0", 109, "kwi 15 07:56:59")] * 5,
+    # the older "GPU at <bus> has fallen off the bus." (no Xid 79 line)
+    "optimus-laptop-2014-gpu-at-has-fallen-off-bus-old-shape-dmesg-bumblebee554.txt": [
+        ("off_bus", "00000000:01:00.0", None, "49.261458"), ("off_bus", "00000000:01:00.0", None, "49.261472")],
+    # bare NVRM lines indented as a code block: three messages, not one
+    "rhel8-xid79-pid-no-name-rminitadapter-nvidia-readme-560-quoted-popos3363.txt": [
+        ("xid", "00000000:09:00.0", 79, None), ("off_bus", "00000000:09:00.0", None, None),
+        ("init_failed", "00000000:09:00.0", None, None)],
+    # API mismatch: the message's four lines as dmesg, the journal, bare lines, rsyslog's #012, and dmesg repeating
+    # the time on each line
+    "api-mismatch-367-journal-aligned-continuation-nvdocker182.txt": [("api_mismatch", None, None, "Aug 26 14:08:07")],
+    "api-mismatch-390-bare-lines-negativo17-43.txt": [("api_mismatch", None, None, None)],
+    "api-mismatch-535-vs-530-rsyslog-012-escapes-stackhpc287.txt": [("api_mismatch", None, None, "Jun 30 11:07:05")],
+    "api-mismatch-570-vgpu-guest-same-stamp-every-line-dmesg-vgpuarchive1.txt": [
+        ("driver_load", None, None, "6.252567"), ("api_mismatch", None, None, "8957.099615")],
+    "api-mismatch-570-vs-575-journal-client-nvidia-powerd-ogkm829.txt": [("api_mismatch", None, None, "Apr 19 12:34:42")],
+    "api-mismatch-570.153-vs-570.144-rminitadapter-no-gsp-firmware-dmesg-bazzite2668.txt": [
+        ("api_mismatch", None, None, stamp) for stamp in ("12.014918", "12.105293", "12.107719")] + [
+        ("init_failed", "00000000:07:00.0", None, "23.991672")],
+}
+# file -> (client version, kernel module version) of each api_mismatch event
+API_MISMATCH = {
+    "api-mismatch-367-journal-aligned-continuation-nvdocker182.txt": [("367.44", "367.35")],
+    "api-mismatch-390-bare-lines-negativo17-43.txt": [("390.25", "390.12")],
+    "api-mismatch-535-vs-530-rsyslog-012-escapes-stackhpc287.txt": [("535.54.03", "530.30.02")],
+    "api-mismatch-570-vgpu-guest-same-stamp-every-line-dmesg-vgpuarchive1.txt": [("570.148.08", "570.148.06")],
+    "api-mismatch-570-vs-575-journal-client-nvidia-powerd-ogkm829.txt": [("570.133.07", "575.51.02")],
+    "api-mismatch-570.153-vs-570.144-rminitadapter-no-gsp-firmware-dmesg-bazzite2668.txt": [("570.153.02", "570.144")] * 3,
 }
 # file -> [(severity, gpu)] of the xid check with no acknowledgement
 XID_VERDICTS = {
@@ -616,7 +692,13 @@ XID_VERDICTS = {
     "pci-10de-26b5-570-fallen-off-bus-at-probe-no-xid-dmesg.txt": [("error", "00000000:B3:00.0")],
     "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt": [("error", "00000000:01:00.0")],
     "rtx5090-595-proprietary-requires-open-modules-journal.txt": [],
+    "a100sxm4x8-talos-kern-iso-xid119-gsp-timeout-vllm40652.txt": [("error", "00000000:0B:00.0")],
+    "gpud-dmesg-decode-iso-xid13x16-xid43.txt": [],
+    "gpu07-590-xid38-xid109-journal-polish-month-ogkm1045.txt": [("error", "00000000:07:00.0")],
+    "optimus-laptop-2014-gpu-at-has-fallen-off-bus-old-shape-dmesg-bumblebee554.txt": [("error", "00000000:01:00.0")],
+    "rhel8-xid79-pid-no-name-rminitadapter-nvidia-readme-560-quoted-popos3363.txt": [("error", "00000000:09:00.0")],
 }
+XID_VERDICTS.update((name, []) for name in API_MISMATCH)
 
 
 def test_every_kernel_log_fixture_is_parsed():
@@ -627,6 +709,34 @@ def test_every_kernel_log_fixture_is_parsed():
 def test_parse_kernel_log(name):
     events = r.parse_kernel_log(load("kernel-log", name))
     assert [(e["kind"], e["bus_id"], e["xid"], e["stamp"]) for e in events] == KERNEL[name]
+
+
+@pytest.mark.parametrize("name", sorted(API_MISMATCH))
+def test_api_mismatch_versions(name):
+    events = [e for e in r.parse_kernel_log(load("kernel-log", name)) if e["kind"] == "api_mismatch"]
+    assert [(e["version"], e["kernel_version"]) for e in events] == API_MISMATCH[name]
+
+
+def test_a_new_message_on_an_indented_bare_line_is_not_joined_to_the_one_before():
+    text = ("    NVRM: Xid (PCI:0000:09:00): 79, pid=2172, GPU has fallen off the bus.\n"
+            "    NVRM: GPU 0000:09:00.0: RmInitAdapter failed! (0x26:0x65:1239)\n"
+            "[   12.0] NVRM: The NVIDIA GPU 0000:b3:00.0\n"
+            "           NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+            "           NVRM: fallen off the bus and is not responding to commands.\n")
+    kinds = [(e["kind"], e["message"]) for e in r.parse_kernel_log(text)]
+    assert kinds == [("xid", "GPU has fallen off the bus."), ("init_failed", "RmInitAdapter failed! (0x26:0x65:1239)"),
+                     ("off_bus", "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has "
+                                 "fallen off the bus and is not responding to commands.")]
+
+
+def test_same_time_lines_join_only_an_unfinished_message():
+    # journal lines of one second: an Xid line is always whole, so a lower-case line after it is its own
+    text = ("Apr 19 12:34:42 h kernel: NVRM: Xid (PCI:0000:07:00): 109, pid=326, name=modprobe, channel 0x7\n"
+            "Apr 19 12:34:42 h kernel: NVRM: _kgspLogXid119: ****\n"
+            "Apr 19 12:34:42 h kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.144  Release Build\n")
+    events = r.parse_kernel_log(text)
+    assert [(e["kind"], e["message"]) for e in events] == [
+        ("xid", "channel 0x7"), ("driver_load", "loading NVIDIA UNIX x86_64 Kernel Module  570.144  Release Build")]
 
 
 @pytest.mark.parametrize("name", sorted(XID_VERDICTS))

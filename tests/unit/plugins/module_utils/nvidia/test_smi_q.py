@@ -60,6 +60,10 @@ EXPECTED = {
         ("560.35.03", 1, 1, "00000000:01:00.0", "NVIDIA TITAN V", 0, "Disabled"),
     "v100-sxm2-16gb-8gpu-550-retired-pages.txt":
         ("550.127.05", 8, 8, "00000000:00:04.0", "Tesla V100-SXM2-16GB", 0, "Enabled"),
+    "h100class-550-q-ecc-rowremapper-pending-ecc-mode-unknown-error.txt":
+        ("550.90.07", 8, 1, "00000000:52:00.0", None, None, None),
+    "rtx3090-gpu2-535-q-i2-excerpt-reset-required-not-ready.txt":
+        (None, None, 1, None, None, None, None),
 }
 
 
@@ -75,6 +79,11 @@ def test_headline_values(name):
     first = q["gpus"][0]
     assert (first["bus_id"], first["product_name"], first["minor_number"], first["persistence_mode"]) == (
         bus, product, minor, persistence)
+
+
+def test_a_yes_or_no_followed_by_a_posters_mark():
+    gpu = parse("h100class-550-q-ecc-rowremapper-pending-ecc-mode-unknown-error.txt")["gpus"][0]
+    assert gpu["remapped_rows"] == {"correctable": 0, "uncorrectable": 1, "pending": True, "failure": False}
 
 
 def test_a10_remapped_rows_pending():
