@@ -397,6 +397,14 @@ def _node_gres(imp, conf, name, values):
                      % (node_where, name, text_.split(": ", 1)[1], text_))
         else:
             imp.note("%s, node %s: slurmd: %s; not imported (slurmd ignores it too)" % (at(msg["line"]), name, text_))
+    for elem in (conf["nodes"][name].get("gres_spec") or "").split(","):
+        parts = elem.split("(")[0].strip().split(":")
+        if len(parts) > 1 and parts[-1].isdigit() and int(parts[-1]) == 0:
+            spec = conf["nodes"][name]["gres_spec"]
+            imp.refuse(node_where, name, "Gres=%s with a count of 0 (%s)" % (spec, elem.strip()),
+                       "the node has none of it for Slurm, and the inventory writes no count of 0: take %s out of "
+                       "the node's Gres= and import again" % elem.strip())
+            return
     declared = view["declared"]
     autodetect = view["autodetect"]
     if autodetect and autodetect not in model_schema.AUTODETECT_CHOICES:

@@ -796,13 +796,14 @@ XID_CLASSES = {
 FATAL_CLASSES = ("reset", "reboot")
 
 # Line prefixes: dmesg "[  123.456789] ", dmesg -T/--ctime "[Mon Dec  1 10:00:00 2025] ", syslog/journal
-# "Dec 01 10:00:00 host kernel: " (the month in the journal's locale too: "kwi 15", "11月 15"), an ISO time anywhere
+# "Dec 01 10:00:00 host kernel: " (-o short-precise: "Dec 01 10:00:00.123456"; the month in the journal's locale too:
+# "kwi 15", "11月 15"), an ISO time anywhere
 # before the message ("2025-12-01T10:00:00+0000 host kernel: ", dmesg --time-format=iso "kern  :warn  :
 # 2025-01-21T04:41:44,283302+00:00 ", Talos "host: kern: warning: [2026-04-22T21:26:20.599716692Z]: "), and
 # "kernel: " alone.
 _STAMP_DMESG = re.compile(r"\[\s*(\d+\.\d+)\]")
 _STAMP_CTIME = re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]")
-_STAMP_SYSLOG = re.compile(r"^\s*(\S{1,12} {1,2}\d{1,2} \d\d:\d\d:\d\d)\s")
+_STAMP_SYSLOG = re.compile(r"^\s*(\S{1,12} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?)\s")
 _STAMP_ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*)")
 _NVRM = re.compile(r"NVRM:\s?")
 _CONTINUATION = re.compile(r"^\s+NVRM:\s?(.*)$")

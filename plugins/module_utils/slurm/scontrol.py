@@ -13,7 +13,7 @@ Facts this encodes, seen live on Slurm 22.05.8 with ``File=`` GRES (see docs/dep
 """
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import fold_untyped
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import fold_untyped, parse_count
 
 # Drains slurmctld sets when a node's GRES registration disagrees with slurm.conf. Only these are ever
 # resumed by the deploy, and only once the node's Gres matches again.
@@ -42,8 +42,11 @@ SCONTROL_ARGS = dict(
 DRAIN_FLAGS = frozenset(("DRAIN", "DRAINED", "DRAINING"))
 INVALID_FLAGS = frozenset(("INVALID_REG", "INVAL"))
 # Base states in which a node has not (yet) registered usefully; waiting may still help.
-UNSETTLED_STATES = frozenset(("DOWN", "UNKNOWN", "FUTURE", "POWERED_DOWN", "POWERING_UP", "REBOOT_REQUESTED",
-                              "REBOOT_ISSUED"))
+UNSETTLED_STATES = frozenset(("DOWN", "UNKNOWN", "FUTURE"))
+# Flags (scontrol prints them after the base: IDLE+CLOUD+POWERED_DOWN, DOWN+REBOOT_ISSUED) of a node whose slurmd is
+# not running or is about to stop: powered down by power saving, powering up or down, rebooting. A reboot only
+# requested (REBOOT_REQUESTED, waiting for the node's jobs) leaves the registration as it is.
+UNSETTLED_FLAGS = frozenset(("POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"))
 # Fields whose values may contain spaces; scontrol prints them last.
 _TAIL_FIELDS = ("Reason", "Comment", "Extra", "InstanceId", "InstanceType")
 _KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)=")
@@ -117,7 +120,8 @@ def parse_state(text):
 
 
 def parse_gres_field(text):
-    """``gpu:a100:4(S:0-1),gpu:h100:2(S:1),shard:8`` -> {"gpu:a100": 4, "gpu:h100": 2, "shard": 8}.
+    """``gpu:a100:4(S:0-1),gpu:h100:2(S:1),shard:8`` -> {"gpu:a100": 4, "gpu:h100": 2, "shard": 8}; a count with
+    a size suffix is read as slurm.conf's is (``vmem:2G`` -> {"vmem": 2147483648}).
 
     Keys are lower-case, as Slurm compares GRES names and types. ``(null)`` or empty -> {}.
     """
@@ -130,8 +134,12 @@ def parse_gres_field(text):
         if not parts:
             continue
         count = 1
-        if len(parts) > 1 and re.match(r"^\d+$", parts[-1]):
-            count = int(parts.pop())
+        if len(parts) > 1:
+            try:
+                count = parse_count(parts[-1])  # "vmem:2G" is 2 GiB, as slurm.conf's Gres= reads it
+                parts.pop()
+            except ValueError:
+                pass
         key = ":".join(parts).lower()
         counts[key] = counts.get(key, 0) + count
     return counts
@@ -271,6 +279,8 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
         return verdict("waiting", "not responding (%s)" % describe(node))
     if flags & INVALID_FLAGS:
         return verdict("failed", "registration refused by slurmctld: %s" % describe(node))
+    if flags & UNSETTLED_FLAGS:
+        return verdict("waiting", "state %s (%s)" % ("+".join(sorted(flags & UNSETTLED_FLAGS)), describe(node)))
     down_registered = base == "DOWN" and since is not None
     if base in UNSETTLED_STATES and not down_registered:
         return verdict("waiting", "state %s (%s)" % (base, describe(node)))

@@ -729,6 +729,19 @@ def test_a_new_message_on_an_indented_bare_line_is_not_joined_to_the_one_before(
                                  "fallen off the bus and is not responding to commands.")]
 
 
+@pytest.mark.parametrize("prefix, stamp", [
+    ("Dec 01 10:00:00 gpu01 kernel: ", "Dec 01 10:00:00"),  # journalctl -k (short)
+    ("Dec 01 10:00:00.123456 gpu01 kernel: ", "Dec 01 10:00:00.123456"),  # -o short-precise
+    ("2025-12-01T10:00:00+0100 gpu01 kernel: ", "2025-12-01T10:00:00+0100"),  # -o short-iso
+    ("2025-12-01T10:00:00.123456+01:00 gpu01 kernel: ", "2025-12-01T10:00:00.123456+01:00"),  # -o short-iso-precise
+    ("[  123.456789] ", "123.456789"),
+    ("[Mon Dec  1 10:00:00 2025] ", "Mon Dec 1 10:00:00 2025"),
+])
+def test_kernel_log_times(prefix, stamp):
+    [event] = r.parse_kernel_log(prefix + "NVRM: Xid (PCI:0000:07:00): 109, pid=326, name=x, channel 0x7\n")
+    assert (event["xid"], event["stamp"]) == (109, stamp)
+
+
 def test_same_time_lines_join_only_an_unfinished_message():
     # journal lines of one second: an Xid line is always whole, so a lower-case line after it is its own
     text = ("Apr 19 12:34:42 h kernel: NVRM: Xid (PCI:0000:07:00): 109, pid=326, name=modprobe, channel 0x7\n"

@@ -5,6 +5,7 @@ import pytest
 import testpaths
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import scontrol
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import parse_gres_spec
 
 FIXTURES = os.path.join(testpaths.FIXTURES, "slurm")
 
@@ -291,3 +292,45 @@ def test_a_drain_keeps_its_owner_through_slurms_reboot_suffix():
     assert not scontrol.same_drain_reason("GPU maintenance : reboot issued : reboot timed out", ours)
     assert not scontrol.same_drain_reason("other : reboot issued", ours)
     assert not scontrol.same_drain_reason(" : reboot issued", ours)
+
+
+def nodes_of(name):
+    return scontrol.parse_show_node(fixture(name))
+
+
+@pytest.mark.parametrize("name, node, since, status, says", [
+    # power saving: slurmd does not run (CycleCloud 22.05 dynamic nodes); the flags come after the base state
+    ("cyclecloud2205-dynamic-norm-powered-down-powering-up.txt", "s301-c7-dynamic-7", None, "waiting",
+     "state POWERED_DOWN"),
+    ("cyclecloud2205-dynamic-norm-powered-down-powering-up.txt", "d1", None, "waiting", "not responding"),
+    # a reboot in progress (ParallelCluster 22.05): waiting, whether or not slurmd started since "since"
+    ("pcnode-test-reboot-issued-maintenance-reserved.txt", "queue1-st-compute-resource-1-1", None, "waiting",
+     "state REBOOT_ISSUED"),
+    ("pcnode-test-reboot-issued-maintenance-reserved.txt", "queue1-st-compute-resource-1-1", "2023-01-26T09:00:00",
+     "waiting", "state REBOOT_ISSUED"),
+    # a maintenance reservation is no reason to wait (23.02)
+    ("pcnode-test-reboot-issued-maintenance-reserved.txt", "queue1-st-crt2micro-1", None, "ok", "registered"),
+])
+def test_power_saving_and_reboot_flags(name, node, since, status, says):
+    verdict = scontrol.registration_verdict(nodes_of(name)[node], None, since=since)
+    assert verdict["status"] == status and says in verdict["message"], verdict
+
+
+def test_a_reboot_only_requested_leaves_the_registration_as_it_is():
+    rec = dict(one("live2205-multiline-admin-drain.txt"), state_flags=["DRAIN", "REBOOT_REQUESTED"])
+    assert scontrol.registration_verdict(rec, {"gpu:a100": 2, "gpu:h100": 2})["status"] == "ok"
+
+
+def test_a_countable_gres_with_a_size_suffix_reads_as_slurm_conf_does():
+    # Slurm 17.11 "scontrol -d show node" of a Hebrew University node: Gres=gpu:quadro:1(S:0),vmem:2G
+    cricket = nodes_of("huji1711-detail-gresused-idx-vmem-drain.txt")["cricket"]
+    assert cricket["gres"] == {"gpu:quadro": 1, "vmem": 2 * 1024 ** 3}
+    verdict = scontrol.registration_verdict(cricket, parse_gres_spec("gpu:quadro:1,vmem:2G"))
+    assert verdict["status"] != "failed", verdict
+
+
+def test_reason_followed_by_instance_fields():
+    # ParallelCluster 24.11: InstanceId= and InstanceType= after Reason=
+    rec = one("pcluster2411-rtxpro-idle-cloud-reason-instanceid.txt")
+    assert (rec["state_base"], rec["state_flags"], rec["gres"]) == ("IDLE", ["CLOUD"], {"gpu:rtxproserver6000": 1})
+    assert rec["reason"] == "Node start up"
