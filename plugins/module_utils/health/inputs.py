@@ -218,8 +218,9 @@ def read_smi(runner, nvidia_smi="nvidia-smi"):
     """``nvidia-smi -q`` once -> ``{"path", "run", "smi_q", "failure", "reason"}``.
 
     ``smi_q``: the parsed listing when there is one (also with exit status 15, when some GPUs could not be
-    opened); ``failure``: ``classify_smi_failure`` of a non-zero exit or a failure text, ``{"kind": "timeout"}``
-    when it was killed, ``{"kind": "not_run"}`` when it could not be started; ``reason``: why nothing was read.
+    opened, and 14, when nvidia-smi warns that a GPU's infoROM is corrupted); ``failure``: ``classify_smi_failure``
+    of a non-zero exit or a failure text, ``{"kind": "timeout"}`` when it was killed, ``{"kind": "not_run"}`` when
+    it could not be started; ``reason``: why nothing was read.
     """
     out = {"path": None, "run": None, "smi_q": None, "failure": None, "reason": None}
     path = runner.which(nvidia_smi)
@@ -236,7 +237,7 @@ def read_smi(runner, nvidia_smi="nvidia-smi"):
     failure = readiness.classify_smi_failure(result["rc"], result["stdout"], result["stderr"])
     if failure["kind"] != "ok":
         out["failure"] = failure
-    if result["rc"] == 0 or failure["kind"] in ("gpu_lost", "device_handle"):
+    if result["rc"] == 0 or failure["kind"] in ("ok", "gpu_lost", "device_handle"):
         parsed = parse_smi_q(result["stdout"])
         mark_inforom(parsed, result["stderr"])
         if parsed["gpus"] or parsed["attached_gpus"] is not None:

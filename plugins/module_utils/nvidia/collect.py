@@ -21,6 +21,7 @@ COLLECT_ARGS = dict(
 
 # nvidia-smi exit codes: 6 "query unsuccessful" (also "No devices were found"), 15 "GPU is lost".
 RC_NO_DEVICES = 6
+RC_INFOROM = 14  # nvidia-smi's exit code when it warns "infoROM is corrupted at gpu ..." after a good output
 RC_GPU_LOST = 15
 
 
@@ -71,8 +72,13 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
     argv = gpu_facts.query_gpu_command(smi)
     rc, query_out, err = call(argv)
     no_devices = "No devices were found" in (query_out or "") + (err or "")
-    if rc != 0 and not (rc == RC_GPU_LOST and query_out.strip()) and not (rc == RC_NO_DEVICES and no_devices):
+    listed = rc in (RC_GPU_LOST, RC_INFOROM) and query_out.strip()
+    if rc != 0 and not listed and not (rc == RC_NO_DEVICES and no_devices):
         fail(argv, rc, query_out, err)
+    for bus in sorted(set(nvidia_smi.normalize_bus_id(m.group(1))
+                          for m in nvidia_smi.INFOROM_CORRUPTED_RE.finditer("%s\n%s" % (query_out, err or "")))):
+        warnings.append("nvidia-smi: infoROM is corrupted at gpu %s (exit code %d): the GPU runs, but the ECC counts "
+                        "and retired pages it keeps there are not to be trusted" % (bus, rc))
     query_text = query_out + ("\n" + err if nvidia_smi.LOST_GPU_RE.search(err or "") else "")
     try:
         rows = parsed["query"] = nvidia_smi.parse_query_gpu(query_text)
@@ -85,7 +91,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
     if rows:
         argv = gpu_facts.topo_command(smi)
         rc, out, err = call(argv)
-        if rc == 0 or (rc == RC_GPU_LOST and "GPU0" in out):
+        if rc == 0 or (rc in (RC_GPU_LOST, RC_INFOROM) and "GPU0" in out):
             topo_text = out
         else:
             warnings.append("%s failed (exit code %d): %s; CPU affinity and Slurm cores are unknown"
@@ -93,7 +99,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
         if processes:
             argv = gpu_facts.query_apps_command(smi)
             rc, out, err = call(argv)
-            if rc == 0 or rc == RC_GPU_LOST:
+            if rc in (0, RC_GPU_LOST, RC_INFOROM):
                 apps_text = out
             else:
                 warnings.append("%s failed (exit code %d): %s; processes are unknown"
@@ -101,7 +107,8 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
         if mig_on:
             for key, argv in gpu_facts.mig_commands(smi).items():
                 rc, out, err = call(argv)
-                if rc != 0 and not (key in ("lgi", "lci") and "No " in out + err and "found" in out + err):
+                none_found = key in ("lgi", "lci") and "No " in out + err and "found" in out + err
+                if rc not in (0, RC_INFOROM) and not none_found:
                     fail(argv, rc, out, err)
                 outputs[key] = out + err if rc != 0 else out
 

@@ -19,7 +19,11 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import find_lost_gpus, normalize_bus_id
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
+    INFOROM_CORRUPTED_RE,
+    find_lost_gpus,
+    normalize_bus_id,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi_q import output_lines
 
 CHECKS = ("nvml", "driver_version", "persistence", "gpu_count", "fabric", "memory", "xid", "errors")
@@ -128,7 +132,8 @@ def classify_smi_failure(rc, stdout="", stderr=""):
     ``nvml_init`` (another "Failed to initialize NVML: ..." reason), ``no_devices`` ("No devices were found"),
     ``gpu_lost`` / ``device_handle`` ("Unable to determine the device handle for GPU<bus>: GPU is lost" /
     ": Unknown Error"; ``gpus`` lists each bus id and reason), ``system_not_ready`` (CUDA error 802 "system not
-    yet initialized", an NVSwitch system whose fabric is not up) and ``other`` (non-zero rc, unknown text).
+    yet initialized", an NVSwitch system whose fabric is not up) and ``other`` (non-zero rc, unknown text). Exit
+    code 14 with "infoROM is corrupted at gpu ..." is ``ok``: the output is whole (the errors check warns).
     Prompts, ``> `` quotes and text around the message (a CI banner, ``cat /proc/...``) are tolerated.
     """
     text = "\n".join(line for _n, line in output_lines("%s\n%s" % (stdout or "", stderr or "")))
@@ -165,6 +170,8 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         out.update(kind=kind, gpus=lost, message=first(re.compile(r"Unable to determine the device handle")))
     elif _NOT_READY.search(text):
         out.update(kind="system_not_ready", message=first(_NOT_READY))
+    elif rc == 14 and INFOROM_CORRUPTED_RE.search(text):
+        pass  # nvidia-smi ran and printed its output; the infoROM warning is the errors check's (a warning)
     elif rc not in (0, None):
         lines = [line.strip() for line in text.split("\n") if line.strip()]
         out.update(kind="other", message=lines[-1] if lines else "exit status %s" % rc)

@@ -34,6 +34,10 @@ _HEADER_ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\s*\[[^\]]*\])?$")
 _PROMPT = re.compile(r"^\s*(?:\$|#|>|\[[^\]]*\][#$]|\([^)]*\)\s*\S*[#$])\s|^\s*(?:sudo\s+)?nvidia-smi(?:\s|$)")
 
 LOST_GPU_RE = re.compile(r"Unable to determine the device handle for[^\n]*")
+# nvidia-smi's warning before or after any output, with exit code 14: "WARNING: infoROM is corrupted at gpu
+# 0008:00:00.0"
+INFOROM_CORRUPTED_RE = re.compile(r"infoROM is corrupted at gpu "
+                                  r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}\.[0-7])", re.I)
 _BUS_IN_TEXT = re.compile(r"([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
 
 
@@ -116,13 +120,13 @@ def parse_query_csv(text, fields):
     index/pid, MiB integers for memory fields (with or without the ``MiB`` unit), ``None`` for
     nvidia-smi's bracketed non-values (``[N/A]``, ``[Not Found]``...). Lines nvidia-smi prints about a
     GPU it cannot reach ("Unable to determine the device handle ...") are skipped here; see
-    :func:`find_lost_gpus`.
+    :func:`find_lost_gpus`; so is its "infoROM is corrupted" warning.
     """
     columns = [_canonical_field(f) for f in fields]
     rows = []
     seen_data = False
     for lineno, line in enumerate(_lines(text), 1):
-        if not line.strip() or _PROMPT.match(line) or LOST_GPU_RE.search(line):
+        if not line.strip() or _PROMPT.match(line) or LOST_GPU_RE.search(line) or INFOROM_CORRUPTED_RE.search(line):
             continue
         if line.strip().startswith("No devices were found"):
             continue

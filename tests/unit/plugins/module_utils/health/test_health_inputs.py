@@ -8,6 +8,7 @@ import time
 import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health import inputs
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import readiness
 
 import health_node
 import nvsmi_fixtures
@@ -294,3 +295,38 @@ def test_slurm_conf_includes_are_inlined(tmp_path):
     (tmp_path / "nodes.d" / "a.conf").write_text("NodeName=a Gres=gpu:1\n")
     text = inputs.read_slurm_conf(str(tmp_path / "slurm.conf"))
     assert text == "ClusterName=x\nNodeName=a Gres=gpu:1\n\nNodeName=b Gres=gpu:2\n\n"
+
+
+class RecordedSmi:
+    """A Runner whose nvidia-smi answers with a recorded output, a warning line and an exit code (nvidia-smi exits 14
+    when it warns that a GPU's infoROM is corrupted: NVIDIA GPU Operator 23.3.1 troubleshooting, "infoROM is
+    corrupted (nvidia-smi return code 14)")."""
+
+    def __init__(self, stdout, rc, stderr=""):
+        self.result = {"rc": rc, "stdout": stdout, "stderr": stderr, "seconds": 0.1, "timed_out": False,
+                       "stuck": False, "error": None}
+
+    def which(self, command):
+        return "/usr/bin/" + command
+
+    def run(self, argv, timeout=None):
+        return dict(self.result, argv=list(argv))
+
+
+INFOROM_WARNING = "WARNING: infoROM is corrupted at gpu 0000:3b:00.0\n"
+
+
+@pytest.mark.parametrize("stdout_extra, stderr", [(INFOROM_WARNING, ""), ("", INFOROM_WARNING)])
+def test_read_smi_exit_14_infoROM_corrupted_is_read_and_warned(stdout_extra, stderr):
+    listing = nvsmi_fixtures.load("readiness", "nvidia-smi-q", "h100-8gpu-sxm-535-fabric-completed.txt")
+    smi = inputs.read_smi(RecordedSmi(listing + stdout_extra, 14, stderr))
+    assert (smi["failure"], smi["reason"]) == (None, None)
+    assert len(smi["smi_q"]["gpus"]) == 8
+    findings = readiness.readiness_findings(smi_q=smi["smi_q"])["findings"]
+    assert [(f["severity"], f["check"], f["gpu"]) for f in findings] == [("warning", "errors", 1)]
+
+
+def test_read_smi_exit_14_without_the_warning_stays_a_failure():
+    listing = nvsmi_fixtures.load("readiness", "nvidia-smi-q", "h100-8gpu-sxm-535-fabric-completed.txt")
+    smi = inputs.read_smi(RecordedSmi(listing, 14))
+    assert smi["failure"]["kind"] == "other" and smi["smi_q"] is None

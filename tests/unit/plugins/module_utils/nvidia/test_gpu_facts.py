@@ -463,3 +463,26 @@ def test_collect_parses_each_nvidia_smi_output_once(tmp_path, monkeypatch):
     assert not [c for c in lean_commands if any("compute-apps" in part for part in c)]
     assert [g["processes"] for g in lean["gpus"]] == [None] * 8
     assert [g["cpu_affinity"] for g in lean["gpus"]] == [g["cpu_affinity"] for g in facts["gpus"]]
+
+
+def test_collect_reads_the_output_of_an_exit_14_and_warns_of_the_infoROM():
+    """nvidia-smi exits 14 after a whole output when it warns that a GPU's infoROM is corrupted (NVIDIA GPU Operator
+    troubleshooting); the recorded H200 query and topo -m, with that warning after them."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import collect as gpu_collect
+    query = nvsmi_fixtures.load("nvidia-smi", "query", "h200-1gpu-gpu-facts-fields-580.txt")
+    topo = nvsmi_fixtures.load("nvidia-smi", "topo", "h200-1gpu-vm-esc-header-580.txt")
+    warning = "WARNING: infoROM is corrupted at gpu 0000:00:06.0\n"
+
+    def run(argv):
+        if any(a.startswith("--query-gpu") for a in argv):
+            return 14, query + warning, ""
+        if "topo" in argv:
+            return 14, topo + warning, ""
+        return 1, "", "not on this test node"  # hwloc: the CPU topology is not what this test is about
+    facts, warnings, _commands = gpu_collect.collect(run, "/nonexistent", "nvidia-smi",
+                                                     which=lambda c: "/usr/bin/" + c, processes=False)
+    assert [(g["pci_bus_id"], g["name"]) for g in facts["gpus"]] == [("00000000:00:06.0", "NVIDIA H200")]
+    assert facts["gpus"][0]["cpu_affinity"] is not None
+    assert [w for w in warnings if "infoROM" in w] == [
+        "nvidia-smi: infoROM is corrupted at gpu 00000000:00:06.0 (exit code 14): the GPU runs, but the ECC counts and "
+        "retired pages it keeps there are not to be trusted"]

@@ -944,3 +944,10 @@ def test_parsers_never_raise_on_arbitrary_lines(lines):
     parsed = [parse(text) for parse in PARSERS]
     r.readiness_findings(smi_q=parsed[0], lspci=parsed[2], kernel_events=parsed[3], fabric_manager=parsed[4],
                          proc_version=parsed[5], smi_failure=parsed[6])
+
+
+def test_exit_14_with_the_infoROM_warning_is_no_nvidia_smi_failure():
+    # the Azure sample's table and its warning; nvidia-smi exits 14 then (NVIDIA GPU Operator troubleshooting)
+    table = load("nvidia-smi-errors", "v100-sxm2-32gb-8gpu-460-table-inforom-corrupted.txt")
+    assert r.classify_smi_failure(14, table, "")["kind"] == "ok"
+    assert r.classify_smi_failure(14, "some other text\n", "")["kind"] == "other"
