@@ -188,7 +188,8 @@ def _hosts_yaml(controllers, groups, header):
     lines = ["---"] + ["# " + h for h in header] + ["all:", "  children:", "    slurmctld:", "      hosts:"]
     # scalar(): a host YAML would read as a number (5090) or a boolean is quoted, as Ansible needs a string. The
     # controllers one by one, in slurm.conf's SlurmctldHost order: the group's first host is the primary.
-    lines.extend("        %s:" % scalar(name) for name in controllers)
+    # (str(): a name read from the live inventory is ansible-core's tagged string, which YAML cannot represent)
+    lines.extend("        %s:" % scalar(str(name)) for name in controllers)
     lines.extend(["    slurmd:", "      children:"])
     for name in groups:
         lines.extend(["        %s:" % name, "          hosts:"])

@@ -441,3 +441,30 @@ def test_mig_lines_the_layout_cannot_describe_stay_refused_with_the_model_named(
                    [], repairs={"mig_model": "A100-80GB"})
     text = str(err.value.refusals[0])
     assert text.startswith("gres.conf line 1, node n1: MultipleFiles= (MIG) line") and why in text, text
+
+
+def test_the_controllers_keep_slurm_conf_order_and_the_first_stays_primary():
+    # a site whose primary (its first SlurmctldHost) is not the first by name (heldout5/christianhinge-rh-queue)
+    slurm = ("ClusterName=lab\nSlurmctldHost=titan2\nSlurmctldHost=titan1\nSlurmctldHost=titan3\nGresTypes=gpu\n"
+             "NodeName=n1 Gres=gpu:1\n")
+    src = {"slurm.conf": slurm, "includes": {}, "cgroup.conf": None, "gres.conf": "Name=gpu File=/dev/nvidia0\n",
+           "node_gres": {}}
+    done = run_import(src, ["test"])
+    _hostvars, groups, _cluster = import_layout.load_inventory_files(done["files"])
+    assert groups["slurmctld"] == ["titan2", "titan1", "titan3"]
+
+
+class TaggedName(str):
+    """A str subclass, as ansible-core 2.19 hands over names read from the inventory (YAML cannot represent it)."""
+
+
+def test_controller_names_from_the_live_inventory_are_written_as_plain_strings():
+    result = import_cluster(source("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0\n"))
+    result["controllers"] = [TaggedName(name) for name in result["controllers"]]
+    files, _groups = import_layout.layout_inventory(result, ["test"])
+    assert "    slurmctld:\n      hosts:\n        ctl01:\n" in files["hosts.yml"]
+
+
+def test_a_gres_count_of_zero_is_refused_by_name():
+    [refusal] = refusals("GresTypes=gpu\nNodeName=n1 Gres=gpu:0\nNodeName=n2 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0\n")
+    assert refusal.startswith("slurm.conf line ") and "node n1" in refusal and "take gpu:0 out" in refusal
