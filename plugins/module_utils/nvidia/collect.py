@@ -21,7 +21,7 @@ COLLECT_ARGS = dict(
 
 # nvidia-smi exit codes: 6 "query unsuccessful" (also "No devices were found"), 15 "GPU is lost".
 RC_NO_DEVICES = 6
-RC_INFOROM = 14  # nvidia-smi's exit code when it warns "infoROM is corrupted at gpu ..." after a good output
+RC_INFOROM = nvidia_smi.RC_INFOROM_CORRUPTED  # it warns "infoROM is corrupted at gpu ..." after a whole output
 RC_GPU_LOST = 15
 
 
@@ -75,8 +75,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
     listed = rc in (RC_GPU_LOST, RC_INFOROM) and query_out.strip()
     if rc != 0 and not listed and not (rc == RC_NO_DEVICES and no_devices):
         fail(argv, rc, query_out, err)
-    for bus in sorted(set(nvidia_smi.normalize_bus_id(m.group(1))
-                          for m in nvidia_smi.INFOROM_CORRUPTED_RE.finditer("%s\n%s" % (query_out, err or "")))):
+    for bus in nvidia_smi.inforom_corrupted_gpus("%s\n%s" % (query_out, err or "")):
         warnings.append("nvidia-smi: infoROM is corrupted at gpu %s (exit code %d): the GPU runs, but the ECC counts "
                         "and retired pages it keeps there are not to be trusted" % (bus, rc))
     query_text = query_out + ("\n" + err if nvidia_smi.LOST_GPU_RE.search(err or "") else "")

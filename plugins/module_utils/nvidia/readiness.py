@@ -21,6 +21,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
     INFOROM_CORRUPTED_RE,
+    RC_INFOROM_CORRUPTED,
     find_lost_gpus,
     normalize_bus_id,
 )
@@ -170,7 +171,7 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         out.update(kind=kind, gpus=lost, message=first(re.compile(r"Unable to determine the device handle")))
     elif _NOT_READY.search(text):
         out.update(kind="system_not_ready", message=first(_NOT_READY))
-    elif rc == 14 and INFOROM_CORRUPTED_RE.search(text):
+    elif rc == RC_INFOROM_CORRUPTED and INFOROM_CORRUPTED_RE.search(text):
         pass  # nvidia-smi ran and printed its output; the infoROM warning is the errors check's (a warning)
     elif rc not in (0, None):
         lines = [line.strip() for line in text.split("\n") if line.strip()]

@@ -38,6 +38,7 @@ LOST_GPU_RE = re.compile(r"Unable to determine the device handle for[^\n]*")
 # 0008:00:00.0"
 INFOROM_CORRUPTED_RE = re.compile(r"infoROM is corrupted at gpu "
                                   r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}\.[0-7])", re.I)
+RC_INFOROM_CORRUPTED = 14
 _BUS_IN_TEXT = re.compile(r"([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])")
 
 
@@ -155,6 +156,11 @@ def parse_query_apps(text, fields=QUERY_APPS_FIELDS):
     """``nvidia-smi --query-compute-apps=<fields> --format=csv,noheader,nounits`` -> list of dicts.
     ``used_gpu_memory`` (the header's name) is reported as ``used_memory``."""
     return parse_query_csv(text, fields)
+
+
+def inforom_corrupted_gpus(text):
+    """Bus ids (``00000008:00:00.0``) that nvidia-smi's "infoROM is corrupted at gpu ..." warning names, sorted."""
+    return sorted(set(normalize_bus_id(m.group(1)) for m in INFOROM_CORRUPTED_RE.finditer(text or "")))
 
 
 def find_lost_gpus(text):

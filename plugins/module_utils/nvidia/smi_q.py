@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import INFOROM_CORRUPTED_RE, normalize_bus_id
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import inforom_corrupted_gpus, normalize_bus_id
 
 # What nvidia-smi prints in a field that it could not read (observed in -q, tables and --query-gpu CSV).
 ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]",
@@ -95,7 +95,7 @@ def mark_inforom(parsed, text):
     """Set ``inforom_corrupted`` on each GPU of ``parsed`` that nvidia-smi's infoROM warning in ``text`` names
     (``WARNING: infoROM is corrupted at gpu 0008:00:00.0``, before or after any output, exit code 14);
     returns the bus ids named (a GPU the listing lacks is named all the same)."""
-    named = [normalize_bus_id(m.group(1)) for m in INFOROM_CORRUPTED_RE.finditer(text or "")]
+    named = inforom_corrupted_gpus(text)
     for gpu in parsed.get("gpus") or []:
         if gpu.get("bus_id") in named:
             gpu["inforom_corrupted"] = True
