@@ -23,15 +23,10 @@ NODE_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 CONTROLLER_FILES = ("slurm.conf", "cgroup.conf")
 
 UNCHANGED = "unchanged"
-# A real run's report says what the run does (it was verified and not refused); a check run's, what it would do.
-NOW = (("would install", "installs"), ("would reset", "resets"), ("slurmd would restart", "slurmd restarts"),
-       ("slurmd would not restart", "slurmd does not restart"))
-
-
-def _now(verdict):
-    for would, does in NOW:
-        verdict = verdict.replace(would, does)
-    return verdict
+# A check run's report says what the deploy would do; a real run's, what it does (it was verified and not refused).
+WOULD = {"install": "would install", "reset": "would reset", "restart": "slurmd would restart",
+         "no_restart": "slurmd would not restart"}
+DOES = {"install": "installs", "reset": "resets", "restart": "slurmd restarts", "no_restart": "slurmd does not restart"}
 
 
 def node_new_files(files, node_name, gres_conf_text=None):
@@ -75,38 +70,40 @@ def _finding_text(findings):
     return text
 
 
-def node_verdict(entry, refused):
-    """One line for a node: what the deploy would do there."""
+def node_verdict(entry, refused, would=True):
+    """One line for a node: what the deploy would do there (``would``), or does."""
+    words = WOULD if would else DOES
     if not entry.get("verified"):
         return "would be refused at verify: " + _finding_text(entry.get("findings"))
     changed = changed_files(entry.get("installed"), entry.get("new"), NODE_FILES)
     if refused:
-        return ("passes verification; would install nothing: the deploy is refused" if changed or
+        return ("passes verification; %s nothing: the deploy is refused" % words["install"] if changed or
                 (entry.get("plan") or {}).get("restart") else UNCHANGED)
     plan = entry.get("plan") or {}
     parts = []
     if changed:
-        parts.append("would install " + ", ".join(changed))
+        parts.append("%s %s" % (words["install"], ", ".join(changed)))
     elif plan.get("install"):
-        parts.append("would reset the mode or owner of the installed files")
+        parts.append("%s the mode or owner of the installed files" % words["reset"])
     if plan.get("restart") and entry.get("restart_enabled", True):
-        parts.append("slurmd would restart (%s)" % "; ".join(plan.get("reasons") or []))
+        parts.append("%s (%s)" % (words["restart"], "; ".join(plan.get("reasons") or [])))
     elif plan.get("restart"):
         parts.append("slurmd restart needed (%s), left for a later run: hpc_gres_slurmd_restart is false"
                      % "; ".join(plan.get("reasons") or []))
     elif changed:
-        parts.append("slurmd would not restart")
+        parts.append(words["no_restart"])
     return "; ".join(parts) if parts else UNCHANGED
 
 
-def controller_verdict(entry, refused):
+def controller_verdict(entry, refused, would=True):
+    words = WOULD if would else DOES
     changed = changed_files(entry.get("installed"), entry.get("new"), CONTROLLER_FILES)
     if not changed:
         return "slurmctld host: " + UNCHANGED
     if refused:
-        return "slurmctld host: would install nothing: the deploy is refused"
+        return "slurmctld host: %s nothing: the deploy is refused" % words["install"]
     held = "" if entry.get("restart_enabled", True) else "; hpc_gres_slurmctld_restart is false: no restart or reconfigure"
-    return "slurmctld host: would install " + ", ".join(changed) + held
+    return "slurmctld host: %s %s%s" % (words["install"], ", ".join(changed), held)
 
 
 def restart_steps(entries, serial=None):
@@ -158,9 +155,10 @@ def check_report(entries, refusal=None, serial=None, check_mode=True, header=Non
     entries = sorted(entries, key=lambda e: (e["role"] != "slurmctld", natural_key(e["name"])))
     refused = bool(refusal)
     verdicts, by_verdict = {"slurmd": {}, "slurmctld": {}}, {}
+    would = check_mode if would is None else would
     for entry in entries:
-        verdict = (node_verdict(entry, refused) if entry["role"] == "slurmd" else controller_verdict(entry, refused))
-        verdict = verdict if (check_mode if would is None else would) else _now(verdict)
+        verdict = (node_verdict(entry, refused, would) if entry["role"] == "slurmd"
+                   else controller_verdict(entry, refused, would))
         verdicts[entry["role"]][entry["name"]] = verdict
         by_verdict.setdefault(verdict, []).append(entry["name"])
     groups = _diff_groups(entries)

@@ -9,8 +9,9 @@ Answers, in the formats real nvidia-smi prints (copied from recorded outputs und
 profile's recorded ``nvidia-smi -q`` text, key ``smi_q``; else recorded GPU blocks, ``Q_TEMPLATES``, with the
 profile's GPUs written in); ``-i`` selects GPUs. Unknown options fail like
 nvidia-smi (exit 2). Missing GPUs vanish from enumeration; unreachable ones print "Unable to determine the
-device handle ..." and make the command exit 15. A profile with ``failure`` fails every call with that
-recorded text and exit status (driver/library mismatch, no devices, ...).
+device handle ..." and make the command exit 15. A GPU with ``"inforom": "corrupted"`` makes every call that
+answers print its whole output, then "WARNING: infoROM is corrupted at gpu 0000:3B:00.0", and exit 14. A profile
+with ``failure`` fails every call with that recorded text and exit status (driver/library mismatch, no devices, ...).
 
 Extending: MIG mutations (``-mig``, ``mig -cgi/-cci/-dci/-dgi``) and more listings (``-lgip``, ``-lgipp``)
 are added as entries of ``MIG_ACTIONS`` / ``TOP_LEVEL_ACTIONS``; they get the loaded :class:`Machine`, can
@@ -28,6 +29,7 @@ RC_INVALID_ARG = 2
 RC_NOT_SUPPORTED = 3
 RC_QUERY_FAILED = 6
 RC_NO_DRIVER = 9
+RC_INFOROM_CORRUPTED = 14
 RC_GPU_LOST = 15
 
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."
@@ -882,6 +884,16 @@ def run(argv, machine):
     raise Exit(RC_INVALID_ARG, INVALID_ARGS + "\n")
 
 
+def inforom_warnings(machine):
+    """What nvidia-smi prints after a whole answer when a GPU's infoROM is corrupted, on stdout (Azure's
+    diagnostics tool greps it from ``nvidia-smi >nvidia-smi.out``: Azure/azhpc-diagnostics@8543969,
+    Linux/src/gather_azhpc_vm_diagnostics.sh lines 645 and 760); the line as recorded in
+    tests/fixtures/readiness/nvidia-smi-errors/v100-sxm2-32gb-8gpu-460-table-inforom-corrupted.txt."""
+    return "".join("WARNING: infoROM is corrupted at gpu %s\n" % _short_bus(gpu["pci_bus_id"])
+                   for _i, gpu in machine.enumerated()
+                   if gpu.get("inforom") == "corrupted" and machine.state(gpu) == "ok")
+
+
 def profile_path():
     return os.environ.get("NVSMI_EMU_PROFILE") or os.path.join(os.path.dirname(os.path.realpath(__file__)),
                                                                "profile.json")
@@ -901,6 +913,10 @@ def main(argv):
     try:
         out = run(argv, machine)
         sys.stdout.write(out)
+        warnings = inforom_warnings(machine)
+        if warnings:
+            sys.stdout.write(warnings)
+            return RC_INFOROM_CORRUPTED
         return RC_OK
     except Exit as exc:
         sys.stdout.write(exc.stdout)

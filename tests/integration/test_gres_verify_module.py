@@ -88,6 +88,20 @@ def test_unreachable_gpu_is_counted_missing_and_its_message_shown(node):
     assert "Unable to determine the device handle for GPU3" in present[0]["hint"]
 
 
+def test_a_corrupted_infoROM_passes_with_a_warning_naming_the_gpu(node):
+    # nvidia-smi prints its whole output, then "WARNING: infoROM is corrupted at gpu ...", and exits 14 on every call
+    node.gpus[5]["inforom"] = "corrupted"
+    node.save()
+    bus = node.gpus[5]["pci_bus_id"]
+    rc, result = verify(node, stage(node))
+    assert rc == 0, result.get("msg")
+    assert result["findings"] == []
+    assert result["counts"]["gpu:a100"]["nvidia_smi"] == 8
+    assert [g["slurm_cores"] for g in result["hw"]["gpus"]] == ["0-31"] * 4 + ["32-63"] * 4  # topo -m read too
+    warned = [w for w in result.get("warnings", []) if "infoROM" in w]
+    assert len(warned) == 1 and "infoROM is corrupted at gpu %s (exit code 14)" % bus in warned[0], warned
+
+
 def test_cores_of_the_other_socket_fail(node):
     gres = GRES_CONF.replace("Cores=0-31", "Cores=32-63")
     rc, result = verify(node, stage(node, gres=gres))

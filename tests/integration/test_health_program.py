@@ -3,7 +3,8 @@ by Python 3.9 in isolated mode (standard library only, the oldest Python the mod
 empty environment, against emulated nodes built from recorded outputs (tests/emulator/health_node.py) and a real
 Slurm on loopback (slurmctld + slurmd 22.05, tests/integration/slurm_loopback.py).
 
-(a) --report on each recorded fault: the check and GPU named first, the exit status.
+(a) --report on each recorded fault: the check and GPU named first, the exit status (a corrupted infoROM: a
+    warning on its GPU, no error).
 (b) --slurm against the real slurmctld: a fault drains with the prefixed reason, the same fault again changes
     nothing, clearing it resumes, an admin's drain is never resumed or rewritten, an application Xid changes
     nothing; and the program as slurmd's own HealthCheckProgram drains and resumes within HealthCheckInterval
@@ -142,6 +143,12 @@ def test_report_names_check_and_gpu_of_each_fault(installed, name, expected):
         assert (code, errors) == (0, []), out
         statuses = {r["check"]: r["status"] for r in doc["verdict"]["checks"]}
         assert statuses["gres"] == "passed" and statuses["xid"] == "passed" and statuses["fabric"] == "passed"
+        warned = [(f["check"], f["gpu"], f["found"]) for f in doc["verdict"]["findings"] if f["severity"] == "warning"]
+        if name == "inforom-corrupted":  # nvidia-smi exits 14 after its whole output: read, and warned of
+            assert warned == [("errors", 5, "nvidia-smi: infoROM is corrupted at gpu 00000000:A8:00.0")], out
+            assert statuses["memory"] == "passed" and statuses["persistence"] == "passed"
+        else:
+            assert warned == [], out
     else:
         assert code == 1
         assert (errors[0]["check"], errors[0]["gpu"]) == expected, errors[0]

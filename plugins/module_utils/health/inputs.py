@@ -306,10 +306,10 @@ def pci_device(bus_dir):
         return None
     name = PCI_CLASS_NAMES.get(code, "Class %s" % (code or "?"))
     description = "NVIDIA Corporation Device %s" % (device or "?")
-    kind = "gpus" if code in ("0300", "0302", "0380") else "nvswitches" if code == "0680" else "other"
-    return {"bus_id": bus, "class": name, "class_code": code or None,
-            "vendor_device": "%s:%s" % (NVIDIA_VENDOR, device) if device else None, "description": description,
-            "rev": rev, "gone": gone, "kind": kind}
+    vendor_device = "%s:%s" % (NVIDIA_VENDOR, device) if device else None
+    return {"bus_id": bus, "class": name, "class_code": code or None, "vendor_device": vendor_device,
+            "description": description, "rev": rev, "gone": gone,
+            "kind": readiness.pci_kind(name, code or None, vendor_device, description)}
 
 
 def read_pci(root="/"):

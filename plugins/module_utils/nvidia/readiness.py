@@ -48,7 +48,8 @@ SOURCES = {
     "errors": "nvidia-smi error markers (observed: tests/fixtures/readiness, FACTS.md section 3)",
 }
 
-_VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)*)\b")
+# "580.173.02"; drivers before 2007 were numbered "1.0-9746"
+_VERSION = re.compile(r"\b(\d+\.\d+(?:\.\d+)*(?:-\d+)?)\b")
 
 
 def _bus(text):
@@ -260,8 +261,9 @@ def parse_nvrm_id(ident):
         "build_type": re.sub(r"\s+", " ", build.group(1)) if build else None,
         "builder": builder.group(1) if builder else None,
         "date": re.sub(r"\s+", " ", tail) or None,
-        # Jetson (L4T) kernels print the L4T release (35.3.1), not a driver branch (>= 100 since R100).
-        "jetson": major < 100,
+        # Jetson (L4T) kernels print the L4T release (35.3.1), not a driver branch (>= 100 since R100, and
+        # "1.0-NNNN" before it).
+        "jetson": major < 100 and "-" not in version,
     }
 
 
@@ -340,46 +342,139 @@ def check_persistence(smi_q=None, bus_to_index=None):
 
 _LSPCI = re.compile(r"^\s*(?:(?P<domain>[0-9A-Fa-f]{4,8}):)?(?P<bus>[0-9A-Fa-f]{2}):(?P<dev>[0-9A-Fa-f]{2})\."
                     r"(?P<fn>[0-7])\s+(?P<cls>[^:\[]*?)(?:\s+\[(?P<cc>[0-9A-Fa-f]{4})\])?:\s+(?P<desc>.*)$")
+# lspci -mm: 01:00.0 "3D controller" "NVIDIA Corporation" "GA107M [GeForce RTX 3050 Ti Mobile]" -ra1 -p00 ...
+_LSPCI_MM = re.compile(r"^\s*(?:(?P<domain>[0-9A-Fa-f]{4,8}):)?(?P<bus>[0-9A-Fa-f]{2}):(?P<dev>[0-9A-Fa-f]{2})\."
+                       r"(?P<fn>[0-7])\s+\"(?P<cls>[^\"]*)\"\s+\"(?P<vendor>[^\"]*)\"\s+\"(?P<device>[^\"]*)\"(?P<rest>.*)$")
+_LSPCI_VMM_FIELD = re.compile(r"^\s*(Slot|Class|Vendor|Device|Rev):\s*(.*?)\s*$")
 _LSPCI_IDS = re.compile(r"\[([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})\]")
+_LSPCI_BARE_IDS = re.compile(r"^([0-9A-Fa-f]{4}):([0-9A-Fa-f]{4})\b")
+_LSPCI_ID = re.compile(r"\s*\[([0-9A-Fa-f]{4})\]$")
+_LSPCI_UNNAMED = re.compile(r"\b(?:Unknown )?[Dd]evice ([0-9A-Fa-f]{4})\b")
 _LSPCI_REV = re.compile(r"\s*\(rev ([0-9A-Fa-f]{2})\)")
 _LSPCI_PROGIF = re.compile(r"\s*\(prog-if [^)]*(?:\[[^\]]*\])?\)")
 _GPU_CLASSES = ("3d controller", "vga compatible controller", "display controller")
 _GPU_CLASS_CODES = ("0300", "0302", "0380")
+# NVIDIA's nForce chipsets (before 2010) put their Ethernet and other parts in class "Bridge" (0680) too; their
+# device ids are below 0x1000, NVSwitches' above (1ac0-1ac2, 1af1, 22a3, ...)
+_CHIPSET = re.compile(r"\b(?:MCP\d*\w*|nForce\w*|CK8\d*|C5[15]|Ethernet|SMBus|LPC|Memory Controller)\b", re.I)
 
 
-def parse_lspci(text):
-    """``lspci`` / ``lspci -nn`` / ``lspci -D`` (or a grep of them) -> the NVIDIA devices:
-    ``{"gpus": [...], "nvswitches": [...], "other": [...]}``, each ``{"bus_id", "class", "class_code",
-    "vendor_device", "description", "rev", "gone"}``. GPUs are NVIDIA "3D controller" / "VGA compatible
-    controller" functions; NVSwitches are NVIDIA "Bridge" functions (class 0680, not a PCI bridge); audio/USB
-    functions of a GPU board are "other". ``gone`` is True for ``(rev ff)``: config space reads all ones, the
-    device no longer answers."""
-    out = {"gpus": [], "nvswitches": [], "other": []}
-    for _n, line in output_lines(text):
+def pci_kind(class_name, class_code, vendor_device=None, description=""):
+    """``gpus``, ``nvswitches`` or ``other`` for an NVIDIA PCI function: GPUs are "3D controller" / "VGA compatible
+    controller" / "Display controller" functions; NVSwitches are "Bridge" (class 0680, not a PCI bridge) functions
+    that are not nForce chipset parts; audio, USB and the rest are ``other``."""
+    cls = (class_name or "").strip().lower()
+    if cls in _GPU_CLASSES or class_code in _GPU_CLASS_CODES:
+        return "gpus"
+    if cls == "bridge" or class_code == "0680":
+        device = vendor_device.split(":")[1] if vendor_device else None
+        if (device and int(device, 16) < 0x1000) or _CHIPSET.search(description or ""):
+            return "other"
+        return "nvswitches"
+    return "other"
+
+
+def _lspci_records(text):
+    """``(bus, class name, class code, vendor name, vendor:device ids, description, rev)`` of each function in an
+    ``lspci`` listing: the default, ``-nn``, ``-n``, ``-D``, ``-v``/``-k`` (first lines), ``-mm`` and ``-vmm``."""
+    lines = [line for _n, line in output_lines(text)]
+    records = []
+    if any(re.match(r"^\s*Slot:\s", line) for line in lines):  # -vmm: "Slot:\t01:00.0" ... records
+        record = {}
+        for line in lines + [""]:
+            m = _LSPCI_VMM_FIELD.match(line)
+            if m:
+                record.setdefault(m.group(1), m.group(2))
+            elif not line.strip() and record:
+                slot = _LSPCI.match("%s x: x" % record.get("Slot", ""))
+                if slot:
+                    records.append(_lspci_vmm(slot, record))
+                record = {}
+        return records
+    for line in lines:
+        m = _LSPCI_MM.match(line)
+        if m:
+            rev = re.search(r"(?:^|\s)-r([0-9A-Fa-f]{2})\b", m.group("rest"))
+            records.append(_lspci_fields(m, m.group("cls"), m.group("vendor"), m.group("device"),
+                                         rev.group(1) if rev else None))
+            continue
         m = _LSPCI.match(line)
         if not m:
             continue
         desc = _LSPCI_PROGIF.sub("", m.group("desc")).strip()
         rev = _LSPCI_REV.search(desc)
-        desc_clean = _LSPCI_REV.sub("", desc).strip()
-        ids = _LSPCI_IDS.findall(desc_clean)
-        vendor_device = ("%s:%s" % ids[-1]).lower() if ids else None
-        nvidia = (vendor_device or "").startswith("10de:") or desc_clean.startswith("NVIDIA Corporation")
+        desc = _LSPCI_REV.sub("", desc).strip()
+        cls, code = m.group("cls").strip(), (m.group("cc") or "").lower() or None
+        bare = _LSPCI_BARE_IDS.match(desc)
+        if re.match(r"^[0-9A-Fa-f]{4}$", cls) and bare:  # lspci -n: "01:00.0 0300: 10de:1b80 (rev a1)"
+            cls, code = None, cls.lower()
+        ids = _LSPCI_IDS.findall(desc) or ([bare.groups()] if bare and cls is None else [])
+        unnamed = _LSPCI_UNNAMED.search(desc)
+        vendor = desc.split(" [", 1)[0] if desc.lower().startswith("nvidia corporation") else None
+        vendor_device = ("%s:%s" % ids[-1]).lower() if ids else (
+            "10de:%s" % unnamed.group(1).lower() if vendor and unnamed else None)
+        records.append((_lspci_bus(m), cls, code, vendor, vendor_device, desc, rev.group(1) if rev else None))
+    return records
+
+
+def _lspci_bus(m):
+    return normalize_bus_id("%s:%s:%s.%s" % (m.group("domain") or "0000", m.group("bus"), m.group("dev"),
+                                             m.group("fn")))
+
+
+def _split_id(text):
+    """``"NVIDIA Corporation [10de]"`` -> (``"NVIDIA Corporation"``, ``"10de"``); a bare id gives (None, id)."""
+    text = (text or "").strip()
+    if re.match(r"^[0-9A-Fa-f]{4}$", text):
+        return None, text.lower()
+    m = _LSPCI_ID.search(text)
+    return (text[:m.start()].strip(), m.group(1).lower()) if m else (text, None)
+
+
+def _lspci_fields(m, cls_text, vendor_text, device_text, rev):
+    cls, code = _split_id(cls_text)
+    vendor, vendor_id = _split_id(vendor_text)
+    device, device_id = _split_id(device_text)
+    if device_id is None and device:
+        unnamed = _LSPCI_UNNAMED.search(device)
+        device_id = unnamed.group(1).lower() if unnamed else None
+    if vendor_id is None and (vendor or "").lower().startswith("nvidia corporation"):
+        vendor_id = "10de"
+    vendor_device = "%s:%s" % (vendor_id, device_id) if vendor_id and device_id else None
+    desc = " ".join(p for p in (vendor, device) if p)
+    return (_lspci_bus(m), cls, code, vendor, vendor_device, desc, rev.lower() if rev else None)
+
+
+def _lspci_vmm(slot, record):
+    return _lspci_fields(slot, record.get("Class"), record.get("Vendor"), record.get("Device"), record.get("Rev"))
+
+
+def parse_lspci(text):
+    """``lspci`` / ``lspci -nn`` / ``-n`` / ``-D`` / ``-mm`` / ``-vmm`` (or a grep of them) -> the NVIDIA devices:
+    ``{"gpus": [...], "nvswitches": [...], "other": [...]}``, each ``{"bus_id", "class", "class_code",
+    "vendor_device", "description", "rev", "gone"}``, kinds as :func:`pci_kind` tells them. ``gone`` is True for
+    ``(rev ff)``: config space reads all ones, the device no longer answers. A function listed twice (``-n`` and
+    named lines of one paste) is counted once."""
+    out = {"gpus": [], "nvswitches": [], "other": []}
+    seen = {}
+    for bus, cls, code, vendor, vendor_device, desc, rev in _lspci_records(text):
+        nvidia = (vendor_device or "").startswith("10de:") or (vendor or desc or "").lower().startswith(
+            "nvidia corporation")
         if not nvidia:
             continue
-        cls = m.group("cls").strip()
-        code = m.group("cc")
-        bus = normalize_bus_id("%s:%s:%s.%s" % (m.group("domain") or "0000", m.group("bus"), m.group("dev"),
-                                                m.group("fn")))
+        rev = rev.lower() if rev else None
+        if bus in seen:
+            known = seen[bus]
+            for key, value in (("class", cls), ("class_code", code), ("vendor_device", vendor_device), ("rev", rev)):
+                if known[key] is None and value is not None:
+                    known[key] = value
+            if _LSPCI_BARE_IDS.match(known["description"]) and not _LSPCI_BARE_IDS.match(desc):
+                known["description"] = desc
+            continue
         device = {"bus_id": bus, "class": cls, "class_code": code, "vendor_device": vendor_device,
-                  "description": desc_clean, "rev": rev.group(1).lower() if rev else None,
-                  "gone": bool(rev and rev.group(1).lower() == "ff")}
-        if cls.lower() in _GPU_CLASSES or code in _GPU_CLASS_CODES:
-            out["gpus"].append(device)
-        elif cls.lower() == "bridge" or code == "0680":
-            out["nvswitches"].append(device)
-        else:
-            out["other"].append(device)
+                  "description": desc, "rev": rev, "gone": rev == "ff"}
+        seen[bus] = device
+        out[pci_kind(cls, code, vendor_device, desc)].append(device)
     return out
 
 
@@ -489,6 +584,7 @@ def parse_fabricmanager(text):
         if m and out["state"] is None:
             out["state"] = m.group(1) + (" (%s)" % m.group(2) if m.group(2) else "")
             out["active"] = m.group(1) == "active" and (m.group(2) or "running") == "running"
+            out["failed"] = out["failed"] or m.group(1) == "failed"
             continue
         m = _FM_MISMATCH.search(line)
         if m:
@@ -499,7 +595,8 @@ def parse_fabricmanager(text):
             out["nvl5"] = False
         m = re.search(r"(/\S*nv-fabricmanager\s.*)$", line)
         if m and out["command"] is None and "failed!" not in line:
-            out["command"] = m.group(1).strip()
+            # systemctl status' "Process: 2114 ExecStart=... (code=exited, status=0/SUCCESS)" annotation left out
+            out["command"] = re.sub(r"\s+\((?:code|status)=[^()]*\)$", "", m.group(1).strip())
             if re.search(r"\s-g\s+0x[0-9a-fA-F]+", m.group(1)):
                 out["nvl5"] = True
         if _FM_STARTED.search(line):

@@ -22,16 +22,33 @@ _NO_VALUE = re.compile(r"^\[[^\]]*\]$|^N/A$")
 # Header names nvidia-smi prints that differ from the name that was queried.
 _FIELD_ALIASES = {"used_gpu_memory": "used_memory", "gpu_name": "gpu_name"}
 _INT_FIELDS = {"index", "pid", "minor_number", "count", "pcie.link.gen.current", "pcie.link.gen.max",
-               "pcie.link.width.current", "pcie.link.width.max", "temperature.gpu", "power.limit"}
+               "pcie.link.width.current", "pcie.link.width.max", "temperature.gpu"}
+# nvidia-smi prints watts with two decimals ("210.00" or "210.00 W")
+_WATT_FIELDS = {"power.limit", "power.draw", "power.default_limit", "power.min_limit", "power.max_limit",
+                "enforced.power.limit"}
 _MIB_FIELDS = {"memory.total", "memory.used", "memory.free", "memory.reserved", "used_memory"}
 _PERCENT_FIELDS = {"utilization.gpu", "utilization.memory"}
 # Fields whose value is free text that might hold a comma.
 _TEXT_FIELDS = ("process_name", "name", "gpu_name")
 _KNOWN_FIELDS = (set(QUERY_GPU_FIELDS) | set(QUERY_APPS_FIELDS) | _INT_FIELDS | _MIB_FIELDS | _PERCENT_FIELDS
+                 | _WATT_FIELDS
                  | {"used_gpu_memory", "gpu_name", "gpu_bus_id", "gpu_serial", "driver_version", "compute_cap",
                     "mig.mode.pending", "serial", "vbios_version", "persistence_mode", "pstate", "count"})
 _HEADER_ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\s*\[[^\]]*\])?$")
-_PROMPT = re.compile(r"^\s*(?:\$|#|>|\[[^\]]*\][#$]|\([^)]*\)\s*\S*[#$])\s|^\s*(?:sudo\s+)?nvidia-smi(?:\s|$)")
+# A shell prompt (and the command after it) a poster left before an output: "user@host:~$", "root@host:/#",
+# "[root@host dir]#", ESXi's "[root@localhost:~]", "(base) user@host:~$", "bash-4.2#", Windows' "C:\...\NVSMI>",
+# PowerShell's "PS C:\...>", or the echoed command itself.
+_PROMPT_FORMS = (r"[\w.-]+@[^\s#$]*\s*[#$]|\[[^\]]*\]\s*[#$]|\[[^\]\s]*@[^\]]*\]|\([^)]*\)\s*(?:\S+\s+)*?\S*[#$]"
+                 r"|bash-[\d.]+[#$]")
+_PROMPT_TAIL = r"(?:\s|$)|^\s*(?:PS\s+)?[A-Za-z]:\\[^>]*>|^\s*(?:sudo\s+)?nvidia-smi(?:\.exe)?(?:\s|$)"
+PROMPT_LINE = re.compile(r"^\s*(?:[$#]|" + _PROMPT_FORMS + ")" + _PROMPT_TAIL)
+# in a CSV or -L listing a line may also start with ">" (a prompt, or a quote)
+_PROMPT = re.compile(r"^\s*(?:[$#>]|" + _PROMPT_FORMS + ")" + _PROMPT_TAIL)
+# Elisions a poster or grep leaves in an excerpt: "[...]", "...", grep's "--" group separator.
+ELISION = re.compile(r"^\s*(?:\[\.\.\.\]|\.\.\.|\u2026|--)\s*$")
+# The second half of nvidia-smi's lost-GPU message where a terminal or a post broke it onto a line of its own
+# ("... for GPU0: 0000:01:00.0: GPU is lost." / "Reboot the system to recover this GPU")
+_LOST_GPU_HINT = re.compile(r"^\s*(?:Reboot\s+)?the system to recover this GPU\.?\s*$", re.I)
 
 LOST_GPU_RE = re.compile(r"Unable to determine the device handle for[^\n]*")
 # nvidia-smi's warning before or after any output, with exit code 14: "WARNING: infoROM is corrupted at gpu
@@ -96,6 +113,11 @@ def _convert(field, raw):
         if not re.match(r"^-?\d+$", value):
             raise ValueError("%s: expected an integer, found %r" % (field, raw))
         return int(value)
+    if field in _WATT_FIELDS:
+        value = re.sub(r"\s*W$", "", value)
+        if not re.match(r"^\d+(?:\.\d+)?$", value):
+            raise ValueError("%s: expected watts, found %r" % (field, raw))
+        return float(value)
     if field in ("pci.bus_id", "gpu_bus_id"):
         return normalize_bus_id(value)
     return value
@@ -127,7 +149,8 @@ def parse_query_csv(text, fields):
     rows = []
     seen_data = False
     for lineno, line in enumerate(_lines(text), 1):
-        if not line.strip() or _PROMPT.match(line) or LOST_GPU_RE.search(line) or INFOROM_CORRUPTED_RE.search(line):
+        if (not line.strip() or _PROMPT.match(line) or ELISION.match(line) or LOST_GPU_RE.search(line)
+                or _LOST_GPU_HINT.match(line) or INFOROM_CORRUPTED_RE.search(line)):
             continue
         if line.strip().startswith("No devices were found"):
             continue
@@ -504,7 +527,8 @@ def _nic_legend(lines):
 # ----------------------------------------------------------------------------------------------------
 # -L
 
-_L_GPU = re.compile(r"^\s*GPU\s+(\d+):\s+(.*?)\s*(?:\(UUID:\s*(GPU-[^)\s]+)\s*\))?\s*$")
+# the name never holds "(UUID:" (a paste that lost its line breaks puts several GPUs on one line: refused)
+_L_GPU = re.compile(r"^\s*GPU\s+(\d+):\s+((?:(?!\(UUID:).)*?)\s*(?:\(UUID:\s*(GPU-[^)\s]+)\s*\))?\s*$")
 _L_MIG = re.compile(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s+\(UUID:\s*(MIG-[^)\s]+)\s*\)\s*$")
 _OLD_MIG_UUID = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/(\d+)/(\d+)$")
 
@@ -515,7 +539,7 @@ def parse_list_gpus(text):
     (R470+ prints opaque ``MIG-<uuid>``; join those with ``mig -lci`` output)."""
     gpus = []
     for lineno, line in enumerate(_lines(text), 1):
-        if not line.strip() or _PROMPT.match(line):
+        if not line.strip() or _PROMPT.match(line) or ELISION.match(line) or _LOST_GPU_HINT.match(line):
             continue
         m = _L_GPU.match(line)
         if m:

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import inforom_corrupted_gpus, normalize_bus_id
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (ELISION as _ELISION, PROMPT_LINE,
+                                                                           inforom_corrupted_gpus, normalize_bus_id)
 
 # What nvidia-smi prints in a field that it could not read (observed in -q, tables and --query-gpu CSV).
 ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]",
@@ -27,13 +28,6 @@ NO_VALUE = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]", "Not Availab
 _ERROR_VALUES = {v.lower() for v in ERROR_VALUES}
 _NO_VALUE = {v.lower() for v in NO_VALUE}
 
-# A line that is the poster's shell prompt or the command itself, not output: "$ nvidia-smi", "# nvidia-smi -q",
-# "[root@host dir]# ...", "root@truenas[/]# ...", "bash-5.1# ...", "(venv) user@host:~$ ...", a bare
-# "nvidia-smi" line.
-PROMPT_LINE = re.compile(r"^\s*(?:[$#]|[\w.-]+@[^\s#$]*\s*[#$]|\[[^\]]*\]\s*[#$]|\([^)]*\)\s*(?:\S+\s*)?[#$]"
-                         r"|bash-[\d.]+[#$])(?:\s|$)|^\s*(?:sudo\s+)?nvidia-smi(?:\s|$)")
-# Elisions a poster or grep leaves in an excerpt: "[...]", "...", grep's "--" group separator.
-_ELISION = re.compile(r"^\s*(?:\[\.\.\.\]|\.\.\.|…|--)\s*$")
 _BANNER = re.compile(r"^\s*=+\s*NVSMI LOG\s*=+\s*$")
 _GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{1,2}:[0-9A-Fa-f]{1,2}\.[0-7])\s*$")
 _KEY_VALUE = re.compile(r"^(?P<key>[^:]*?\S)\s*:(?:\s+(?P<value>.*?))?\s*$")

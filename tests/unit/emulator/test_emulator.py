@@ -142,6 +142,22 @@ def test_missing_and_unreachable_gpus(tmp_path):
     assert rc == 15 and [g["name"] for g in topo["gpus"]] == ["GPU0", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6"]
 
 
+def test_a_corrupted_infoROM_warns_after_the_whole_answer_and_exits_14(tmp_path):
+    profile = machines.load("a100-8gpu-p4d")
+    profile["gpus"][3]["inforom"] = "corrupted"
+    bus = profile["gpus"][3]["pci_bus_id"]
+    warning = "WARNING: infoROM is corrupted at gpu %s\n" % bus[4:]
+    healthy = machines.load("a100-8gpu-p4d")
+    for argv in (["--query-gpu=index,pci.bus_id", "--format=csv,noheader"], ["-L"], ["topo", "-m"], ["-q"]):
+        rc, out, err = emulate(tmp_path, profile, *argv)
+        _rc, whole, _err = emulate(tmp_path, healthy, *argv)
+        assert (rc, out, err) == (14, whole + warning, ""), argv
+    rc, out, _err = emulate(tmp_path, profile, "--query-gpu=index,pci.bus_id", "--format=csv,noheader")
+    assert nvidia_smi.inforom_corrupted_gpus(out) == [bus]
+    assert len(nvidia_smi.parse_query_gpu(out, ("index", "pci.bus_id"))) == 8
+    assert emulate(tmp_path, profile, "--bogus")[0] == 2  # a usage error prints no warning
+
+
 def test_generated_topo_round_trips_through_the_parser(tmp_path):
     profile = machines.shape_profile(2, 8, 2, "interleaved", 2)
     profile["nics"] = [{"device": "mlx5_0", "links": {profile["gpus"][0]["uuid"]: "PIX"}}]

@@ -170,3 +170,33 @@ def test_restarts_turned_off_are_said_and_left_out_of_the_order():
         "changed), left for a later run: hpc_gres_slurmd_restart is false")
     assert report["verdicts"]["slurmctld"]["ctl"] == ("slurmctld host: would install slurm.conf; "
                                                       "hpc_gres_slurmctld_restart is false: no restart or reconfigure")
+
+
+def test_a_real_run_says_what_it_does_and_a_check_run_what_it_would_do():
+    before, after = render(), render(three_gpus_on({"gpu-a005"}))
+    items = entries(before, after)
+    node = items[0]
+    node["plan"] = dict(node["plan"], install=True)
+    pending = items[1]
+    pending["plan"] = dict(pending["plan"], restart=True, reasons=["cgroup.conf changed"])
+    real = check_report.check_report(items, check_mode=False)
+    check = check_report.check_report(items)
+    assert real["lines"][0] == "Every targeted node passed verification. What this deploy does:"
+    assert real["verdicts"]["slurmd"]["gpu-a001"] == "installs slurm.conf; slurmd does not restart"
+    assert check["verdicts"]["slurmd"]["gpu-a001"] == "would install slurm.conf; slurmd would not restart"
+    assert real["verdicts"]["slurmd"]["gpu-a002"] == "installs slurm.conf; slurmd restarts (cgroup.conf changed)"
+    assert real["verdicts"]["slurmd"]["gpu-a005"] == (
+        "installs slurm.conf, gres.conf; slurmd restarts (gres.conf changed; slurm.conf: this node's gres changed)")
+    assert real["verdicts"]["slurmctld"]["ctl"] == "slurmctld host: installs slurm.conf"
+    assert not any("would" in v for v in real["verdicts"]["slurmd"].values())
+    # a node whose files are as rendered but whose mode or owner is not
+    same = entries(before, before)
+    same[0]["plan"] = dict(same[0]["plan"], install=True)
+    assert check_report.check_report(same, check_mode=False)["verdicts"]["slurmd"]["gpu-a001"] == (
+        "resets the mode or owner of the installed files")
+    assert check_report.check_report(same)["verdicts"]["slurmd"]["gpu-a001"] == (
+        "would reset the mode or owner of the installed files")
+    # a slurm.conf change that restarts nothing
+    nochange = entries(before, dict(before, **{"cgroup.conf": before["cgroup.conf"] + "# x\n"}))
+    said = check_report.check_report(nochange, check_mode=False)["verdicts"]["slurmd"]["gpu-a003"]
+    assert said.startswith("installs cgroup.conf")

@@ -1,4 +1,6 @@
 """The deploy's cross-host decisions (plugins/plugin_utils/deploy_plan.py), made by the gres_plan action."""
+import itertools
+
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import deploy_plan
 
 GROUPS = {"slurmctld": ["ctl"], "slurmd": ["n1.lab", "n2.lab", "n3.lab"]}
@@ -160,6 +162,30 @@ def test_the_install_and_restart_steps_run_only_where_they_have_something_to_do(
     others = [h for h in sorted(plans) if h != "n7.lab"]
     assert deploy_plan.gate(["ctl"] + others, groups, RENDER, st, steps={"install": False, "restart": True})[
         "refusal"] is None
+
+
+def _ansible_core_task(task_tags):
+    """A task with those tags in a one-task play, as ansible-core loads it (its evaluate_tags is the rule)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.playbook.play import Play
+    from ansible.vars.manager import VariableManager
+    loader = DataLoader()
+    play = Play.load({"hosts": "localhost", "gather_facts": False,
+                      "tasks": [{"name": "step", "meta": "noop", "tags": list(task_tags)}]},
+                     variable_manager=VariableManager(loader=loader), loader=loader)
+    return next(t for block in play.compile() for t in block.block if t.name == "step")
+
+
+def test_selected_agrees_with_ansible_cores_own_rule_for_every_combination_of_two_tags():
+    words = ["all", "tagged", "untagged", "always", "never", "install", "restart", "verify"]
+    choices = [()] + [(w,) for w in words] + list(itertools.combinations(words, 2))
+    for task_tags in ([], ["install"], ["restart"], ["install", "always"], ["never", "restart"], ["always", "never"]):
+        task = _ansible_core_task(task_tags)
+        for only in choices:
+            for skip in choices:
+                run_tags = list(only) or ["all"]  # ansible_run_tags without --tags
+                assert deploy_plan.selected(task_tags, run_tags, list(skip)) == task.evaluate_tags(
+                    set(run_tags), set(skip), {}), (task_tags, run_tags, skip)
 
 
 def test_selected_decides_tags_as_ansible_core_does():

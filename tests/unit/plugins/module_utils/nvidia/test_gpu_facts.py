@@ -486,3 +486,21 @@ def test_collect_reads_the_output_of_an_exit_14_and_warns_of_the_infoROM():
     assert [w for w in warnings if "infoROM" in w] == [
         "nvidia-smi: infoROM is corrupted at gpu 00000000:00:06.0 (exit code 14): the GPU runs, but the ECC counts and "
         "retired pages it keeps there are not to be trusted"]
+
+
+def test_collect_lists_the_gpus_left_when_the_lost_gpus_message_is_broken_over_two_lines():
+    """Exit 15: the recorded H200 query, and on stderr nvidia-smi's lost-GPU message as a post recorded it, its
+    second half ("Reboot the system to recover this GPU") on a line of its own: the GPUs left are read, the lost
+    one is named (the verification counts it missing), no "cannot read" failure."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import collect as gpu_collect
+    query = nvsmi_fixtures.load("nvidia-smi", "query", "h200-1gpu-gpu-facts-fields-580.txt")
+    lost = nvsmi_fixtures.load("nvidia-smi", "query", "rtx4070ti-gpu-lost-hint-on-its-own-line.txt")
+
+    def run(argv):
+        if any(a.startswith("--query-gpu") for a in argv):
+            return 15, query, lost
+        return 1, "", "not on this test node"
+    facts, _warnings, _commands = gpu_collect.collect(run, "/nonexistent", "nvidia-smi",
+                                                      which=lambda c: "/usr/bin/" + c, processes=False)
+    assert [g["pci_bus_id"] for g in facts["gpus"]] == ["00000000:00:06.0"]
+    assert [g["pci_bus_id"] for g in facts["lost_gpus"]] == ["00000000:01:00.0"]

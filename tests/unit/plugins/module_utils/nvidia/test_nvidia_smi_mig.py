@@ -276,3 +276,27 @@ def test_text_after_a_table_still_ends_it():
             "then the poster's words\n"
             "|   0  MIG 1g.6gb          14        4          1:1     |\n")
     assert [r["gi_id"] for r in n.parse_mig_lgi(text)] == [3]
+
+
+@pytest.mark.parametrize("name, indexes, mig", [
+    # the poster's prompt before the command: "user@host:~$", ESXi's "[root@localhost:~]", "root@pod:/#"
+    ("a100pcie-6gpu-old-mig-uuids-user-host-prompt-L.txt", [0, 1, 2, 3, 4, 5], [0, 0, 0, 0, 2, 2]),
+    ("a100pcie-esxi-prompt-1g5gb-L.txt", [0], [1]),
+    ("a100sxm4-80gb-7x1g10gb-root-prompt-L.txt", [0], [7]),
+])
+def test_L_after_a_shell_prompt(name, indexes, mig):
+    gpus = n.parse_list_gpus(load("list", name))
+    assert [g["index"] for g in gpus] == indexes
+    assert [len(g["mig_devices"]) for g in gpus] == mig
+
+
+def test_L_old_mig_uuids_give_the_instance_ids():
+    gpus = n.parse_list_gpus(load("list", "a100pcie-6gpu-old-mig-uuids-user-host-prompt-L.txt"))
+    assert [(d["profile"], d["gi_id"], d["ci_id"]) for d in gpus[5]["mig_devices"]] == [("3g.20gb", 1, 0),
+                                                                                          ("3g.20gb", 2, 0)]
+
+
+def test_L_lines_run_together_are_refused_not_read_as_one_gpu():
+    # an issue form joined four "GPU N: ... (UUID: ...)" lines into one: the first GPU must not get the last UUID
+    with pytest.raises(ValueError, match="nvidia-smi -L line 1: expected 'GPU N: name"):
+        n.parse_list_gpus(load("list", "rtx2080ti-4gpu-L-collapsed-into-one-line.txt"))

@@ -125,3 +125,34 @@ def test_bus_id_forms(bus, expected, proc):
 def test_bad_bus_id():
     with pytest.raises(ValueError):
         n.normalize_bus_id("3b:00")
+
+
+def test_watts_are_read_with_their_decimals():
+    fields = ("index", "name", "utilization.gpu", "utilization.memory", "memory.total", "memory.free", "memory.used",
+              "temperature.gpu", "clocks.gr", "power.draw", "power.limit", "pstate", "clocks_event_reasons.active")
+    [row] = n.parse_query_gpu(load("rtx3090-1gpu-stats-noheader-nounits-power-limit-watts.txt"), fields)
+    assert (row["index"], row["name"], row["power.draw"], row["power.limit"], row["temperature.gpu"]) == (
+        0, "NVIDIA GeForce RTX 3090", 118.42, 350.0, 29)
+    [row] = n.parse_query_gpu(load("rtx2080ti-header-blank-line-power-watts-unknown-error.txt"))
+    assert (row["name"], row["power.draw"], row["power.limit"], row["power.default_limit"]) == (
+        "GeForce RTX 2080 Ti", 228.82, 210.0, None)
+    with pytest.raises(ValueError, match="power.limit: expected watts"):
+        n.parse_query_gpu("0, 210 watts\n", ("index", "power.limit"))
+
+
+def test_a_prompt_and_an_elision_are_not_rows():
+    rows = n.parse_query_gpu(load("a100pcie-esxi-prompt-busid-migmode-enabled.txt"))
+    assert rows == [{"pci.bus_id": "00000000:0F:00.0", "mig.mode.current": "Enabled"}]
+    rows = n.parse_query_gpu(load("a100-migmode-disabled-poster-elision.txt"))
+    assert rows == [{"mig.mode.current": "Disabled"}, {"mig.mode.current": "Disabled"}]
+
+
+@pytest.mark.parametrize("name, bus", [
+    ("rtx4070ti-gpu-lost-hint-on-its-own-line.txt", "00000000:01:00.0"),
+    ("gtx840m-windows-prompt-gpu-lost-wrapped.txt", "00000000:03:00.0"),
+])
+def test_a_lost_gpu_whose_message_was_broken_over_two_lines(name, bus):
+    # the verification reads the lost GPU from these lines; the second half of the message is no row
+    text = load(name)
+    assert n.parse_query_gpu(text) == [] and n.parse_list_gpus(text) == []
+    assert [g["pci_bus_id"] for g in n.find_lost_gpus(text)] == [bus]

@@ -340,11 +340,28 @@ def test_r580_memory_repair_flags_set_are_errors(fields, found, hint):
 
 # ------------------------------------------------------------------------------------------------------ lspci
 
-# file -> (GPUs, NVSwitches, first GPU bus, first GPU vendor:device, first switch bus)
+# file -> (GPUs, NVSwitches, other NVIDIA functions, first GPU bus, first GPU vendor:device, first switch bus,
+#          GPUs that read (rev ff))
 LSPCI = {
-    "a10-1gpu-qemu-vm-lspci-nn.txt": (1, 0, "00000000:06:00.0", "10de:2236", None),
-    "a100-8gpu-sxm4-azure-nvswitch-bridges-lspci-nn.txt": (8, 6, "00000001:00:00.0", "10de:20b2", "00000005:00:00.0"),
-    "h100-8gpu-sxm5-aws-p5-nvswitch-lspci-grep.txt": (8, 4, "00000000:53:00.0", None, "00000000:CF:00.0"),
+    "a10-1gpu-qemu-vm-lspci-nn.txt": (1, 0, 0, "00000000:06:00.0", "10de:2236", None, 0),
+    "a100-8gpu-sxm4-azure-nvswitch-bridges-lspci-nn.txt": (8, 6, 0, "00000001:00:00.0", "10de:20b2", "00000005:00:00.0", 0),
+    # an old pci.ids names neither: "3D controller: NVIDIA Corporation Device 20b0", "Bridge: ... Device 1af1"
+    "a100-dgx-8gpu-6nvswitch-old-pciids-lspci-grep-prompt.txt": (8, 6, 0, "00000000:07:00.0", "10de:20b0",
+                                                                 "00000000:C4:00.0", 0),
+    # "lspci -n" line (0300: 10de:0322) and the named line of the same function: one GPU
+    "geforce-fx5200-2006-lspci-n-line-and-named-line.txt": (1, 0, 0, "00000000:01:0A.0", "10de:0322", None, 0),
+    "gh200-1gpu-domain-0009-lspci-grep.txt": (1, 0, 0, "00000009:01:00.0", "10de:2342", None, 0),
+    "gtx1050ti-laptop-lspci-vmm-gpu-rev-ff.txt": (1, 0, 0, "00000000:01:00.0", None, None, 1),
+    "h100-8gpu-hgx-kvm-host-4nvswitch-lspci-Dnn-egrep.txt": (8, 4, 0, "00000000:1B:00.0", "10de:2330",
+                                                             "00000000:07:00.0", 0),
+    "h100-8gpu-sxm5-aws-p5-nvswitch-lspci-grep.txt": (8, 4, 0, "00000000:53:00.0", None, "00000000:CF:00.0", 0),
+    # "nVidia Corporation", as pci.ids spelled it before about 2011
+    "laptop-2012-old-pciids-nvidia-lowercase-gpu-rev-ff-lspci.txt": (1, 0, 0, "00000000:01:00.0", "10de:0df4", None, 1),
+    # the nForce chipset's Ethernet is class Bridge [0680] too: not an NVSwitch
+    "nforce-mcp61-ethernet-is-bridge-0680-lspci-nnk-grep.txt": (0, 0, 1, None, None, None, 0),
+    # audio, USB and USB Type-C UCSI functions of the board
+    "rtx2060m-turing-vga-audio-usb-ucsi-lspci-grep.txt": (1, 0, 3, "00000000:01:00.0", "10de:1f15", None, 0),
+    "rtx3050ti-laptop-lspci-mm.txt": (1, 0, 0, "00000000:01:00.0", None, None, 0),
 }
 
 
@@ -354,12 +371,43 @@ def test_every_lspci_fixture_is_parsed():
 
 @pytest.mark.parametrize("name", sorted(LSPCI))
 def test_parse_lspci(name):
-    gpus, switches, first, ids, switch = LSPCI[name]
+    gpus, switches, others, first, ids, switch, gone = LSPCI[name]
     got = r.parse_lspci(load("lspci", name))
-    assert (len(got["gpus"]), len(got["nvswitches"]), got["other"]) == (gpus, switches, [])
-    assert (got["gpus"][0]["bus_id"], got["gpus"][0]["vendor_device"]) == (first, ids)
+    assert (len(got["gpus"]), len(got["nvswitches"]), len(got["other"])) == (gpus, switches, others)
+    assert ((got["gpus"][0]["bus_id"], got["gpus"][0]["vendor_device"]) if got["gpus"] else (None, None)) == (first, ids)
     assert (got["nvswitches"][0]["bus_id"] if got["nvswitches"] else None) == switch
-    assert {d["rev"] for d in got["gpus"]} == {"a1"} and not any(d["gone"] for d in got["gpus"])
+    assert sum(d["gone"] for d in got["gpus"]) == gone
+    assert {d["rev"] for d in got["gpus"] if not d["gone"]} <= {"a1"}
+
+
+def test_lspci_machine_readable_formats_read_like_the_default_one():
+    mm = r.parse_lspci(load("lspci", "rtx3050ti-laptop-lspci-mm.txt"))["gpus"][0]
+    assert (mm["class"], mm["description"], mm["rev"], mm["gone"]) == (
+        "3D controller", "NVIDIA Corporation GA107M [GeForce RTX 3050 Ti Mobile]", "a1", False)
+    vmm = r.parse_lspci(load("lspci", "gtx1050ti-laptop-lspci-vmm-gpu-rev-ff.txt"))["gpus"][0]
+    assert (vmm["class"], vmm["description"], vmm["rev"]) == (
+        "3D controller", "NVIDIA Corporation GP107M [GeForce GTX 1050 Ti Mobile]", "ff")
+    # with -nn the ids come in brackets, with -n alone bare
+    nn = r.parse_lspci('01:00.0 "3D controller [0302]" "NVIDIA Corporation [10de]" "GA107M [GeForce RTX 3050 Ti '
+                       'Mobile] [25a0]" -ra1 -p00 "Dell [1028]" "Device [0b19]"\n')["gpus"][0]
+    assert (nn["class_code"], nn["vendor_device"]) == ("0302", "10de:25a0")
+    n = r.parse_lspci("Slot:\t01:00.0\nClass:\t0302\nVendor:\t10de\nDevice:\t1c8c\nRev:\ta1\n\n")["gpus"][0]
+    assert (n["class_code"], n["vendor_device"], n["rev"]) == ("0302", "10de:1c8c", "a1")
+    fx = r.parse_lspci(load("lspci", "geforce-fx5200-2006-lspci-n-line-and-named-line.txt"))["gpus"][0]
+    assert (fx["class"], fx["class_code"], fx["description"]) == (
+        "VGA compatible controller", "0300", "nVidia Corporation NV34 [GeForce FX 5200]")
+
+
+def test_a_gpu_gone_from_an_old_laptop_is_found_and_an_nforce_bridge_needs_no_fabric_manager():
+    old = r.parse_lspci(load("lspci", "laptop-2012-old-pciids-nvidia-lowercase-gpu-rev-ff-lspci.txt"))
+    result = r.check_gpu_count(old, smi_failure=r.classify_smi_failure(6, "No devices were found\n"))
+    assert [f["found"] for f in result["findings"]] == [
+        "lspci: nVidia Corporation Device 0df4 (rev ff): the device does not answer"]
+    nforce = r.parse_lspci(load("lspci", "nforce-mcp61-ethernet-is-bridge-0680-lspci-nnk-grep.txt"))
+    assert r.check_fabric(lspci=nforce)["applies"] is False
+    assert r.pci_kind("Bridge", "0680", "10de:22a3", "NVIDIA Corporation GH100 [H100 NVSwitch]") == "nvswitches"
+    assert r.pci_kind("Bridge", "0680", "10de:03ef", "NVIDIA Corporation MCP61 Ethernet") == "other"
+    assert r.pci_kind("Bridge", None, None, "nVidia Corporation MCP51 Ethernet Controller") == "other"
 
 
 def test_lspci_details():
@@ -427,6 +475,10 @@ FM = {
     "fm-a40-520-nothing-to-do-journal-chinese-month-gpuop610.txt": (False, None, None, True, None, []),
     # a restart that failed: the journal shows the earlier start, then the stop
     "fm-h20-ppcie-restart-failed-journal-started-then-stopped-nvtrust128.txt": (False, None, None, False, False, []),
+    # killed by a signal: "Active: failed (Result: signal)", "Main PID: 9946 (code=killed, signal=KILL)"
+    "fm-580-systemctl-status-failed-result-signal.txt": (False, "failed (Result: signal)", None, False, None, []),
+    "h100-kvm-guest-systemctl-status-active-running-process-line.txt": (True, "active (running)", None, False, None,
+                                                                        []),
 }
 PROC_VERSIONS = {
     "proc-driver-nvidia-version-384-proprietary.txt":
@@ -444,7 +496,19 @@ PROC_VERSIONS = {
     "proc-driver-nvidia-version-jetson-l4t-35.3.1-aarch64.txt":
         ("35.3.1", "open", "aarch64", "Release Build", "buildbrain@mobile-u64-6289-d7000",
          "Sun Mar 19 08:09:33 PDT 2023", True),
+    # before 2007 drivers were numbered 1.0-NNNN: not a Jetson's L4T release
+    "proc-driver-nvidia-version-1.0-9746-x86-2006-quoted.txt":
+        ("1.0-9746", "proprietary", "x86", None, None, "Fri Dec 15 09:54:45 PST 2006", False),
+    "proc-driver-nvidia-version-390.46-ppc64le.txt":
+        ("390.46", "proprietary", "ppc64le", None, None, "Fri Mar 16 21:03:39 PDT 2018", False),
+    # a Jetson on L4T R36 prints a driver version (540.4.0), which NVML prints too
+    "proc-driver-nvidia-version-540.4.0-jetson-orin-r36-open.txt":
+        ("540.4.0", "open", "aarch64", "Release Build", "buildbrain@mobile-u64-6336-d8000",
+         "Tue Jan 7 17:35:12 PST 2025", False),
 }
+# GCC lines that are not "gcc version ...": none (a one-line quote), and the Jetson module's odd text
+GCC = {"proc-driver-nvidia-version-1.0-9746-x86-2006-quoted.txt": None,
+       "proc-driver-nvidia-version-540.4.0-jetson-orin-r36-open.txt": "collect2: error: ld returned 1 exit status"}
 FABRIC_GREPS = ("azure-nvlink-node-fabric-completed-insufficient-resources.txt",
                 "gb200-mnnvl-fabric-grep-clique2-health-unhealthy.txt", "h100-p5-570-fabric-completed-grep.txt",
                 "h100-p5-570-fabric-in-progress-grep.txt")
@@ -469,6 +533,17 @@ def test_fabricmanager_command_lines_and_is_active():
     assert r.parse_fabricmanager("active\n")["active"] is True
     assert r.parse_fabricmanager("     Active: failed (Result: exit-code) since Mon\n")["state"] == \
         "failed (Result: exit-code)"
+    killed = r.parse_fabricmanager(load("fabricmanager", "fm-580-systemctl-status-failed-result-signal.txt"))
+    assert killed["failed"] is True
+    assert r.check_fabric(lspci=r.parse_lspci(load("lspci", "h100-8gpu-hgx-kvm-host-4nvswitch-lspci-Dnn-egrep.txt")),
+                          fabric_manager=killed)["findings"][0]["severity"] == "error"
+    # systemctl status' "Process: 2114 ExecStart=... (code=exited, status=0/SUCCESS)" comes before the CGroup line
+    guest = r.parse_fabricmanager(load("fabricmanager",
+                                       "h100-kvm-guest-systemctl-status-active-running-process-line.txt"))
+    assert guest["command"] == "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg"
+    old = r.parse_proc_driver_version(load("fabricmanager", "proc-driver-nvidia-version-1.0-9746-x86-2006-quoted.txt"))
+    assert r.check_driver_version(old, "1.0-9746")["findings"] == []
+    assert summary(r.check_driver_version(old, "1.0-9755")["findings"]) == [("error", "driver_version", None)]
 
 
 @pytest.mark.parametrize("name", sorted(PROC_VERSIONS))
@@ -476,7 +551,10 @@ def test_parse_proc_driver_version(name):
     got = r.parse_proc_driver_version(load("fabricmanager", name))
     assert (got["version"], got["flavour"], got["arch"], got["build_type"], got["builder"], got["date"],
             got["jetson"]) == PROC_VERSIONS[name]
-    assert got["gcc"].startswith("gcc version ")
+    if name in GCC:
+        assert got["gcc"] == GCC[name]
+    else:
+        assert got["gcc"].startswith("gcc version ")
 
 
 def test_proc_version_other_shapes():
