@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (ELISION as _ELISION, PROMPT_LINE,
-                                                                           inforom_corrupted_gpus, normalize_bus_id)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
+    ELISION as _ELISION, PROMPT_LINE, inforom_corrupted_gpus, normalize_bus_id)
 
 # What nvidia-smi prints in a field that it could not read (observed in -q, tables and --query-gpu CSV).
 ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]",

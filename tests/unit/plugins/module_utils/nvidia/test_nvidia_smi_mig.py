@@ -292,8 +292,8 @@ def test_L_after_a_shell_prompt(name, indexes, mig):
 
 def test_L_old_mig_uuids_give_the_instance_ids():
     gpus = n.parse_list_gpus(load("list", "a100pcie-6gpu-old-mig-uuids-user-host-prompt-L.txt"))
-    assert [(d["profile"], d["gi_id"], d["ci_id"]) for d in gpus[5]["mig_devices"]] == [("3g.20gb", 1, 0),
-                                                                                          ("3g.20gb", 2, 0)]
+    found = [(d["profile"], d["gi_id"], d["ci_id"]) for d in gpus[5]["mig_devices"]]
+    assert found == [("3g.20gb", 1, 0), ("3g.20gb", 2, 0)]
 
 
 def test_L_lines_run_together_are_refused_not_read_as_one_gpu():
