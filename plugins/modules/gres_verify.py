@@ -30,7 +30,7 @@ description:
     live GPU and compute instance ids and C(/proc/driver/nvidia-caps/mig-minors), with the same renderer the
     controller used for the rest of the file, and verifies the completed file (returned as RV(gres_conf_text), the
     file to install). A GPU whose live MIG layout differs from the inventory is an error naming the GPU, what is
-    declared and what is live, and the way out (C(ansible-playbook hpc.slurm_gres.mig_reconfigure --limit HOST))."
+    declared and what is live, and the way out (C(ansible-playbook hpc.slurm_gres.mig_reconfigure --limit HOST -i INVENTORY))."
   - Errors fail the task with a table of findings; warnings are returned and shown. Changes nothing on the node.
   - The files are given as paths of staged files or as their content (one module run, nothing written on the node;
     the C(slurmd) cross-check copies them into a private temporary directory).

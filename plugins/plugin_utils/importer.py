@@ -270,6 +270,17 @@ def _cluster_options(imp, conf):
              "GPU health check and run it as HealthCheckProgram%s (docs/health.md)"
              % ("HealthCheckProgram=%s" % program[0] if program else "no HealthCheckProgram",
                 " (with hpc_gres_health_nhc: true where %s is LBNL NHC)" % program[0] if program else ""))
+    configless = [options[k] for k in options if k.lower() == "slurmctldparameters"
+                  and "enable_configless" in str(options[k] or "").lower()]
+    if configless:
+        imp.note("WARNING: SlurmctldParameters=%s: the site runs configless slurmd, so set hpc_gres_config_mode: "
+                 "configless in group_vars/all.yml before the first deploy; with the default (files) the deploy "
+                 "installs slurm.conf and gres.conf on every node, which slurmd started with --conf-server does not "
+                 "read (docs/import.md)" % configless[0])
+    # the GPU boot order changes how slurmd starts (a systemd drop-in, its checks before every start): not on import
+    cluster["hpc_gres_boot"] = False
+    imp.note("hpc_gres_boot: false, so slurmd starts as it does today: set hpc_gres_boot: true to hold slurmd back "
+             "after a reboot until the GPUs pass the readiness checks, which the deploy then runs too (docs/boot.md)")
     return cluster
 
 

@@ -193,20 +193,20 @@ DOC_TABLES = {
         (
             '`hpc_gres_node_sockets`',
             'int 1-65533',
-            'on GPU nodes',
+            'to check `cores`',
             'sockets (`slurmd -C` prints it as `SocketsPerBoard`, times `Boards`); `gpu_facts` reports what `slurmd '
             "-C` would print and says when the node's shape does not fit (docs/cpu-topology.md)",
         ),
         (
             '`hpc_gres_node_cores_per_socket`',
             'int 1-65533',
-            'on GPU nodes',
+            'to check `cores`',
             'physical cores per socket',
         ),
         (
             '`hpc_gres_node_threads_per_core`',
             'int 1-65533',
-            'on GPU nodes',
+            'to check `cores`',
             'hardware threads per core; sockets x cores x threads at most 65533',
         ),
         (

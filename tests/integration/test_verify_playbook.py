@@ -13,9 +13,10 @@ TABLES = "The findings table of each node with warnings (of each node, with hpc_
 VERIFY = "Verify the rendered files against this node; with a plan, also read what it has and plan the install"
 
 
-def run(tmp_path, nodes, *extra, env=None, **overrides):
+def run(tmp_path, nodes, *extra, env=None, cluster=None, **overrides):
     """Run verify-gres.yml with a private TMPDIR, so the test sees exactly the staging directories it made;
-    ``overrides``: host name to variables that replace the defaults below; ``env``: more environment."""
+    ``overrides``: host name to variables that replace the defaults below; ``env``: more environment; ``cluster``:
+    more cluster variables."""
     host_vars = {}
     for node in nodes:
         host_vars[node.name] = {
@@ -28,7 +29,7 @@ def run(tmp_path, nodes, *extra, env=None, **overrides):
             "hpc_gres_verify_slurmd_version": "24.11.1",
         }
         host_vars[node.name].update(overrides.get(node.name.replace("-", "_"), {}))
-    inventory = write_inventory(tmp_path, nodes, host_vars, {"hpc_gres_cluster_name": "verify"})
+    inventory = write_inventory(tmp_path, nodes, host_vars, dict({"hpc_gres_cluster_name": "verify"}, **(cluster or {})))
     # -e gives a string: the role must still read it as a boolean
     return run_playbook_json(inventory, "verify-gres.yml", "-e", "hpc_gres_verify_show_table=true", *extra,
                              env=dict(env or {}, TMPDIR=private_tmp(tmp_path)))
@@ -74,6 +75,21 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
     for node in ("gpu-a01", "gpu-a02"):
         assert sorted(tasks[VERIFY][node]["invocation"]["module_args"]["files"]) == ["%s/gres.conf" % node,
                                                                                      "slurm.conf"]
+
+
+@pytest.mark.parametrize("health, boot, readiness", [(True, True, True), (False, True, True), (True, False, True),
+                                                     (False, False, False)])
+def test_the_readiness_checks_run_where_the_health_check_or_the_boot_order_will(tmp_path, two_nodes, health, boot,
+                                                                                readiness):
+    # the boot order runs the health check's readiness checks before every start of slurmd: a deploy that installs
+    # it checks them first, also with the periodic health check off (hpc_gres_health: false, as an import writes)
+    rc, tasks, out = run(tmp_path, two_nodes[:1], cluster={"hpc_gres_health": health, "hpc_gres_boot": boot})
+    assert rc == 0, out
+    result = tasks[VERIFY]["gpu-a01"]
+    assert ("readiness" in result) is readiness, sorted(result)
+    if readiness:
+        assert result["readiness"]["ready"] is True and any("nvidia-smi" in " ".join(argv) and "-q" in argv
+                                                            for argv in result["readiness"]["commands"])
 
 
 def test_the_gc_freeze_callback_changes_no_result(tmp_path, two_nodes):

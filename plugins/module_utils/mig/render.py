@@ -29,8 +29,9 @@ MIG_MINORS_PATH = "/proc/driver/nvidia-caps/mig-minors"
 CAPS_DIR = "/dev/nvidia-caps"
 # The way out for a node whose GPUs do not have the layout the inventory declares.
 RECONFIGURE_HINT = ("apply the inventory's layout with the MIG runbook, `ansible-playbook "
-                    "hpc.slurm_gres.mig_reconfigure --limit %s` (from a checkout `ansible-playbook "
-                    "playbooks/mig-reconfigure.yml --limit %s`; it drains the node and waits for its jobs), or "
+                    "hpc.slurm_gres.mig_reconfigure --limit %s -i INVENTORY` (from a checkout `ansible-playbook "
+                    "playbooks/mig-reconfigure.yml --limit %s -i INVENTORY`; it drains the node and waits for its "
+                    "jobs), or "
                     "declare the live layout in the inventory; then deploy again")
 
 

@@ -837,8 +837,9 @@ def _check_slurmd_g(node, output, version=None):
     counts = {}
     for entry in parsed["gres"]:
         count = entry["count"] if isinstance(entry["count"], int) else 0
-        counts[(entry["name"], (entry["type"] or "").lower())] = \
-            counts.get((entry["name"], (entry["type"] or "").lower()), 0) + count
+        # keyed as slurm.conf's Gres= is read (conf.parse_gres_spec folds names and types to lower case)
+        key = ((entry["name"] or "").lower(), (entry["type"] or "").lower())
+        counts[key] = counts.get(key, 0) + count
     for key, want in node.declared().items():
         name, gtype = _split_key(key)
         if gtype is None:
@@ -849,8 +850,8 @@ def _check_slurmd_g(node, output, version=None):
             out.append(finding(
                 "error", "slurmd_g", None, "slurmd -G: %d %s (slurm.conf Gres=%s:%d)" % (want, key, key, want),
                 "slurmd -G reports %d %s" % (have, key),
-                "slurmctld would drain the node: gres/gpu count reported lower than configured (%d < %d)"
-                % (have, want)))
+                "slurmctld would drain the node: gres/%s count reported lower than configured (%d < %d)"
+                % (name, have, want)))
         elif have > want:
             out.append(finding(
                 "warning", "slurmd_g", None, "slurmd -G: %d %s" % (want, key),

@@ -74,6 +74,10 @@ def test_a_typical_cluster_becomes_groups_per_shape():
     assert cluster["hpc_gres_slurm_conf_options"]["ReturnToService"] is None  # not set by the site: Slurm's default stays
     assert cluster["hpc_gres_partitions"][1] == {"name": "cpu", "nodes": "cpu[01-10]", "default": False,
                                                  "options": {"MaxTime": None, "State": None}}
+    # slurm.conf keeps the site's health check, and slurmd starts as it does today (no boot order drop-in)
+    assert (cluster["hpc_gres_health"], cluster["hpc_gres_boot"]) == (False, False)
+    assert any(n.startswith("hpc_gres_boot: false, so slurmd starts as it does today") for n in done["report"]), \
+        done["report"]
     assert "NodeName=gpu[01-04] Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 RealMemory=1000 Features=a100 " \
            "Gres=gpu:a100:4,shard:16" in done["rendered"]["slurm.conf"]
 
@@ -468,3 +472,15 @@ def test_controller_names_from_the_live_inventory_are_written_as_plain_strings()
 def test_a_gres_count_of_zero_is_refused_by_name():
     [refusal] = refusals("GresTypes=gpu\nNodeName=n1 Gres=gpu:0\nNodeName=n2 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0\n")
     assert refusal.startswith("slurm.conf line ") and "node n1" in refusal and "take gpu:0 out" in refusal
+
+
+def test_a_configless_site_is_told_to_set_the_config_mode_before_the_first_deploy():
+    done = imported("GresTypes=gpu\nSlurmctldParameters=enable_configless,idle_on_node_suspend\n"
+                    "NodeName=gpu01 Gres=gpu:2\nPartitionName=p Nodes=ALL Default=YES\n",
+                    "NodeName=gpu01 Name=gpu File=/dev/nvidia[0-1]\n")
+    said = [n for n in done["report"] if "configless" in n]
+    assert len(said) == 1 and said[0].startswith(
+        "WARNING: SlurmctldParameters=enable_configless,idle_on_node_suspend: the site runs configless slurmd, so set "
+        "hpc_gres_config_mode: configless"), done["report"]
+    assert not [n for n in imported("GresTypes=gpu\nNodeName=gpu01 Gres=gpu:2\nPartitionName=p Nodes=ALL\n",
+                                    "NodeName=gpu01 Name=gpu File=/dev/nvidia[0-1]\n")["report"] if "configless" in n]

@@ -3,6 +3,8 @@ import copy
 
 import pytest
 
+import nvsmi_fixtures
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     NVIDIA_MAJOR,
     count_summary,
@@ -483,6 +485,20 @@ def test_slurmd_g_lower_count_and_warnings():
         ("warning", "warning: The following autodetected GPUs are being ignored:"),
         ("error", "slurmd -G reports 2 gpu:a100")]
     assert "(2 < 8)" in findings[1]["hint"]
+
+
+def test_slurmd_g_a_count_only_gres_named_in_capitals_matches_slurm_conf():
+    # UNIGE Baobab's slurmd -G (tests/fixtures/slurm): "Gres Name=VramPerGpu Type=(null) Count=51539607552 ...
+    # Flags=CountOnly"; slurm.conf declares VramPerGpu:no_consume:48G, which the parser keys as "vrampergpu"
+    recorded = nvsmi_fixtures.load("slurm", "unige-baobab-slurmd-G-a6000-nvml-countonly-vrampergpu.txt")
+    vram = [line for line in recorded.splitlines() if "Name=VramPerGpu" in line]
+    assert len(vram) == 1
+    slurm = SLURM.replace("GresTypes=gpu", "GresTypes=gpu,VramPerGpu").replace(
+        "Gres=gpu:a100:8", "Gres=gpu:a100:8,VramPerGpu:no_consume:48G")
+    assert only(run(slurm=slurm, slurmd_g_output=G_2205_OK + vram[0] + "\n"), "slurmd_g") == []
+    short = only(run(slurm=slurm, slurmd_g_output=G_2205_OK.splitlines()[0] + "\n" + vram[0] + "\n"), "slurmd_g")
+    assert [f["found"] for f in short] == ["slurmd -G reports 4 gpu:a100"]
+    assert "gres/gpu count reported lower than configured (4 < 8)" in short[0]["hint"]
 
 
 def test_slurmd_g_with_no_gres_lines_reports_zero():

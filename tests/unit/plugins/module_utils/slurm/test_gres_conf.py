@@ -114,7 +114,7 @@ def test_mig_off_on_the_node_is_refused():
     assert str(err.value).startswith(
         "host gpu-a30: hpc_gres_gpus (index 0).mig: expected GPU 0 in MIG mode with 2 x 1g.6gb, 1 x 2g.12gb, "
         "found MIG mode Disabled")
-    assert "`ansible-playbook playbooks/mig-reconfigure.yml --limit gpu-a30`" in str(err.value)
+    assert "`ansible-playbook playbooks/mig-reconfigure.yml --limit gpu-a30 -i INVENTORY`" in str(err.value)
 
 
 def test_missing_mig_minors_entry_is_refused_naming_the_key():
