@@ -899,6 +899,11 @@ XID_CLASSES = {
     69: ("application", "RESTART_APP", None),
 }
 FATAL_CLASSES = ("reset", "reboot")
+# NVLink5 Xids (144-150) are decoded per interrupt: NVIDIA's decode rows marked "Non-fatal" resolve to IGNORE or
+# XID_154_EVAL (the action of an Xid 154 that follows, if any), the "Fatal" ones to RESET_GPU; the driver writes
+# which it is into the line ("RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 ...").
+_NVLINK5_XIDS = range(144, 151)
+_NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
 
 # Line prefixes: dmesg "[  123.456789] ", dmesg -T/--ctime "[Mon Dec  1 10:00:00 2025] ", syslog/journal
 # "Dec 01 10:00:00 host kernel: " (-o short-precise: "Dec 01 10:00:00.123456"; the month in the journal's locale too:
@@ -1128,6 +1133,8 @@ def _xid_class(event):
         return ("application",) + XID_CLASSES[45][1:]
     if xid == 45:
         return ("application",) + XID_CLASSES[45][1:]
+    if xid in _NVLINK5_XIDS and xid in XID_CLASSES and _NONFATAL.search(event.get("message") or ""):
+        return ("application", "XID_154_EVAL", XID_CLASSES[xid][2] + ", Nonfatal (a following Xid 154 judges the GPU)")
     if xid == 154:
         to = event.get("recovery_to")
         if to is None or to[0] == 0:
@@ -1215,9 +1222,12 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         fatal = [v for v in items if v["class"] in FATAL_CLASSES]
         shown = fatal or items
         last = shown[-1]
-        # The acknowledgement names the latest event (it covers the earlier ones); the finding shows the latest
-        # Xid line rather than the "fallen off the bus" line that follows an Xid 79.
-        ack = "%s %s %s" % (bus or "*", last["xid"] if last["kind"] == "xid" else 79, last["stamp"] or "-")
+        # The acknowledgement names the latest event and covers the earlier ones of its Xid, or of every Xid with "*"
+        # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
+        # Xid before a fatal one); the finding shows the
+        # latest Xid line rather than the "fallen off the bus" line that follows an Xid 79.
+        numbers = {v["xid"] if v["kind"] == "xid" else 79 for v in items if v["position"] <= last["position"]}
+        ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
         last = ([v for v in shown if v["kind"] == "xid"] or shown)[-1]
         if fatal:
             reboot = any(v["class"] == "reboot" for v in fatal)

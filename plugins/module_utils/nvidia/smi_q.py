@@ -57,15 +57,20 @@ def is_error_value(value):
     return value.lower() in _ERROR_VALUES or value.startswith("ERR!")
 
 
+# R610 on: "Driver Version : 610.88 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]"
+_DEPRECATION_NOTE = re.compile(r"\s*\[Deprecated\b[^\]]*\]\s*$", re.I)
+
+
 def value_or_none(value):
-    """A field's text, or None for nvidia-smi's non-values (``N/A``, ``[Not Supported]``, deprecated...)."""
+    """A field's text, or None for nvidia-smi's non-values (``N/A``, ``[Not Supported]``, deprecated...); a
+    deprecation note after a value is left out."""
     if value is None:
         return None
     if isinstance(value, dict):
         value = value.get("_value")
         if value is None:
             return None
-    value = str(value).strip()
+    value = _DEPRECATION_NOTE.sub("", str(value)).strip()
     return None if value.lower() in _NO_VALUE or is_error_value(value) else value
 
 
@@ -415,8 +420,9 @@ def parse_smi_q(text):
     result["gpus"] = [gpu for gpu in result["gpus"] if gpu["bus_id"] is not None or any(
         gpu[k] not in (None, []) for k in _KNOWN_FIELDS)]
     g = result["globals"]
-    result["driver_version"] = value_or_none(find(g, "Driver Version"))
-    result["cuda_version"] = value_or_none(find(g, "CUDA Version"))
+    # R610 on print the same versions as "KMD Version" and "CUDA UMD Version" and deprecate the old names
+    result["driver_version"] = value_or_none(find(g, "KMD Version")) or value_or_none(find(g, "Driver Version"))
+    result["cuda_version"] = value_or_none(find(g, "CUDA UMD Version")) or value_or_none(find(g, "CUDA Version"))
     result["attached_gpus"] = _int(find(g, "Attached GPUs"))
     result["timestamp"] = value_or_none(find(g, "Timestamp"))
     mark_inforom(result, text)

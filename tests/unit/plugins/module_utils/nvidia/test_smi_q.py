@@ -64,6 +64,10 @@ EXPECTED = {
         ("550.90.07", 8, 1, "00000000:52:00.0", None, None, None),
     "rtx3090-gpu2-535-q-i2-excerpt-reset-required-not-ready.txt":
         (None, None, 1, None, None, None, None),
+    # R610 on Windows: the driver version from "KMD Version" (the deprecated "Driver Version" carries a note);
+    # no minor number and no persistence mode under WDDM
+    "rtx3060-laptop-1gpu-610-windows-deprecated-driver-version-kmd-version.txt":
+        ("610.88", 1, 1, "00000000:01:00.0", "NVIDIA GeForce RTX 3060 Laptop GPU", None, None),
 }
 
 
