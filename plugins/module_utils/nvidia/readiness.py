@@ -1224,8 +1224,8 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         last = shown[-1]
         # The acknowledgement names the latest event and covers the earlier ones of its Xid, or of every Xid with "*"
         # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
-        # Xid before a fatal one); the finding shows the
-        # latest Xid line rather than the "fallen off the bus" line that follows an Xid 79.
+        # Xid before a fatal one); the finding shows the latest Xid line rather than the "fallen off the bus" line
+        # that follows an Xid 79.
         numbers = {v["xid"] if v["kind"] == "xid" else 79 for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
         last = ([v for v in shown if v["kind"] == "xid"] or shown)[-1]

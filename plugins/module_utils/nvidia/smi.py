@@ -279,7 +279,9 @@ def _assign_by_position(rest, attr_cols, row_attr_start, header_attr_start):
     return values
 
 
-def _assign_by_order(rest, attr_keys):
+def _assign_by_order(rest, attr_keys, first_col=None):
+    """Leftover tokens to attribute columns in order. ``first_col``: where the row's first attribute cell begins
+    (the tab stop after its link cells)."""
     tokens = [t for _s, t in rest]
     values = [None] * len(attr_keys)
     if len(tokens) >= len(attr_keys):
@@ -288,8 +290,12 @@ def _assign_by_order(rest, attr_keys):
     # least); the affinity cells are the ones that come out empty (containers, some VMs).
     if attr_keys and attr_keys[-1] == "gpu_numa_id" and tokens and _fits("gpu_numa_id", tokens[-1]):
         values[-1] = tokens.pop()
+    # An empty CPU Affinity cell is a lone tab (a Slurm job whose cpuset holds none of the GPU's CPUs): the NUMA
+    # value then starts a tab stop after the first attribute column, not in it.
+    skip = int(bool(tokens and first_col is not None and rest[0][0] > first_col and attr_keys[0] == "cpu_affinity"
+                    and len(tokens) < len([k for k in attr_keys if k != "gpu_numa_id"])))
     for i, token in enumerate(tokens):
-        values[i] = token
+        values[i + skip] = token
     return values
 
 
@@ -393,7 +399,7 @@ def _row_attributes(name, rest, tail, glitch, last_link_end, attr_keys, attr_col
         by_position = _assign_by_position(rest, attr_cols, _next_tab_stop(last_link_end), header_attr_start)
         if by_position is not None:
             candidates.append(by_position)
-    by_order = _assign_by_order(rest, attr_keys)
+    by_order = _assign_by_order(rest, attr_keys, None if glitch else _next_tab_stop(last_link_end))
     if by_order is not None:
         candidates.append(by_order)
     for values in candidates:
