@@ -48,7 +48,9 @@ UNSETTLED_STATES = frozenset(("DOWN", "UNKNOWN", "FUTURE"))
 # requested (REBOOT_REQUESTED, waiting for the node's jobs) leaves the registration as it is.
 UNSETTLED_FLAGS = frozenset(("POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"))
 # Fields whose values may contain spaces; scontrol prints them last.
-_TAIL_FIELDS = ("Reason", "Comment", "Extra", "InstanceId", "InstanceType")
+# fields whose value may hold blanks; Slurm prints them last, in this order (ReservationName since 23.11:
+# slurm_sprint_node_table, src/api/node_info.c)
+_TAIL_FIELDS = ("Reason", "Comment", "Extra", "InstanceId", "InstanceType", "ReservationName")
 _KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)=")
 _TAIL_RE = re.compile(r"(?:^|\s)(%s)=" % "|".join(_TAIL_FIELDS))
 _REASON_SUFFIX_RE = re.compile(r"\s*\[([^@\]\s]*)@([^\]\s]*)\]\s*$")
@@ -62,7 +64,7 @@ def _split_records(text):
     current = []
     for line in text.splitlines():
         stripped = line.strip()
-        if not stripped:
+        if not stripped or _NOT_FOUND_RE.match(stripped):  # "Node gpu99 not found" between two records
             continue
         if stripped.startswith("NodeName="):
             if current:
@@ -281,6 +283,9 @@ def registration_verdict(node, expected_gres=None, since=None, check_gres=True):
         return verdict("failed", "registration refused by slurmctld: %s" % describe(node))
     if flags & UNSETTLED_FLAGS:
         return verdict("waiting", "state %s (%s)" % ("+".join(sorted(flags & UNSETTLED_FLAGS)), describe(node)))
+    if node.get("SlurmdStartTime") == "None":  # printed, and empty: the Gres shown is slurm.conf's, not a registration
+        return verdict("waiting", "slurmd has not registered with this slurmctld (SlurmdStartTime=None; %s)"
+                       % describe(node))
     down_registered = base == "DOWN" and since is not None
     if base in UNSETTLED_STATES and not down_registered:
         return verdict("waiting", "state %s (%s)" % (base, describe(node)))

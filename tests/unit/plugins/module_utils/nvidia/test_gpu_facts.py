@@ -31,6 +31,7 @@ LAYOUTS = {
     "a100-8gpu-4nic-2s-ht-confluence.txt": (2, 32, 2, "linear"),
     "a100-8gpu-nonic-aws-p4d-style.txt": (2, 24, 2, "linear"),
     "a100pcie-4gpu-nv12-4numa-blog.txt": (4, 24, 1, "linear"),
+    "a100pcie-8gpu-in-slurm-job-empty-cpu-affinity-dask-cuda1381.txt": (2, 28, 2, "linear"),
     "a100sxm40-8gpu-8nic-cloudvm-ph-glitch.txt": (1, 116, 1, "linear"),
     "b300-8gpu-9nic-ansi-header-sglang26039.txt": (2, 64, 2, "linear"),
     "dgxa100-8gpu-12nic-mlx5-headers-oldfmt.txt": (2, 64, 2, "linear"),

@@ -334,3 +334,36 @@ def test_reason_followed_by_instance_fields():
     rec = one("pcluster2411-rtxpro-idle-cloud-reason-instanceid.txt")
     assert (rec["state_base"], rec["state_flags"], rec["gres"]) == ("IDLE", ["CLOUD"], {"gpu:rtxproserver6000": 1})
     assert rec["reason"] == "Node start up"
+
+
+def test_a_reservation_name_after_the_reason_is_a_field_of_its_own():
+    # Slurm 23.11 prints ReservationName= after Reason= (slonk's recorded H100 nodes in a MAINT reservation)
+    nodes = nodes_of("slonk-2311rc1-drain-maint-reserved-reservationname.txt")
+    drained = nodes["cluster-h100-9-78"]
+    assert (drained["reason"], drained["reason_user"], drained["reason_time"], drained["ReservationName"]) == (
+        "Prolog error: 571 xid 13 errors", "root", "2023-12-24T06:51:08", "example")
+    assert scontrol.same_drain_reason(drained["reason"], "Prolog error: 571 xid 13 errors")
+    assert [nodes[n]["ReservationName"] for n in sorted(nodes)] == ["example"] * 4
+    assert {n: nodes[n]["state_flags"] for n in ("cluster-h100-9-69", "cluster-h100-9-79")} == {
+        "cluster-h100-9-69": ["MAINTENANCE", "RESERVED"], "cluster-h100-9-79": ["DRAIN", "MAINTENANCE", "RESERVED"]}
+
+
+def test_node_not_found_between_records_is_no_part_of_either():
+    # scontrol show nodes cpu[113-115,120-122] where cpu114 does not exist (UNIGE Yggdrasil, 24.11.1)
+    nodes = nodes_of("unige-yggdrasil-2411-multinode-node-not-found.txt")
+    assert sorted(nodes) == ["cpu113", "cpu115", "cpu120", "cpu121", "cpu122"]
+    assert nodes["cpu113"]["AveWatts"] == "0"
+    drained = scontrol.parse_show_node("NodeName=a State=IDLE+DRAIN Reason=gres/gpu count too low [slurm@2026-01-01T00:00:00]\n"
+                                       "Node b not found\nNodeName=c State=IDLE\n")
+    assert (drained["a"]["reason"], drained["a"]["reason_user"]) == ("gres/gpu count too low", "slurm")
+
+
+def test_a_node_slurmctld_has_no_registration_of_is_waited_for():
+    # BootTime=None SlurmdStartTime=None: the Gres shown is slurm.conf's (Lambda, Ubuntu's slurm-wlm)
+    node = one("lambda-ubuntu-idle-a100-slurmdstarttime-none.txt")
+    verdict = scontrol.registration_verdict(node, {"gpu:a100": 8})
+    assert verdict["status"] == "waiting" and "SlurmdStartTime=None" in verdict["message"], verdict
+    # a record without the field at all (not printed) is judged as before
+    bare = dict(node)
+    del bare["SlurmdStartTime"]
+    assert scontrol.registration_verdict(bare, {"gpu:a100": 8})["status"] == "ok"
