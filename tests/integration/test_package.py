@@ -51,6 +51,16 @@ def run(argv, cwd, env=None, check=True):
     return proc
 
 
+def run_json(argv, cwd, env=None):
+    """A command's JSON answer, from its stdout alone: what libraries warn on stderr (cryptography 51 warns of DSA
+    whenever ansible-core 2.19 imports its ssh agent code) is no part of it."""
+    proc = subprocess.run(argv, cwd=cwd, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    assert proc.returncode == 0, "%s failed (rc %d):\n%s%s" % (" ".join(argv), proc.returncode, proc.stdout,
+                                                              proc.stderr)
+    return json.loads(proc.stdout)
+
+
 @pytest.fixture(scope="module")
 def package(tmp_path_factory):
     """Build and install once: {"tarball", "members", "collections", "installed", "env", "work"}."""
@@ -166,20 +176,19 @@ def test_every_playbook_resolves_by_fqcn_from_the_installed_copy(package, name):
 def test_modules_and_roles_document_themselves_from_the_installed_copy(package):
     env, work = package["env"], str(package["work"])
     doc = os.path.join(testpaths.BIN, "ansible-doc")
-    listed = json.loads(run([doc, "--json", "--list", "hpc.slurm_gres"], cwd=work, env=env).stdout)
+    listed = run_json([doc, "--json", "--list", "hpc.slurm_gres"], cwd=work, env=env)
     assert sorted(listed) == ["hpc.slurm_gres.%s" % name for name in MODULES]
-    modules = json.loads(run([doc, "--json"] + sorted(listed), cwd=work, env=env).stdout)
+    modules = run_json([doc, "--json"] + sorted(listed), cwd=work, env=env)
     assert all(modules[name]["doc"].get("options") for name in listed), "a module without options"
     # options that come from the doc fragments
     assert {"nvidia_smi", "sysfs_root"} <= set(modules["hpc.slurm_gres.gpu_facts"]["doc"]["options"])
     assert {"scontrol", "slurm_conf"} <= set(modules["hpc.slurm_gres.slurm_node"]["doc"]["options"])
     # the public surface frozen for 0.1.0: at most 12 plugins, modules and filters together
-    filters = json.loads(run([doc, "--json", "-t", "filter", "--list", "hpc.slurm_gres"], cwd=work, env=env).stdout)
-    callbacks = json.loads(run([doc, "--json", "-t", "callback", "--list", "hpc.slurm_gres"], cwd=work, env=env).stdout)
+    filters = run_json([doc, "--json", "-t", "filter", "--list", "hpc.slurm_gres"], cwd=work, env=env)
+    callbacks = run_json([doc, "--json", "-t", "callback", "--list", "hpc.slurm_gres"], cwd=work, env=env)
     assert sorted(callbacks) == ["hpc.slurm_gres.gc_freeze"]
-    callback = json.loads(run([doc, "--json", "-t", "callback", "hpc.slurm_gres.gc_freeze"], cwd=work, env=env).stdout)
+    callback = run_json([doc, "--json", "-t", "callback", "hpc.slurm_gres.gc_freeze"], cwd=work, env=env)
     assert callback["hpc.slurm_gres.gc_freeze"]["doc"]["type"] == "aggregate"
     assert len(listed) + len(filters) + len(callbacks) <= 12, sorted(listed) + sorted(filters) + sorted(callbacks)
-    roles = json.loads(run([doc, "--json", "-t", "role"] + ["hpc.slurm_gres.%s" % r for r in ROLES],
-                           cwd=work, env=env).stdout)
+    roles = run_json([doc, "--json", "-t", "role"] + ["hpc.slurm_gres.%s" % r for r in ROLES], cwd=work, env=env)
     assert sorted(roles) == ["hpc.slurm_gres.%s" % r for r in ROLES]
