@@ -56,8 +56,8 @@ def run_json(argv, cwd, env=None):
     whenever ansible-core 2.19 imports its ssh agent code) is no part of it."""
     proc = subprocess.run(argv, cwd=cwd, env=env, check=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True)
-    assert proc.returncode == 0, "%s failed (rc %d):\n%s%s" % (" ".join(argv), proc.returncode, proc.stdout,
-                                                              proc.stderr)
+    assert proc.returncode == 0, "%s failed (rc %d):\n%s%s" % (
+        " ".join(argv), proc.returncode, proc.stdout, proc.stderr)
     return json.loads(proc.stdout)
 
 
