@@ -23,6 +23,8 @@ COLLECT_ARGS = dict(
 RC_NO_DEVICES = 6
 RC_INFOROM = nvidia_smi.RC_INFOROM_CORRUPTED  # it warns "infoROM is corrupted at gpu ..." after a whole output
 RC_GPU_LOST = 15
+# exit codes after which nvidia-smi's output is still read: some GPUs lost, or the infoROM warning after it
+RC_OUTPUT_READ = (RC_GPU_LOST, RC_INFOROM)
 
 
 class CollectError(Exception):
@@ -72,7 +74,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
     argv = gpu_facts.query_gpu_command(smi)
     rc, query_out, err = call(argv)
     no_devices = "No devices were found" in (query_out or "") + (err or "")
-    listed = rc in (RC_GPU_LOST, RC_INFOROM) and query_out.strip()
+    listed = rc in RC_OUTPUT_READ and query_out.strip()
     if rc != 0 and not listed and not (rc == RC_NO_DEVICES and no_devices):
         fail(argv, rc, query_out, err)
     for bus in nvidia_smi.inforom_corrupted_gpus("%s\n%s" % (query_out, err or "")):
@@ -90,7 +92,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
     if rows:
         argv = gpu_facts.topo_command(smi)
         rc, out, err = call(argv)
-        if rc == 0 or (rc in (RC_GPU_LOST, RC_INFOROM) and "GPU0" in out):
+        if rc == 0 or (rc in RC_OUTPUT_READ and "GPU0" in out):
             topo_text = out
         else:
             warnings.append("%s failed (exit code %d): %s; CPU affinity and Slurm cores are unknown"
@@ -98,7 +100,7 @@ def collect(run, sysfs_root="/", nvidia_smi_path="nvidia-smi", which=None, parse
         if processes:
             argv = gpu_facts.query_apps_command(smi)
             rc, out, err = call(argv)
-            if rc in (0, RC_GPU_LOST, RC_INFOROM):
+            if rc == 0 or rc in RC_OUTPUT_READ:
                 apps_text = out
             else:
                 warnings.append("%s failed (exit code %d): %s; processes are unknown"

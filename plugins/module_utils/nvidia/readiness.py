@@ -442,7 +442,7 @@ def _lspci_fields(m, cls_text, vendor_text, device_text, rev):
         vendor_id = "10de"
     vendor_device = "%s:%s" % (vendor_id, device_id) if vendor_id and device_id else None
     desc = " ".join(p for p in (vendor, device) if p)
-    return (_lspci_bus(m), cls, code, vendor, vendor_device, desc, rev.lower() if rev else None)
+    return (_lspci_bus(m), cls, code, vendor, vendor_device, desc, rev)
 
 
 def _lspci_vmm(slot, record):

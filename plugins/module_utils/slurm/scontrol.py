@@ -47,9 +47,8 @@ UNSETTLED_STATES = frozenset(("DOWN", "UNKNOWN", "FUTURE"))
 # not running or is about to stop: powered down by power saving, powering up or down, rebooting. A reboot only
 # requested (REBOOT_REQUESTED, waiting for the node's jobs) leaves the registration as it is.
 UNSETTLED_FLAGS = frozenset(("POWERED_DOWN", "POWERING_UP", "POWERING_DOWN", "REBOOT_ISSUED"))
-# Fields whose values may contain spaces; scontrol prints them last.
-# fields whose value may hold blanks; Slurm prints them last, in this order (ReservationName since 23.11:
-# slurm_sprint_node_table, src/api/node_info.c)
+# Fields whose values may contain spaces; scontrol prints them last, in this order (ReservationName since 23.11:
+# slurm_sprint_node_table, src/api/node_info.c).
 _TAIL_FIELDS = ("Reason", "Comment", "Extra", "InstanceId", "InstanceType", "ReservationName")
 _KEY_RE = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)=")
 _TAIL_RE = re.compile(r"(?:^|\s)(%s)=" % "|".join(_TAIL_FIELDS))
