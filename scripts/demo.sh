@@ -9,7 +9,8 @@ cd "$root"
 export ANSIBLE_CONFIG="$root/ansible.cfg"
 
 core_ok() {  # ansible-playbook at $1 is ansible-core 2.14 or later
-    "$1" --version 2>/dev/null | head -1 | grep -Eq 'core 2\.(1[4-9]|[2-9][0-9])\.'
+    # sed reads the whole output: head would close the pipe early and ansible-playbook die of EPIPE (pipefail)
+    "$1" --version 2>/dev/null | sed -n 1p | grep -Eq 'core 2\.(1[4-9]|[2-9][0-9])\.'
 }
 playbook=
 for candidate in "$root/.venv/bin/ansible-playbook" "$root/.venv-demo/bin/ansible-playbook" \
@@ -22,7 +23,7 @@ if [ -z "$playbook" ]; then
     .venv-demo/bin/python -m pip install -q --disable-pip-version-check -r requirements-demo.txt
     playbook="$root/.venv-demo/bin/ansible-playbook"
 fi
-echo "== $("$playbook" --version | head -1) ($playbook)"
+echo "== $("$playbook" --version | sed -n 1p) ($playbook)"
 
 "$playbook" -i inventories/example/hosts.yml playbooks/render-gres.yml -e "hpc_gres_render_dir=$dir"
 

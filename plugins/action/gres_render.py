@@ -65,7 +65,7 @@ class ActionModule(ActionBase):
         try:
             cluster.update(cluster_vars(source, self._templar.template, cluster_host))
             out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live,
-                                 into=values, where=origins.where)
+                                 into=values, where=origins.where, conflicts=origins.sibling_conflicts)
         except GresError as exc:
             # Each problem once, with its hosts and file. msg stays one short line: ansible-core 2.19+ prints it
             # twice (the error line and the result); the list is printed once, in the result. The newline that

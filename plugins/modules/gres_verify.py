@@ -660,8 +660,10 @@ def main():
     if params["slurmd"]:
         slurmd = params["slurmd"]
         if not (os.path.isfile(slurmd) and os.access(slurmd, os.X_OK)):
-            module.fail_json(msg="slurmd: expected the node's slurmd executable, found nothing runnable at %s"
-                                 % slurmd, commands=commands)
+            switch = " (a path, not a switch: hpc_gres_verify_slurmd: /usr/sbin/slurmd)" \
+                if slurmd.lower() in ("true", "yes", "on", "1") else ""
+            module.fail_json(msg="slurmd: expected the node's slurmd executable, found nothing runnable at %s%s"
+                                 % (slurmd, switch), commands=commands)
         if not version:
             version = _slurmd_version(module, slurmd, commands)
         missing = [p for p, st in dev_stat.items() if st is None]

@@ -11,6 +11,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.health_program import deploy_health
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import model_from_inventory
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.mig_node import step_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import report_lines
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import gres_spec, render_all, summarize
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.users_guide import inventory_guide_files
@@ -49,7 +50,7 @@ def mig_node(model, node):
 
 
 def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step=None, live=None, into=None,
-                   where=None):
+                   where=None, conflicts=None):
     """Validate, render and prove; return ``{"files", "summary", "nodes", "mig_nodes", "config_mode",
     "include_file", "health", "boot"}``.
 
@@ -57,10 +58,14 @@ def render_cluster(hostvars, groups, cluster, cluster_host="localhost", mig_step
     ``USERS.motd``, from the same model). ``mig_step`` (an inventory host) renders one step of the MIG runbook
     instead: that host with the layout the inventory declares, every host in ``live`` (``{host: {gpu index:
     [profiles] or None}}``) with the layout its GPUs have now, and no guide (a step is not what users get).
-    ``into`` and ``where`` as ``model_from_inventory`` takes them (the warnings are located with ``where``).
+    ``into`` and ``where`` as ``model_from_inventory`` takes them (the warnings are located with ``where``);
+    ``conflicts(hosts)``: more warnings about the inventory's hosts (``VarOrigins.sibling_conflicts``).
     Raises GresError (inventory, guide directory or proof) or TypeError (bad arguments).
     """
     model = model_from_inventory(hostvars, groups, cluster, cluster_host, into=into, where=where)
+    if conflicts is not None:
+        model["warnings"] = report_lines(conflicts([node["host"] for node in model["nodes"]]), where) + \
+            model["warnings"]
     if mig_step is not None:
         model = step_model(model, mig_step, live or {})
     files = render_all(model)

@@ -15,6 +15,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_cgroup_conf, parse_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import values as values_mod
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     SHARED_NAMES,
     gres_types_order,
@@ -339,9 +340,9 @@ def _node(imp, conf, name):
                 values[var] = number
         elif key in ("features", "feature"):
             features = [f for f in value.split(",") if f]
-            if not all(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", f) for f in features):
+            if any(values_mod.check_name(f, "feature name") for f in features):
                 imp.refuse(where, name, "Features=%s" % value,
-                           "the inventory takes feature names of letters, digits, '-', '_' and '.'")
+                           "the inventory takes feature names of %s" % values_mod.FEATURE_CHARS)
             values["hpc_gres_node_features"] = features
         elif key in _NODE_CANON:
             options[_NODE_CANON[key]] = value
@@ -503,9 +504,14 @@ def _check_registered(imp, name, where, declared, view):
     got = view_counts(view)
     for key in sorted(set(want) | set(got)):
         if want.get(key, 0) != got.get(key, 0):
-            imp.refuse(where, name, "slurm.conf declares %s:%d, slurmd registers %d" % (key, want.get(key, 0),
-                                                                                        got.get(key, 0)),
-                       "slurmctld drains this node today (count reported lower/too low); fix the files first")
+            gres, _colon, gtype = key.partition(":")
+            lines = sorted(set(r["line"] for r in view["records"] if r["line"] and r["name"].lower() == gres
+                               and (not gtype or (r["type"] or "").lower() == gtype)))
+            source = " (gres.conf %s %s)" % ("line" if len(lines) == 1 else "lines", ", ".join(
+                str(n) for n in lines)) if lines else " (no gres.conf line gives it)"
+            imp.refuse(where, name, "slurm.conf declares %s:%d, slurmd registers %d%s" % (
+                key, want.get(key, 0), got.get(key, 0), source),
+                "slurmctld drains this node today (count reported lower/too low); fix the files first")
 
 
 def _flags_list(rec):

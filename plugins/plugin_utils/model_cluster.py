@@ -310,9 +310,12 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
         return "ALL"
     if isinstance(nodes, str):
         size = _hostlist_size(nodes)
-        if size > max(len(known_names), 1):
-            col.add(host, field + ".nodes", "ALL, or a hostlist of at most %d names (the nodes of group %s)"
-                    % (len(known_names), SLURMD_GROUP), "%s (%d names)" % (describe(nodes), size))
+        # bounded before it is expanded; a little over the node count still expands, so that a name written twice
+        # or an unknown one is what the refusal names
+        if size > len(known_names) + 1024:
+            col.add(host, field + ".nodes", "ALL, or a hostlist of at most %d names (the %d nodes of group %s and "
+                    "1024 more)" % (len(known_names) + 1024, len(known_names), SLURMD_GROUP),
+                    "%s (%d names)" % (describe(nodes), size))
             return []
         try:
             nodes = hostlist.expand_hostlist(nodes)

@@ -35,7 +35,9 @@ NODE_OPTION_KEYS = ("BcastAddr", "Boards", "CoreSpecCount", "CPUs", "CPUSpecList
                     "NodeAddr", "NodeHostname", "Port", "Reason", "SocketsPerBoard", "State", "TmpDisk",
                     "TRESWeights", "Comment", "Extra", "Features", "Parameters", "RestrictedCoresPerGPU",
                     "Topology")
-OWNED_NODE_KEYS = {"nodename": "NodeName", "gres": "Gres", "sockets": "hpc_gres_node_sockets",
+OWNED_NODE_KEYS = {"nodename": "hpc_gres_node_name",
+                   "gres": "hpc_gres_gpus for GPUs, hpc_gres_node_gres for other GRES",
+                   "sockets": "hpc_gres_node_sockets",
                    "corespersocket": "hpc_gres_node_cores_per_socket", "threadspercore": "hpc_gres_node_threads_per_core",
                    "realmemory": "hpc_gres_node_real_memory", "feature": "hpc_gres_node_features",
                    "features": "hpc_gres_node_features", "weight": "hpc_gres_node_weight", "procs": "CPUs"}

@@ -336,14 +336,23 @@ def check_mig_with_shards(col, nodes, extra_types=()):
     sharded += [("(hpc_gres_types)", name) for name in extra_types if name in ("shard", "mps")]
     if not sharded:
         return
+    why = ("slurmd splits a MIG MultipleFiles record into one GPU per file when shard or mps is in GresTypes (seen "
+           "with Slurm 22.05; refused on every release); use MIG or shards in one cluster, not both")
+    migs = [(node["host"], pos, gpu) for node in nodes for pos, gpu in enumerate(node["gpus"]) if gpu["mig"]]
+    for host, pos, gpu in migs:
+        col.add(host, "hpc_gres_gpus[%d].mig" % pos,
+                "MIG instances only in a cluster without shards (GresTypes would include shard)",
+                "shards on host %s GPU %s" % sharded[0], why)
+    if not migs:
+        return
+    # and where the shards were written, which may be the line just added
     for node in nodes:
         for pos, gpu in enumerate(node["gpus"]):
-            if gpu["mig"]:
-                col.add(node["host"], "hpc_gres_gpus[%d].mig" % pos,
-                        "MIG instances only in a cluster without shards (GresTypes would include shard)",
-                        "shards on host %s GPU %s" % sharded[0],
-                        "Slurm 22.05's slurmd splits a MIG MultipleFiles record into one GPU per file when shard "
-                        "is in GresTypes; use MIG or shards in one cluster, not both")
+            for key in ("shards", "mps"):
+                if gpu[key]:
+                    col.add(node["host"], "hpc_gres_gpus[%d].%s" % (pos, key),
+                            "%s only in a cluster without MIG instances" % key,
+                            "MIG instances on host %s GPU %s" % (migs[0][0], migs[0][2]["index"]), why)
 
 
 def _cores(col, host, field, value, layout, core_count):
@@ -407,16 +416,26 @@ def _check_unique(col, host, gpus, entries, positions):
 
 
 def check_type_spelling(col, nodes):
-    spellings = {}
+    """Each GPU entry that spells a type otherwise than most entries do (the first seen wins a tie) is refused:
+    the odd one is the line to fix."""
+    uses = {}
     for node in nodes:
         for i, gpu in enumerate(node["gpus"]):
-            if gpu["type"] is None:
-                continue
-            first = spellings.setdefault(gpu["type"].lower(), (gpu["type"], node["host"]))
-            if first[0] != gpu["type"]:
-                col.add(node["host"], "hpc_gres_gpus[%d].type" % i,
+            if gpu["type"] is not None:
+                uses.setdefault(gpu["type"].lower(), []).append((gpu["type"], node["host"], i))
+    for entries in uses.values():
+        counts = {}
+        for spelling, host, _i in entries:
+            counts.setdefault(spelling, [0, host])[0] += 1
+        if len(counts) == 1:
+            continue
+        usual = max(counts, key=lambda spelling: counts[spelling][0])  # max keeps the first of equal counts
+        for spelling, host, i in entries:
+            if spelling != usual:
+                col.add(host, "hpc_gres_gpus[%d].type" % i,
                         "one spelling per GRES type (Slurm compares types case-insensitively)",
-                        "%r (host %s spells it %r)" % (gpu["type"], first[1], first[0]))
+                        "%r (host %s and %d more entries spell it %r)" % (
+                            spelling, counts[usual][1], counts[usual][0] - 1, usual))
 
 
 def autodetect_mode(col, host, value, release, var="hpc_gres_autodetect"):

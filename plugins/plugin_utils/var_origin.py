@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 import yaml
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
 
 VARS_EXTENSIONS = (".yml", ".yaml", ".json")  # Ansible's YAML_FILENAME_EXTENSIONS
@@ -277,6 +278,59 @@ class VarOrigins(object):
                 elif key.value == "children":
                     pending.extend((ck.value, cv) for ck, cv in value.value if isinstance(ck, yaml.ScalarNode))
         return [(n, d) for n, d in ((n, _construct(n)) for n in found) if isinstance(d, dict)]
+
+    def sibling_conflicts(self, hosts):
+        """Warnings (``Problem``) for each variable of this collection that the group_vars files of two of a host's
+        groups set to different values, where neither group holds all the other's hosts (so neither can be the
+        other's child), and the host has one of the two values. Ansible then keeps the value of the group whose
+        name sorts last (or of the higher ``ansible_group_priority``): a host put in two shape groups silently
+        takes the other shape's GPUs. A value set in host_vars, or with ``-e``, is neither group's and gives no
+        warning. Group ``vars:`` inside an inventory file are not read for this."""
+        out = []
+        cache = {}
+        for host in hosts:
+            groups = frozenset(self._groups_of(host))
+            if groups not in cache:
+                cache[groups] = self._group_conflicts(groups)
+            for name, first, second in cache[groups]:
+                value = self._values(host, name)
+                winner = next((side for side in (second, first) if side[3] == value), None)
+                if winner is None:
+                    continue
+                loser = first if winner is second else second
+                out.append(Problem(
+                    host, name, "one value among the host's groups (or one in its host_vars)",
+                    "groups %s (%s) and %s (%s), neither a child of the other, set different values; the host has "
+                    "%s's" % (first[0], first[1], second[0], second[1], winner[0]),
+                    "Ansible keeps the group whose name sorts last unless ansible_group_priority says otherwise: "
+                    "take the host out of %s, or set %s in its host_vars" % (loser[0], name)))
+        return out
+
+    def _group_conflicts(self, groups):
+        """[(variable, side, side)] with side = (group, "file:line", hosts, value), for groups of one host."""
+        members = {g: frozenset(str(h) for h in self._groups.get(g) or ()) for g in groups}
+        seen = {}
+        for base in self._bases:
+            for group in sorted(groups):
+                for path in vars_files(os.path.join(base, "group_vars"), group):
+                    node, data = self._file(path)
+                    if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
+                        continue
+                    for name, value in data.items():
+                        if not isinstance(name, str) or not namespace.ours(name):
+                            continue
+                        pair = _last_pair(node, name)
+                        where = "%s:%d" % (self._show(path), pair[0].start_mark.line + 1) if pair else self._show(path)
+                        seen.setdefault(name, {})[group] = (group, where, members[group], value)
+        conflicts = []
+        for name, by_group in sorted(seen.items()):
+            sides = [by_group[g] for g in sorted(by_group)]
+            for i, first in enumerate(sides):
+                for second in sides[i + 1:]:
+                    nested = first[2] <= second[2] or second[2] <= first[2]
+                    if not nested and first[3] != second[3]:
+                        conflicts.append((name, first, second))
+        return conflicts
 
     def _show(self, path):
         path = os.path.abspath(path)

@@ -265,3 +265,22 @@ def test_the_refusal_and_the_warning_docs_show_are_what_the_render_prints(tmp_pa
     assert rc == 0, out
     (warning,) = doc_block("refusal-sample:warning").splitlines()
     assert out.count(" ".join(warning.split())) == 1, (warning, out)
+
+
+def test_a_host_put_in_a_second_shape_group_is_rendered_with_a_warning_naming_both_groups(tmp_path):
+    # Ansible merges the group_vars of two sibling groups by name: gpu03 gets the h100 group's GPUs, and says nothing
+    hosts = {"all": {"children": {
+        "slurmctld": {"hosts": {"head.lab": None}},
+        "slurmd": {"children": {"a100": {"hosts": {"gpu[01:03].lab": None}},
+                                "h100": {"hosts": {"gpu03.lab": None, "gpu04.lab": None}}}}}}}
+    h100 = dict(A100, hpc_gres_gpus=[{"index": i, "type": "h100"} for i in range(8)])
+    inventory = write_inventory(tmp_path / "inv", hosts, group_vars={"a100": A100, "h100": h100})
+    rc, out = render(inventory, tmp_path / "out")
+    assert rc == 0, out
+    assert "NodeName=gpu[03-04]" in (tmp_path / "out" / "slurm.conf").read_text()
+    warning = ("warning: host gpu03.lab: hpc_gres_gpus: expected one value among the host's groups (or one in its "
+               "host_vars), found groups a100 (%s:5) and h100 (%s:5), neither a child of the other, set different "
+               "values; the host has h100's" % (tmp_path / "inv" / "group_vars" / "a100.yml",
+                                                tmp_path / "inv" / "group_vars" / "h100.yml"))
+    assert out.count(warning) == 1, out
+    assert out.count("warning: host") == 1, out  # the other variables the two groups set are equal

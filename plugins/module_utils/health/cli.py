@@ -45,7 +45,7 @@ def add_node_inputs(p, node_help):
                    help="Xid acknowledgement file (default %s)" % inputs.DEFAULT_ACK_FILE)
     p.add_argument("--type-pattern", type=_type_pattern, action="append", default=[], metavar="TYPE=REGEX",
                    help="how a gres.conf Type is recognised in the nvidia-smi GPU name (the inventory's "
-                        "type_patterns), over the built-in ones; repeatable")
+                        "hpc_gres_verify_type_patterns), over the built-in ones; repeatable")
     p.add_argument("--node", help=node_help)
     p.add_argument("--timeout", type=float, default=inputs.DEFAULT_TIMEOUT, metavar="SECONDS",
                    help="limit for each external command; one that does not answer is killed and reported "

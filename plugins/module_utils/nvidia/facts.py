@@ -223,6 +223,11 @@ def build_facts(query_gpu_text, topo_text=None, apps_text=None, topology=None, g
 
     gpus = []
     for row in sorted(rows, key=lambda r: r["index"]):
+        failed = row.get(nvidia_smi.READ_ERRORS)
+        if failed:
+            warnings.append("GPU %d (%s): nvidia-smi could not read %s; the GPU may need a reset (nvidia-smi -q -i %d "
+                            "shows its state)" % (row["index"], row["pci.bus_id"] or "no bus id", ", ".join(
+                                "%s (%s)" % item for item in sorted(failed.items())), row["index"]))
         t = topo_by_index.get(row["index"])
         affinity = t["cpu_affinity"] if t else None
         numa_affinity = t["numa_affinity"] if t else None

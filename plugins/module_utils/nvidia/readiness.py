@@ -888,6 +888,23 @@ XID_CLASSES = {
     158: ("reset", "RESET_GPU", "GPU Fatal Timeout"),
     171: ("reset", "WORKFLOW_XID_48", "Uncorrectable DRAM error (additional to Xid 48)"),
     172: ("reset", "WORKFLOW_XID_48", "Uncorrectable SRAM error (additional to Xid 48)"),
+    # More rows of the same copy (FACTS.md section 1, second table): the NVLink5 Xids 146-148, the other RESET_GPU
+    # and RESTART_VM rows, and the IGNORE / RESTART_APP ones (no finding)
+    110: ("reset", "RESET_GPU", "Security Fault Error"),
+    136: ("reset", "RESET_GPU", "Link Training Failed"),
+    146: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: TLW Error"),
+    147: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: TREX Error"),
+    148: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: NVLPW_CTRL Error"),
+    151: ("reboot", "RESTART_VM", "Key rotation Error"),
+    38: ("application", "IGNORE", "Driver firmware error"),
+    44: ("application", "IGNORE", "Graphics Engine fault during context switch"),
+    121: ("application", "IGNORE", "C2C Error"),
+    137: ("application", "IGNORE", "NVLink Privilege Error"),
+    139: ("application", "RESTART_APP", "OFA1 Error"),
+    141: ("application", "IGNORE", "CUDA Fast Path Error"),
+    157: ("application", "IGNORE", "Resource Retirement Failure"),
+    160: ("application", "IGNORE", "Channel Retirement Event"),
+    161: ("application", "IGNORE", "Channel Retirement Failure"),
     # From FACTS.md's reading of the same catalogue ("application-level = Immediate RESTART_APP (8, 11, 13, 31,
     # 32, 39-41, 68, 69, 94)"); the rows themselves are not quoted there, so no description.
     11: ("application", "RESTART_APP", None),
@@ -1137,7 +1154,10 @@ def _xid_class(event):
         return ("application", "XID_154_EVAL", XID_CLASSES[xid][2] + ", Nonfatal (a following Xid 154 judges the GPU)")
     if xid == 154:
         to = event.get("recovery_to")
-        if to is None or to[0] == 0:
+        if to is None:
+            # a line cut short (a pager's width, a log collector's limit) clears nothing
+            return ("unknown", None, "GPU Recovery Action changed, to an action the line does not show")
+        if to[0] == 0:
             return ("recovered", "XID_154", "GPU Recovery Action changed to None")
         return ("reboot" if "reboot" in to[1].lower() else "reset", to[1], "GPU Recovery Action: %s" % to[1])
     return XID_CLASSES.get(xid, ("unknown", None, None))

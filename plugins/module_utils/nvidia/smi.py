@@ -16,7 +16,16 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges impor
 
 QUERY_GPU_FIELDS = ("index", "uuid", "name", "pci.bus_id", "mig.mode.current", "memory.total", "memory.used")
 QUERY_APPS_FIELDS = ("gpu_uuid", "pid", "used_memory", "process_name")
+# The key of a query row's fields nvidia-smi failed to read; no field is named so.
+READ_ERRORS = "read_errors"
 
+# What nvidia-smi prints in a field that it could not read (observed in -q, tables and --query-gpu CSV). Its
+# --help-query-gpu: "'N/A' indicates that the field is not supported ... An error message indicates that
+# retrieving the field failed."
+ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]",
+                # NVML_ERROR_NOT_READY's text, printed for the fields NVML cannot read yet
+                "System is not in ready state", "[System is not in ready state]")
+_ERROR_VALUES = {v.lower() for v in ERROR_VALUES}
 # nvidia-smi prints these instead of a value ("[N/A]", "[Not Supported]", "[Not Found]", ...).
 _NO_VALUE = re.compile(r"^\[[^\]]*\]$|^N/A$")
 # Header names nvidia-smi prints that differ from the name that was queried.
@@ -34,7 +43,8 @@ _KNOWN_FIELDS = (set(QUERY_GPU_FIELDS) | set(QUERY_APPS_FIELDS) | _INT_FIELDS | 
                  | _WATT_FIELDS
                  | {"used_gpu_memory", "gpu_name", "gpu_bus_id", "gpu_serial", "driver_version", "compute_cap",
                     "mig.mode.pending", "serial", "vbios_version", "persistence_mode", "pstate", "count"})
-_HEADER_ITEM = re.compile(r"^([a-z][a-z0-9_.]*)(?:\s*\[[^\]]*\])?$")
+# R580 on, some names are mixed case: pci.baseClass, fabric.cliqueId, encoder.stats.sessionCount
+_HEADER_ITEM = re.compile(r"^([a-z][A-Za-z0-9_.]*)(?:\s*\[[^\]]*\])?$")
 # A shell prompt (and the command after it) a poster left before an output: "user@host:~$", "root@host:/#",
 # "[root@host dir]#", ESXi's "[root@localhost:~]", "(base) user@host:~$", "bash-4.2#", Windows' "C:\...\NVSMI>",
 # PowerShell's "PS C:\...>", or the echoed command itself.
@@ -97,9 +107,17 @@ def _is_header(items):
     return any(_canonical_field(i) in _KNOWN_FIELDS or i.strip() in _KNOWN_FIELDS for i in items)
 
 
+def is_error_value(value):
+    """True for the markers nvidia-smi prints in a field it failed to read (``ERR!``, ``Unknown Error``...)."""
+    if not isinstance(value, str):
+        return False
+    value = value.strip()
+    return value.lower() in _ERROR_VALUES or value.startswith("ERR!")
+
+
 def _convert(field, raw):
     value = raw.strip()
-    if _NO_VALUE.match(value):
+    if _NO_VALUE.match(value) or is_error_value(value):
         return None
     if field in _MIB_FIELDS:
         value = re.sub(r"\s*MiB$", "", value)
@@ -141,7 +159,9 @@ def parse_query_csv(text, fields):
 
     A header line, when present, names the columns (and wins over ``fields``). Values: integers for
     index/pid, MiB integers for memory fields (with or without the ``MiB`` unit), ``None`` for
-    nvidia-smi's bracketed non-values (``[N/A]``, ``[Not Found]``...). Lines nvidia-smi prints about a
+    nvidia-smi's bracketed non-values (``[N/A]``, ``[Not Found]``...) and for the fields it failed to read
+    (``[GPU requires reset]``, ``[Unknown Error]``, ``ERR!``), which a row also lists under ``READ_ERRORS``
+    (``{field: marker}``, only in a row that has one). Lines nvidia-smi prints about a
     GPU it cannot reach ("Unable to determine the device handle ...") are skipped here; see
     :func:`find_lost_gpus`; so is its "infoROM is corrupted" warning.
     """
@@ -163,9 +183,13 @@ def parse_query_csv(text, fields):
             raise ValueError("nvidia-smi query output line %d: expected %d comma-separated values (%s), found %r"
                              % (lineno, len(columns), ", ".join(columns), line))
         try:
-            rows.append({col: _convert(col, raw) for col, raw in zip(columns, parts)})
+            row = {col: _convert(col, raw) for col, raw in zip(columns, parts)}
         except ValueError as exc:
             raise ValueError("nvidia-smi query output line %d: %s (line %r)" % (lineno, exc, line))
+        failed = {col: raw.strip() for col, raw in zip(columns, parts) if is_error_value(raw)}
+        if failed:
+            row[READ_ERRORS] = failed
+        rows.append(row)
         seen_data = True
     return rows
 
@@ -544,12 +568,19 @@ def parse_list_gpus(text):
     "gi_id", "ci_id"}]}]``. gi_id/ci_id come from old-style ``MIG-GPU-<uuid>/<gi>/<ci>`` UUIDs only
     (R470+ prints opaque ``MIG-<uuid>``; join those with ``mig -lci`` output)."""
     gpus = []
+    first_line = {}
     for lineno, line in enumerate(_lines(text), 1):
         if not line.strip() or _PROMPT.match(line) or ELISION.match(line) or _LOST_GPU_HINT.match(line):
             continue
         m = _L_GPU.match(line)
         if m:
-            gpus.append({"index": int(m.group(1)), "name": m.group(2), "uuid": m.group(3), "mig_devices": []})
+            index = int(m.group(1))
+            if index in first_line:
+                # one run lists each GPU once: two outputs run together (two containers' logs, say)
+                raise ValueError("nvidia-smi -L line %d: expected each GPU once, found GPU %d again (first at line %d): "
+                                 "%r" % (lineno, index, first_line[index], line))
+            first_line[index] = lineno
+            gpus.append({"index": index, "name": m.group(2), "uuid": m.group(3), "mig_devices": []})
             continue
         m = _L_MIG.match(line)
         if m:

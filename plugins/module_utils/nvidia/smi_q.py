@@ -16,16 +16,11 @@ from __future__ import annotations
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
-    ELISION as _ELISION, PROMPT_LINE, inforom_corrupted_gpus, normalize_bus_id)
+    ELISION as _ELISION, PROMPT_LINE, inforom_corrupted_gpus, is_error_value, normalize_bus_id)
 
-# What nvidia-smi prints in a field that it could not read (observed in -q, tables and --query-gpu CSV).
-ERROR_VALUES = ("ERR!", "Unknown Error", "[Unknown Error]", "GPU requires reset", "[GPU requires reset]",
-                # NVML_ERROR_NOT_READY's text, printed for the fields NVML cannot read yet
-                "System is not in ready state", "[System is not in ready state]")
 # Printed instead of a value when the GPU or driver does not have the field; read as None.
 NO_VALUE = ("", "N/A", "[N/A]", "Not Supported", "[Not Supported]", "Not Available", "[Not Available]",
             "Requested functionality has been deprecated", "Unknown", "[Unknown]")
-_ERROR_VALUES = {v.lower() for v in ERROR_VALUES}
 _NO_VALUE = {v.lower() for v in NO_VALUE}
 
 _BANNER = re.compile(r"^\s*=+\s*NVSMI LOG\s*=+\s*$")
@@ -47,14 +42,6 @@ def output_lines(text):
             continue
         out.append((number, line.rstrip()))
     return out
-
-
-def is_error_value(value):
-    """True for the markers nvidia-smi prints in a field it failed to read (``ERR!``, ``Unknown Error``...)."""
-    if not isinstance(value, str):
-        return False
-    value = value.strip()
-    return value.lower() in _ERROR_VALUES or value.startswith("ERR!")
 
 
 # R610 on: "Driver Version : 610.88 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]"

@@ -136,6 +136,17 @@ def _prio_process(value):
     return None if value in ("0", "1", "2") else "0, 1 or 2"
 
 
+# _validate_accounting_storage_enforce (read_config.c, the same 22.05 to 26.05): "AccountingStorageEnforce invalid"
+# stops slurmctld and slurmd; the words are compared without case, an empty one ends the list.
+_ENFORCE_WORDS = ("1", "associations", "2", "limits", "safe", "wckeys", "qos", "all", "nojobs", "nosteps")
+
+
+def _accounting_enforce(value):
+    if all(word.lower() in _ENFORCE_WORDS for word in value.split(",") if word):
+        return None
+    return "a comma-separated list of %s" % ", ".join(_ENFORCE_WORDS)
+
+
 def _at_least(minimum, maximum=None):
     """A uint option read_config.c refuses below `minimum` (MaxJobCount=0: "No jobs permitted") or above
     `maximum`."""
@@ -185,6 +196,7 @@ SHAPES = {
     ("slurm.conf", "PriorityCalcPeriod"): _finite_time,
     ("slurm.conf", "PriorityMaxAge"): _time,
     ("slurm.conf", "PriorityUsageResetPeriod"): _usage_reset,
+    ("slurm.conf", "AccountingStorageEnforce"): _accounting_enforce,
     # read_config.c's own bounds on integers
     ("slurm.conf", "MaxJobCount"): _at_least(1),
     ("slurm.conf", "MaxStepCount"): _at_least(1),

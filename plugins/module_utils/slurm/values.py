@@ -13,7 +13,9 @@ character. Non-ASCII text is refused everywhere: Slurm's parser calls ``isspace(
 names (nodes, partitions, features, GRES types) are compared and hashed as bytes.
 
 Names are narrower than values because other Slurm syntax is built from them: a node name must survive Slurm's
-hostlist syntax (``[``, ``]``, ``,``), a feature name its feature expressions (``&|*()!:``), a GRES type the
+hostlist syntax (``[``, ``]``, ``,``), a feature name its feature expressions (``&|*[]()``, job_scheduler.c
+``build_feature_list``, and ``!`` of federation features; ``:`` is no operator and sites use it, as in
+``CPU_GEN:HSW``), a GRES type the
 ``name:type:count`` form of ``Gres=`` and ``--gres`` (``:``, ``,``, ``(``). ``DEFAULT`` (any case) is reserved for
 ``NodeName=`` and ``PartitionName=`` (it sets defaults for later lines) and ``ALL`` for ``NodeName=`` (fatal:
 "is a reserved word disallowed for use with NodeName"), read_config.c. ``no_consume`` as a GRES type is read as a
@@ -44,6 +46,7 @@ RESERVED_GRES_TYPES = ("no_consume",)
 
 _ASCII_INT_RE = re.compile(r"\A[0-9]+\Z")
 _NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_FEATURE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
 _GRES_TYPE_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.+-]*\Z")
 _COUNT_LIKE_RE = re.compile(r"\A[0-9]+[KMGTP]?\Z", re.IGNORECASE)
 _OPTION_KEY_RE = re.compile(r"\A[A-Za-z][A-Za-z0-9]*\Z")
@@ -52,6 +55,7 @@ _QUOTED_RE = re.compile(r'\A[ !$-\[\]-~]+\Z')            # the same plus the spa
 _HOST_LABEL_RE = re.compile(r"\A[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
 
 NAME_CHARS = "letters, digits, '_', '.', '-' (not first)"
+FEATURE_CHARS = "letters, digits, '_', '.', ':', '-' (not first)"
 GRES_TYPE_CHARS = "letters, digits, '_', '.', '+', '-' (not first)"
 
 
@@ -131,14 +135,16 @@ def check_int(value, minimum, maximum, what="an integer", note=None):
 
 
 def check_name(value, kind="name", reserved=(), max_len=NAME_MAX):
-    """A node, partition or feature name: ASCII letters, digits, '_', '.', '-' (not first), not reserved."""
-    expected = "a %s (%s; at most %d characters)" % (kind, NAME_CHARS, max_len)
+    """A node or partition name: ASCII letters, digits, '_', '.', '-' (not first), not reserved; a feature name
+    (``kind`` "feature name") may also hold ':'."""
+    feature = kind == "feature name"
+    expected = "a %s (%s; at most %d characters)" % (kind, FEATURE_CHARS if feature else NAME_CHARS, max_len)
     if not isinstance(value, str) or not value:
         return expected, describe(value), None
     if len(value) > max_len:
         return expected, "%s (%d characters)" % (_short(value), len(value)), None
-    if not _NAME_RE.match(value):
-        bad = bad_characters(value, re.compile(r"[A-Za-z0-9_.-]"))
+    if not (_FEATURE_RE if feature else _NAME_RE).match(value):
+        bad = bad_characters(value, re.compile(r"[A-Za-z0-9_.:-]" if feature else r"[A-Za-z0-9_.-]"))
         if bad is None:
             return expected, "%s (starts with %r)" % (_short(value), value[0]), None
         return expected, "%s (contains %s)" % (_short(value), bad), None

@@ -174,7 +174,7 @@ def test_autodetect_of_the_cluster_and_one_node_off():
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/gpu~0\n",
      "gres.conf line 1, node n1: device file /dev/gpu~0 (the inventory takes a GPU's device file as an absolute path"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:4\n", "Name=gpu File=/dev/nvidia[0-1]\n",
-     "slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (slurmctld drains this node today"),
+     "slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (gres.conf line 1) (slurmctld drains this node today"),
     ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0 Cores=0-7\n",
      "gres.conf line 1, node n1: gpu Cores=0-7 (slurmd drops this binding (Invalid GRES data for gpu)"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "AutoDetect=rsmi\nName=gpu File=/dev/nvidia0\n",
@@ -484,3 +484,15 @@ def test_a_configless_site_is_told_to_set_the_config_mode_before_the_first_deplo
         "hpc_gres_config_mode: configless"), done["report"]
     assert not [n for n in imported("GresTypes=gpu\nNodeName=gpu01 Gres=gpu:2\nPartitionName=p Nodes=ALL\n",
                                     "NodeName=gpu01 Name=gpu File=/dev/nvidia[0-1]\n")["report"] if "configless" in n]
+
+
+def test_feature_names_with_a_colon_are_carried_and_feature_operators_refused():
+    # SLAC's production slurm.conf (slaclab/slurm-docker@9d29adc etc/slac.conf) tags nodes CPU_GEN:HSW, GPU_GEN:PSC;
+    # ':' is no operator of Slurm's constraint expressions (job_scheduler.c: * & | [ ] ( ))
+    slurm = ("GresTypes=gpu\nNodeName=hep-gpu01 Gres=gpu:8 Features=CPU_GEN:HSW,CPU_SKU:E5-2670v3,CPU_FRQ:2.30GHz,"
+             "GPU_GEN:PSC\n")
+    done = imported(slurm, "Name=gpu File=/dev/nvidia[0-7]\n")
+    assert "Features=CPU_GEN:HSW,CPU_SKU:E5-2670v3,CPU_FRQ:2.30GHz,GPU_GEN:PSC" in done["rendered"]["slurm.conf"]
+    for bad in ("gpu|a100", "!fed"):
+        found = refusals(slurm.replace("GPU_GEN:PSC", bad), "Name=gpu File=/dev/nvidia[0-7]\n")
+        assert len(found) == 1 and "Features=" in found[0] and "':'" in found[0], found

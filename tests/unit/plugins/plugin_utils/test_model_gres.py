@@ -176,7 +176,8 @@ def test_node_options_render_on_the_node_line_and_owned_keys_are_refused():
     m = model({"n1": {"hpc_gres_node_options": {"TmpDisk": 100000, "State": "UNKNOWN", "Reason": "new disk"}}})
     assert "NodeName=n1 TmpDisk=100000 State=UNKNOWN Reason=\"new disk\"" in render_all(m)["slurm.conf"]
     assert problems({"n1": {"hpc_gres_node_options": {"Gres": "gpu:1", "Colour": "red"}}}) == [
-        "host n1: hpc_gres_node_options.Gres: expected an option the schema does not hold, found Gres (use Gres)",
+        "host n1: hpc_gres_node_options.Gres: expected an option the schema does not hold, found Gres (use hpc_gres_gpus "
+        "for GPUs, hpc_gres_node_gres for other GRES)",
         "host n1: hpc_gres_node_options.Colour: expected a NodeName option (BcastAddr, Boards, CPUSpecList, CPUs, "
         "Comment, CoreSpecCount, CpuBind, Extra, MemSpecLimit, NodeAddr, NodeHostname, Parameters, Port, Reason, "
         "RestrictedCoresPerGPU, SocketsPerBoard, State, TRESWeights, TmpDisk, Topology), found unknown option "

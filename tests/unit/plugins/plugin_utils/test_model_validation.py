@@ -5,6 +5,7 @@ import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
 HOST = "gpu-a01.example.org"
 
@@ -77,6 +78,11 @@ def mixed_case_type(hv, groups, cluster):
     hv["gpu-a02.example.org"]["hpc_gres_gpus"][0]["type"] = "A100"
 
 
+def mixed_case_type_first(hv, groups, cluster):
+    # the odd spelling on the first GPU seen: it is the entry refused, not every entry after it
+    hv[HOST]["hpc_gres_gpus"][0]["type"] = "A100"
+
+
 # (id, change, host, field, text in "expected ...", text in "found ...")
 CASES = [
     ("duplicate index", set_gpu("index", 0), HOST, "hpc_gres_gpus[1].index", "unique GPU index",
@@ -139,7 +145,9 @@ CASES = [
     ("gpus outside slurmd", gpus_on_controller, "ctl01", "hpc_gres_gpus",
      "GPU entries only on hosts in inventory group slurmd", "1 GPU entries on a host outside slurmd"),
     ("type spelt two ways", mixed_case_type, "gpu-a02.example.org", "hpc_gres_gpus[0].type",
-     "one spelling per GRES type", "'A100' (host gpu-a01.example.org spells it 'a100')"),
+     "one spelling per GRES type", "'A100' (host gpu-a01.example.org and "),
+    ("type spelt two ways on the first host", mixed_case_type_first, HOST, "hpc_gres_gpus[0].type",
+     "one spelling per GRES type", "'A100' (host gpu-a01.example.org and "),
     ("no controller", empty_controllers, "localhost", "groups.slurmctld", "at least one controller host",
      "no hosts"),
     ("autodetect unknown", set_cluster("hpc_gres_autodetect", "yes"), "localhost", "hpc_gres_autodetect",
@@ -161,6 +169,12 @@ CASES = [
      "hpc_gres_partitions[0].group", "an inventory group", "'nope' (string)"),
     ("partition unknown node", set_cluster("hpc_gres_partitions", [{"name": "p", "nodes": ["gpu-z9"]}]), "localhost",
      "hpc_gres_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown 'gpu-z9'"),
+    ("partition hostlist overlapping, one name unknown", set_cluster("hpc_gres_partitions", [
+        {"name": "p", "nodes": "gpu-a[01-02],gpu-a[02-03]"}]), "localhost", "hpc_gres_partitions[0].nodes",
+     "Slurm node names of hosts in slurmd", "unknown 'gpu-a03'"),
+    ("partition hostlist far larger than the cluster", set_cluster("hpc_gres_partitions", [
+        {"name": "p", "nodes": "gpu-a[0001-9999]"}]), "localhost", "hpc_gres_partitions[0].nodes",
+     "ALL, or a hostlist of at most 1026 names", "'gpu-a[0001-9999]' (string) (9999 names)"),
     ("partition group and nodes", set_cluster("hpc_gres_partitions", [{"name": "p", "group": "gpu", "nodes": "ALL"}]),
      "localhost", "hpc_gres_partitions[0]", "exactly one of group or nodes", "both"),
     ("partition unknown key", set_cluster("hpc_gres_partitions", [{"name": "p", "nodes": "ALL", "maxtime": 5}]),
@@ -278,6 +292,9 @@ def test_mig_and_shards_in_one_cluster_are_refused_naming_host_and_mig():
         build_cluster_model(hostvars, groups, {})
     text = str(err.value)
     assert "host gpu-m1: hpc_gres_gpus[0].mig" in text and "shards on host gpu-s1 GPU 0" in text
+    # the line just added may be the shards: that entry is named too
+    assert "host gpu-s1: hpc_gres_gpus[0].shards: expected shards only in a cluster without MIG instances, found " \
+        "MIG instances on host gpu-m1 GPU 0" in text
 
 
 def test_more_compute_hosts_than_slurm_holds_are_refused_before_any_is_read():
@@ -285,3 +302,21 @@ def test_more_compute_hosts_than_slurm_holds_are_refused_before_any_is_read():
     groups["slurmd"] += ["n%d" % i for i in range(65535)]
     problems = problems_of(hostvars, groups, cluster)
     assert [(p.host, p.field, p.found) for p in problems] == [("localhost", "groups.slurmd", "65537 hosts")]
+
+
+def test_only_the_odd_spelling_of_a_type_is_refused_wherever_it_comes_first():
+    for change in (mixed_case_type, mixed_case_type_first):
+        hostvars, groups, cluster = base()
+        change(hostvars, groups, cluster)
+        spelling = [p for p in problems_of(hostvars, groups, cluster) if "one spelling" in p.expected]
+        assert [p.found.split(" ")[0] for p in spelling] == ["'A100'"], [str(p) for p in spelling]
+
+
+def test_a_feature_name_may_hold_a_colon_but_no_feature_operator():
+    hostvars, groups, cluster = base()
+    hostvars[HOST]["hpc_gres_node_features"] = ["CPU_GEN:HSW", "ib"]
+    assert "Features=CPU_GEN:HSW,ib" in render_all(build_cluster_model(hostvars, groups, cluster))["slurm.conf"]
+    hostvars[HOST]["hpc_gres_node_features"] = ["CPU_GEN:HSW", "a&b", ":x"]
+    found = [(p.field, p.found) for p in problems_of(hostvars, groups, cluster) if "features" in p.field]
+    assert found == [("hpc_gres_node_features[1]", "'a&b' (contains '&')"),
+                     ("hpc_gres_node_features[2]", "':x' (starts with ':')")], found

@@ -90,3 +90,39 @@ def test_field_paths():
         "hpc_gres_slurm_conf_options", ["SchedulerParameters", 1])
     assert field_path("hpc_gres_slurm_conf_options['bad key']") == ("hpc_gres_slurm_conf_options", ["bad key"])
     assert field_path("slurm.conf line 4") == ("slurm", ["conf line 4"])
+
+
+SHAPES = {"all": {"children": {
+    "slurmctld": {"hosts": {"ctl": None}},
+    "slurmd": {"children": {"gpu": {"children": {
+        "gpu_a100": {"hosts": {"gpu-a[01:02].lab": None}},
+        "gpu_h100": {"hosts": {"gpu-h01.lab": None, "gpu-a02.lab": None}},
+        "a100_big": {"hosts": {"gpu-a01.lab": None}}}}}}}}}
+A100 = [{"index": i, "type": "a100"} for i in range(4)]
+H100 = [{"index": i, "type": "h100"} for i in range(8)]
+
+
+def test_a_host_in_two_sibling_groups_that_set_different_gpus_gets_a_warning_naming_both(tmp_path):
+    # Ansible loads both group_vars and keeps gpu_h100's (the later name at the same depth): gpu-a02 would be
+    # rendered with 8 H100s, with no error from Ansible
+    source = write_inventory(tmp_path, SHAPES, group_vars={"gpu_a100": {"hpc_gres_gpus": A100},
+                                                           "gpu_h100": {"hpc_gres_gpus": H100},
+                                                           "a100_big": {"hpc_gres_gpus": A100 * 2}})
+    found = origins(source).sibling_conflicts(["gpu-a01.lab", "gpu-a02.lab", "gpu-h01.lab"])
+    assert [(p.host, p.field) for p in found] == [("gpu-a02.lab", "hpc_gres_gpus")]
+    assert found[0].found == ("groups gpu_a100 (group_vars/gpu_a100.yml:1) and gpu_h100 (group_vars/gpu_h100.yml:1), "
+                              "neither a child of the other, set different values; the host has gpu_h100's")
+    assert "take the host out of gpu_a100, or set hpc_gres_gpus in its host_vars" in found[0].hint
+
+
+def test_a_child_group_that_overrides_its_parent_and_a_host_vars_value_give_no_warning(tmp_path):
+    # a100_big holds gpu-a01 only, a subset of gpu_a100's hosts: it may be its child, an override Ansible intends
+    source = write_inventory(tmp_path, SHAPES, group_vars={"gpu_a100": {"hpc_gres_gpus": A100},
+                                                           "a100_big": {"hpc_gres_gpus": A100 * 2},
+                                                           "gpu_h100": {"hpc_gres_gpus": H100}},
+                             host_vars={"gpu-a02.lab": {"hpc_gres_gpus": H100[:2]}})
+    assert origins(source).sibling_conflicts(["gpu-a01.lab", "gpu-a02.lab", "gpu-h01.lab"]) == []
+    # equal values in two sibling groups are no conflict either
+    source = write_inventory(tmp_path / "same", SHAPES, group_vars={"gpu_a100": {"hpc_gres_node_sockets": 2},
+                                                                    "gpu_h100": {"hpc_gres_node_sockets": 2}})
+    assert origins(source).sibling_conflicts(["gpu-a02.lab"]) == []

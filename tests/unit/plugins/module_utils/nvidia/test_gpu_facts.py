@@ -505,3 +505,17 @@ def test_collect_lists_the_gpus_left_when_the_lost_gpus_message_is_broken_over_t
                                                       which=lambda c: "/usr/bin/" + c, processes=False)
     assert [g["pci_bus_id"] for g in facts["gpus"]] == ["00000000:00:06.0"]
     assert [g["pci_bus_id"] for g in facts["lost_gpus"]] == ["00000000:01:00.0"]
+
+
+def test_a_gpu_whose_fields_nvidia_smi_failed_to_read_is_listed_with_a_warning_naming_it():
+    """The recorded H200 query with its MIG mode answered by the marker a GPU that needs a reset prints (recorded in
+    nvidia-smi/query/h100-requires-reset-temperature-utilization-in-slurm-job.txt): the GPU is kept, its MIG mode is
+    unknown (None), and a warning names the GPU, the field and the marker instead of reading it as "no MIG"."""
+    query = nvsmi_fixtures.load("nvidia-smi", "query", "h200-1gpu-gpu-facts-fields-580.txt")
+    failed = query.replace("Disabled, 143771", "[GPU requires reset], 143771")
+    assert failed != query
+    facts, warnings = gpu_facts.build_facts(failed)
+    assert [(g["index"], g["mig_mode"], g["memory_total_mib"]) for g in facts["gpus"]] == [(0, None, 143771)]
+    assert warnings == ["GPU 0 (00000000:00:06.0): nvidia-smi could not read mig.mode.current ([GPU requires reset]); "
+                        "the GPU may need a reset (nvidia-smi -q -i 0 shows its state)"]
+    assert gpu_facts.build_facts(query)[1] == []

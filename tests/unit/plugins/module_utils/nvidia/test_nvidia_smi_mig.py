@@ -296,6 +296,13 @@ def test_L_old_mig_uuids_give_the_instance_ids():
     assert found == [("3g.20gb", 1, 0), ("3g.20gb", 2, 0)]
 
 
+def test_two_L_outputs_run_together_are_refused_not_read_as_two_gpus_with_one_uuid():
+    # two containers' -L in one log: read as two GPU 0s, the facts (keyed by UUID) kept one MIG device of two
+    with pytest.raises(ValueError, match=r"nvidia-smi -L line 3: expected each GPU once, found GPU 0 again \(first at "
+                                         r"line 1\)"):
+        n.parse_list_gpus(load("list", "h200-two-containers-L-run-together-gpu0-twice-dra.txt"))
+
+
 def test_L_lines_run_together_are_refused_not_read_as_one_gpu():
     # an issue form joined four "GPU N: ... (UUID: ...)" lines into one: the first GPU must not get the last UUID
     with pytest.raises(ValueError, match="nvidia-smi -L line 1: expected 'GPU N: name"):

@@ -140,6 +140,37 @@ def test_watts_are_read_with_their_decimals():
         n.parse_query_gpu("0, 210 watts\n", ("index", "power.limit"))
 
 
+def test_a_field_nvidia_smi_failed_to_read_is_no_value_and_is_listed_apart_from_a_missing_one():
+    # --help-query-gpu: "'N/A' indicates that the field is not supported ... An error message indicates that
+    # retrieving the field failed." A GPU that needs a reset answers some fields with the error only.
+    [row] = n.parse_query_gpu(load("h100-requires-reset-temperature-utilization-in-slurm-job.txt"))
+    assert row == {"index": 0, "temperature.gpu": None, "utilization.gpu": None, "memory.used": 0,
+                   n.READ_ERRORS: {"temperature.gpu": "[GPU requires reset]", "utilization.gpu": "[GPU requires reset]"}}
+    rows = n.parse_query_gpu(load("gpu-loop-l1-unknown-error-after-first-sample.txt"),
+                             ("utilization.gpu", "utilization.encoder", "utilization.decoder"))
+    assert [r.get(n.READ_ERRORS) for r in rows] == [None] + [dict.fromkeys(
+        ("utilization.gpu", "utilization.encoder", "utilization.decoder"), "[Unknown Error]")] * 2
+    assert [r["utilization.gpu"] for r in rows] == [0, None, None]
+    [row] = n.parse_query_gpu(load("rtx2080ti-header-blank-line-power-watts-unknown-error.txt"))
+    assert row[n.READ_ERRORS] == {"power.default_limit": "[Unknown Error]"}
+    # the table's unbracketed marker in a MiB field was refused as "expected MiB as an integer"
+    [row] = n.parse_query_gpu("0, ERR!, 0\n", ("index", "memory.total", "memory.used"))
+    assert row == {"index": 0, "memory.total": None, "memory.used": 0, n.READ_ERRORS: {"memory.total": "ERR!"}}
+    # a field the GPU does not have is no error
+    [row] = n.parse_query_gpu(load("h200-590-every-field-mixed-case-header-exporter-capture.txt"))
+    assert n.READ_ERRORS not in row
+
+
+def test_a_header_with_the_mixed_case_names_of_newer_drivers_names_the_columns():
+    # R580+ --help-query-gpu names fields like pci.baseClass and fabric.cliqueId; the header was read as a row
+    [row] = n.parse_query_gpu(load("h200-590-every-field-mixed-case-header-exporter-capture.txt"))
+    assert (row["index"], row["name"], row["pci.bus_id"], row["memory.total"], row["mig.mode.current"]) == (
+        0, "NVIDIA H200", "00000000:83:00.0", 143771, "Disabled")
+    assert (row["pci.baseClass"], row["fabric.cliqueId"], row["fabric.state"], row["gpu_recovery_action"]) == (
+        "0x3", "0", "Completed", "None")
+    assert row["count"] == 1 and len(row) == 212  # every column of the header
+
+
 def test_a_prompt_and_an_elision_are_not_rows():
     rows = n.parse_query_gpu(load("a100pcie-esxi-prompt-busid-migmode-enabled.txt"))
     assert rows == [{"pci.bus_id": "00000000:0F:00.0", "mig.mode.current": "Enabled"}]

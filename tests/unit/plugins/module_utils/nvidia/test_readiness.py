@@ -922,6 +922,21 @@ def test_xid_event_details():
     assert events[2]["message"] == "RmInitAdapter failed! (0x22:0x56:1017)"
 
 
+def test_an_xid_154_line_cut_before_its_new_action_clears_nothing():
+    # the Xid 62 and its Xid 154 as recorded, the 154 cut where a pager or a collector's line limit would cut it
+    text = load("kernel-log", "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt")
+    line = next(line for line in text.split("\n") if "): 154," in line)
+    cut = text.replace(line, line[:line.index(" to 0x")])
+    assert cut != text
+    verdicts = r.xid_verdicts(r.parse_kernel_log(cut))
+    assert [(v["xid"], v["class"], v["dealt_with"]) for v in verdicts] == [(62, "reset", None), (154, "unknown", None)]
+    [finding] = r.check_xid(r.parse_kernel_log(cut))["findings"]
+    assert finding["severity"] == "error" and finding["found"].startswith("Xid 62")
+    # a recovery action changed to None, as NVIDIA prints it, still deals with the Xid before it
+    healed = text.replace(line, line.replace("to 0x1 (GPU Reset Required)", "to 0x0 (None)"))
+    assert [v["dealt_with"] for v in r.xid_verdicts(r.parse_kernel_log(healed))][0].startswith("recovery action None")
+
+
 def test_application_xids_never_give_a_finding():
     text = load("kernel-log", "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt")
     only13 = "\n".join(line for line in text.split("\n") if "): 109," not in line)
@@ -1093,3 +1108,16 @@ def test_exit_14_with_the_infoROM_warning_is_no_nvidia_smi_failure():
     table = load("nvidia-smi-errors", "v100-sxm2-32gb-8gpu-460-table-inforom-corrupted.txt")
     assert r.classify_smi_failure(14, table, "")["kind"] == "ok"
     assert r.classify_smi_failure(14, "some other text\n", "")["kind"] == "other"
+
+
+@pytest.mark.parametrize("xid, cls", [(110, "reset"), (136, "reset"), (146, "reset"), (147, "reset"), (148, "reset"),
+                                      (151, "reboot"), (38, "application"), (44, "application"),
+                                      (137, "application"), (139, "application"), (160, "application")])
+def test_catalogue_rows_beyond_the_first_table_are_classed_by_their_immediate_action(xid, cls):
+    # the recorded Xid 62 line with its number replaced: the class comes from the catalogue row (FACTS.md)
+    text = load("kernel-log", "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt")
+    line = next(line for line in text.split("\n") if "): 62," in line)
+    [verdict] = r.xid_verdicts(r.parse_kernel_log(line.replace("): 62,", "): %d," % xid)))
+    assert verdict["class"] == cls
+    findings = r.check_xid(r.parse_kernel_log(line.replace("): 62,", "): %d," % xid)))["findings"]
+    assert [f["severity"] for f in findings] == (["error"] if cls != "application" else [])

@@ -25,6 +25,10 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "PriorityCalcPeriod", "5", "22.05", True),
     ("slurm.conf", "PriorityCalcPeriod", "INFINITE", "22.05", False),
     ("slurm.conf", "PriorityUsageResetPeriod", "MONTHLY", "22.05", True),
+    ("slurm.conf", "AccountingStorageEnforce", "associations,limits,qos,safe", "22.05", True),
+    ("slurm.conf", "AccountingStorageEnforce", "Associations,,QOS", "26.05", True),
+    # SLAC's production slurm.conf (slaclab/slurm-docker@9d29adc): "Invalid parameter for AccountingStorageEnforce"
+    ("slurm.conf", "AccountingStorageEnforce", "associations,limit,qos", "22.05", False),
     ("slurm.conf", "MaxJobCount", "0", "22.05", False),
     ("slurm.conf", "MaxArraySize", "4000002", "22.05", False),
     ("slurm.conf", "SchedulerParameters", "anything_goes", "22.05", True),   # not a checked option
