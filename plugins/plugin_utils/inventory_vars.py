@@ -15,7 +15,10 @@ from collections.abc import Mapping
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CTLD_GROUP, MAX_PROBLEMS, SLURMD_GROUP
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import describe
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import plain
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import (
+    CLUSTER_VARS, CTLD_GROUP, MAX_PROBLEMS, SLURMD_GROUP)
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import message_key
 
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
@@ -164,6 +167,7 @@ def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost
     if into is not None:
         into.update(extracted)
     plain_groups = {str(k): [str(h) for h in v] for k, v in groups.items() if isinstance(v, (list, tuple))}
+    load_problems = load_problems + cluster_vars_elsewhere(extracted, cluster or {}, str(cluster_host))
     try:
         model = build_cluster_model(extracted, plain_groups, dict(cluster or {}), cluster_host=str(cluster_host),
                                     where=where)
@@ -175,6 +179,34 @@ def model_from_inventory(hostvars, groups, cluster=None, cluster_host="localhost
     if load_problems:
         raise GresError(load_problems)
     return model
+
+
+def cluster_vars_elsewhere(extracted, cluster, cluster_host):
+    """Problems for each cluster-wide variable an inventory host has with another value than ``cluster_host``'s.
+
+    The render reads them from ``cluster_host`` (localhost: group_vars/all, or its host_vars) only; one set in the
+    group_vars of another group (a site's ``slurm-cluster`` group, say) would be ignored, and the files rendered with
+    the default release, name or mode instead."""
+    problems = []
+    seen = set()
+    for host, found in extracted.items():
+        if str(host) == cluster_host:
+            continue
+        for name in CLUSTER_VARS:
+            if name not in found:
+                continue
+            value = plain(found[name])
+            want = plain(cluster[name]) if name in cluster else CLUSTER_VARS[name]
+            if value == want or (name, repr(value)) in seen and len(problems) >= MAX_PROBLEMS:
+                continue
+            seen.add((name, repr(value)))
+            problems.append(Problem(
+                host, name, "no value of its own: a cluster-wide variable is read from %s only" % cluster_host,
+                "%s, while %s has %s" % (describe(value), cluster_host,
+                                         describe(want) if name in cluster else "none (the default %s)" % (
+                                             describe(want),)),
+                "set it in group_vars/all, which %s reads too; a group's variables do not reach it" % cluster_host))
+    return problems
 
 
 def _follows_from(problem, load_problems):

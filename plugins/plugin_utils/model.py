@@ -35,7 +35,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_node import (
     node_name,
     socket_boundary_setting,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import Collector, plain
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import Collector, plain, text_hint
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import report_lines
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import (
     CLUSTER_VARS,
@@ -109,6 +109,11 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", whe
         by_name[node["name"]] = host
         nodes.append(node)
     nodes.sort(key=lambda n: natural_key(n["name"]))
+    if nodes and not any(n["gpus"] or n.get("gpu_counts") for n in nodes):
+        col.warn(cluster_host, "hpc_gres_gpus", "GPU entries on the GPU nodes",
+                 "none on any of the %d hosts of group %s" % (len(nodes), SLURMD_GROUP),
+                 "put the variables in group_vars or host_vars beside the inventory: Ansible also reads the ones beside "
+                 "the playbook it runs, which is this collection's, not one of yours that imports it")
 
     extra_types = model_gres.gres_types(col, cluster_host, cluster.get("hpc_gres_types"))
     check_type_spelling(col, nodes)
@@ -128,7 +133,8 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", whe
     check_accounting(col, cluster_host, cluster.get("hpc_gres_slurm_conf_options"))
     gpu_tres = cluster.get("hpc_gres_accounting_gpu_tres", CLUSTER_VARS["hpc_gres_accounting_gpu_tres"])
     if not isinstance(gpu_tres, bool):
-        col.add(cluster_host, "hpc_gres_accounting_gpu_tres", "true or false", values.describe(gpu_tres))
+        col.add(cluster_host, "hpc_gres_accounting_gpu_tres", "true or false", values.describe(gpu_tres),
+                text_hint("hpc_gres_accounting_gpu_tres", gpu_tres))
         gpu_tres = True
     autodetect = autodetect_mode(col, cluster_host, cluster.get("hpc_gres_autodetect",
                                                                 CLUSTER_VARS["hpc_gres_autodetect"]), release)

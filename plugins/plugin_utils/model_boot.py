@@ -3,7 +3,7 @@
 """The GPU boot order's settings (hpc_gres_boot_*, docs/boot.md): what the deploy installs on every GPU node so that
 slurmd starts only once its GPUs are ready and its MIG layout applied."""
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.boot import MIG_MODES
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe, text_hint
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS
 
 MAX_SECONDS = 86400
@@ -19,7 +19,7 @@ def boot_settings(col, host, cluster, nodes):
     out = {}
     enabled = _get(cluster, "hpc_gres_boot")
     if not isinstance(enabled, bool):
-        col.add(host, "hpc_gres_boot", "true or false", describe(enabled))
+        col.add(host, "hpc_gres_boot", "true or false", describe(enabled), text_hint("hpc_gres_boot", enabled))
         enabled = CLUSTER_VARS["hpc_gres_boot"]
     out["enabled"] = enabled
     mig = _get(cluster, "hpc_gres_boot_mig")
@@ -30,7 +30,8 @@ def boot_settings(col, host, cluster, nodes):
     for key, name in (("timeout", "hpc_gres_boot_timeout"), ("retry_interval", "hpc_gres_boot_retry_interval")):
         value = _get(cluster, name)
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SECONDS:
-            col.add(host, name, "an integer from 0 to %d (seconds)" % MAX_SECONDS, describe(value))
+            col.add(host, name, "an integer from 0 to %d (seconds)" % MAX_SECONDS, describe(value),
+                    text_hint(name, value))
             value = CLUSTER_VARS[name]
         out[key] = value
     out["hosts"] = sorted(n["host"] for n in nodes if n["gpus"])

@@ -4,7 +4,7 @@
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import options, versions
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe, text_hint
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS
 
 _PATH = re.compile(r"^/[A-Za-z0-9._+/-]+$")
@@ -26,14 +26,15 @@ def health_settings(col, host, cluster, release):
     for key, name in (("enabled", "hpc_gres_health"), ("nhc", "hpc_gres_health_nhc")):
         value = _get(cluster, name)
         if not isinstance(value, bool):
-            col.add(host, name, "true or false", describe(value))
+            col.add(host, name, "true or false", describe(value), text_hint(name, value))
             value = CLUSTER_VARS[name]
         out[key] = value
     for key, name, low, high in (("interval", "hpc_gres_health_interval", 0, 65535),
                                  ("timeout", "hpc_gres_health_timeout", 1, 60)):
         value = _get(cluster, name)
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            col.add(host, name, "an integer from %d to %d (seconds)" % (low, high), describe(value))
+            col.add(host, name, "an integer from %d to %d (seconds)" % (low, high), describe(value),
+                    text_hint(name, value))
             value = CLUSTER_VARS[name]
         out[key] = value
     state = _get(cluster, "hpc_gres_health_node_state")

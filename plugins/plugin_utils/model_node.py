@@ -2,6 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validation of one node's variables (host_vars/group_vars) into its model entry: CPU layout, GPUs, MIG, cores."""
 
+import ipaddress
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import MAX_VALUES, format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import short_name
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
@@ -27,8 +29,22 @@ def count_of(value):
         return 1
 
 
+def _is_address(host):
+    try:
+        ipaddress.ip_address(str(host).strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
 def node_name(col, host, hv):
     name = hv.get("hpc_gres_node_name")
+    if name is None and _is_address(host):
+        # "up to the first dot" of 10.0.2.1 is "10": slurmd would never find its NodeName line
+        col.add(host, "hpc_gres_node_name", "the node's Slurm name, set for a host the inventory names by address",
+                "not set (the inventory name %s is an IP address)" % host,
+                "set hpc_gres_node_name to the name slurmd runs as (hostname -s on the node)")
+        return str(host)
     if name is None:
         name = short_name(str(host))
         problem = values.check_node_name(name)

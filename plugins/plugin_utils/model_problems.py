@@ -29,6 +29,21 @@ def plain(value):
 describe = values.describe
 
 
+def text_hint(name, value):
+    """For a boolean or integer variable given as text ("false", "5"), which ``-e name=value`` always passes: how to
+    pass it typed; else None."""
+    if not isinstance(value, str):
+        return None
+    word = value.strip().lower()
+    if word in ("true", "false", "yes", "no"):
+        literal = "true" if word in ("true", "yes") else "false"
+    elif values.as_int(value.strip()) is not None:
+        literal = str(values.as_int(value.strip()))
+    else:
+        return None
+    return "-e %s=%s passes a string: write -e '{\"%s\": %s}', or unquoted in YAML" % (name, value, name, literal)
+
+
 def did_you_mean(word, choices):
     """The hint for a misspelt key (``tpye``): the closest of ``choices``, or None."""
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)

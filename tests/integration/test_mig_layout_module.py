@@ -213,5 +213,5 @@ def test_module_check_apply_idempotent(node):
 def test_module_refusal_is_a_failure_with_the_problems(node):
     rc, result = module(node, {"layouts": {"0": ["4g.40gb", "4g.40gb"]}})
     assert rc != 0 and result.get("failed") is True
-    assert "expected at most 1 x 4g.40gb on a A100-80GB, found 2 x 4g.40gb" in result["msg"]
+    assert "expected at most 1 x 4g.40gb per A100-80GB, found 2 x 4g.40gb" in result["msg"]
     assert result["changed"] is False and result["results"] == []

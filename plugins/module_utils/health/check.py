@@ -86,6 +86,10 @@ def read_readiness(opts, runner, node, sources):
 
     kernel_text, sources["kernel log"] = inputs.read_kernel_log(runner, opts["kernel_log"], root)
     kernel_events = readiness.parse_kernel_log(kernel_text) if kernel_text is not None else None
+    if kernel_text is None and opts["kernel_log"] not in inputs.KERNEL_LOG_SOURCES:
+        # a log file named by hand (a typo, a log rotated away) would leave the Xid check off without a word
+        extra.append(finding("warning", "xid", None, "the kernel log file given (--kernel-log) readable",
+                             sources["kernel log"], "Xids are not checked; name a readable file, or auto"))
 
     fm, sources["fabric manager"] = inputs.read_fabric_manager(runner, opts["fabric_manager"], opts["systemctl"], root)
 

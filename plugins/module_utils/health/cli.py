@@ -70,7 +70,8 @@ def parser():
     # not exclusive: the last mode given wins, so a launcher's built-in --slurm can be overridden by hand
     p.add_argument("--report", dest="mode", action="store_const", const="report",
                    help="print every check (passed / failed with findings / does not apply with the reason); "
-                        "change nothing (the default)")
+                        "change nothing (the default, except in the hpc-gres-health the deploy installs, which runs "
+                        "--slurm unless given --report)")
     p.add_argument("--slurm", dest="mode", action="store_const", const="slurm",
                    help="Slurm's HealthCheckProgram: check, then drain this node (reason '%s...') or resume "
                         "a node this check drained; print one line" % slurm_state.PREFIX)

@@ -433,7 +433,7 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
         if n > prof["max_instances"] and not (is_media_profile(name) and len(media) > 1):
             problems.append(Problem(
                 host, field,
-                "at most %d x %s on a %s" % (prof["max_instances"], name, canonical),
+                "at most %d x %s per %s" % (prof["max_instances"], name, canonical),
                 "%d x %s" % (n, name),
             ))
     if problems:

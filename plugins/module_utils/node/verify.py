@@ -907,7 +907,7 @@ def summarize(findings):
     return {"errors": errors, "warnings": len(findings) - errors}
 
 
-_COLUMNS = (("severity", "SEVERITY", 8), ("check", "CHECK", 15), ("gpu", "GPU", 5),
+_COLUMNS = (("severity", "SEVERITY", 8), ("check", "CHECK", 15), ("gpu", "GPU", 16),  # 16: a PCI bus id
             ("expected", "EXPECTED", 46), ("found", "FOUND", 46))
 
 

@@ -161,3 +161,25 @@ def test_cluster_vars_whose_template_fails_name_the_variable():
         cluster_vars({"hpc_gres_cluster_name": "{{ nope }}", "hpc_gres_slurm_conf_options": {}}, template, "head")
     assert str(err.value) == ("host head: hpc_gres_cluster_name: expected a value whose template renders, found "
                               "'nope' is undefined")
+
+
+def test_a_cluster_wide_variable_set_on_nodes_only_is_refused_not_ignored():
+    # DeepOps keeps its Slurm settings in group_vars/slurm-cluster.yml, a group localhost is not in: the render reads
+    # the cluster-wide variables from localhost, so the 26.05 there would have been ignored (24.11 rules, no word)
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import cluster_vars_elsewhere
+    extracted = {"gpu01": {"hpc_gres_slurm_version": "26.05", "hpc_gres_cluster_name": "deepops",
+                           "hpc_gres_gpus": [{"index": 0, "type": "a100"}]},
+                 "gpu02": {"hpc_gres_slurm_version": "26.05", "hpc_gres_cluster_name": "deepops"},
+                 "ctl": {"hpc_gres_cluster_name": "lab"}}
+    found = cluster_vars_elsewhere(extracted, {"hpc_gres_cluster_name": "lab"}, "localhost")
+    assert [(p.host, p.field, p.found) for p in found] == [
+        ("gpu01", "hpc_gres_cluster_name", "'deepops' (string), while localhost has 'lab' (string)"),
+        ("gpu01", "hpc_gres_slurm_version", "'26.05' (string), while localhost has none (the default '24.11' "
+                                            "(string))"),
+        ("gpu02", "hpc_gres_cluster_name", "'deepops' (string), while localhost has 'lab' (string)"),
+        ("gpu02", "hpc_gres_slurm_version", "'26.05' (string), while localhost has none (the default '24.11' "
+                                            "(string))")]
+    assert "group_vars/all" in found[0].hint
+    # the same value everywhere (group_vars/all reaches every host) is what the render reads: nothing to say
+    assert cluster_vars_elsewhere({"gpu01": {"hpc_gres_cluster_name": "lab"}}, {"hpc_gres_cluster_name": "lab"},
+                                  "localhost") == []

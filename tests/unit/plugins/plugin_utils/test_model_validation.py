@@ -320,3 +320,43 @@ def test_a_feature_name_may_hold_a_colon_but_no_feature_operator():
     found = [(p.field, p.found) for p in problems_of(hostvars, groups, cluster) if "features" in p.field]
     assert found == [("hpc_gres_node_features[1]", "'a&b' (contains '&')"),
                      ("hpc_gres_node_features[2]", "':x' (starts with ':')")], found
+
+
+def test_a_host_the_inventory_names_by_ip_address_needs_its_node_name():
+    # "up to the first dot" of 10.0.2.1 was "10": NodeName=10, which slurmd never matches (a site's INI inventory)
+    def renamed(name):
+        hostvars, groups, cluster = base()
+        hostvars[name] = hostvars.pop(HOST)
+        groups = {g: [name if h == HOST else h for h in hosts] for g, hosts in groups.items()}
+        return hostvars, groups, cluster
+    for address in ("10.0.2.1", "fd00::21"):
+        found = [(p.host, p.field, p.found) for p in problems_of(*renamed(address))]
+        assert found == [(address, "hpc_gres_node_name", "not set (the inventory name %s is an IP address)" % address)]
+    hostvars, groups, cluster = renamed("10.0.2.1")
+    hostvars["10.0.2.1"]["hpc_gres_node_name"] = "gpu-a01"
+    assert "NodeName=gpu-a01" in render_all(build_cluster_model(hostvars, groups, cluster))["slurm.conf"]
+
+
+def test_a_cluster_without_any_gpu_entry_warns_where_the_variables_are_read():
+    # a site's group_vars beside its own playbook are not read by the collection's playbooks: every node CPU-only
+    hostvars, groups, cluster = base()
+    for host in groups["slurmd"]:
+        hostvars[host].pop("hpc_gres_gpus")
+    model = build_cluster_model(hostvars, groups, cluster)
+    [warning] = [w for w in model["warnings"] if "hpc_gres_gpus" in w]
+    assert warning.startswith("host localhost: hpc_gres_gpus: expected GPU entries on the GPU nodes, found none on "
+                              "any of the 2 hosts of group slurmd") and "beside the inventory" in warning
+    assert not [w for w in build_cluster_model(*base())["warnings"] if "hpc_gres_gpus: expected GPU entries" in w]
+
+
+@pytest.mark.parametrize("name, value, literal", [("hpc_gres_health_timeout", "5", "5"),
+                                                  ("hpc_gres_boot", "false", "false"),
+                                                  ("hpc_gres_health_nhc", "yes", "true"),
+                                                  ("hpc_gres_boot_timeout", "600", "600")])
+def test_a_typed_variable_given_as_text_says_how_to_pass_it_typed(name, value, literal):
+    # what -e name=value gives: a string, refused, with the JSON form that passes the type
+    hostvars, groups, cluster = base()
+    cluster[name] = value
+    [problem] = [p for p in problems_of(hostvars, groups, cluster) if p.field == name]
+    assert problem.hint == "-e %s=%s passes a string: write -e '{\"%s\": %s}', or unquoted in YAML" % (
+        name, value, name, literal)

@@ -122,3 +122,19 @@ def test_nvidia_smi_that_hangs_after_answering_q(tmp_path, monkeypatch):
     assert errors[0]["expected"].startswith("nvidia-smi --query-gpu=index,uuid,name")
     assert doc["verdict"]["checks"][-1]["reason"].startswith("the live GPUs were not read: nvidia-smi did not answer")
     assert [c["timed_out"] for c in doc["commands"]] == [False, True]
+
+
+def test_a_kernel_log_file_that_cannot_be_read_is_a_warning_not_a_silent_pass(tmp_path, monkeypatch):
+    # the recorded Xid 119 log, named with a typo: the Xid check could not run, and the report says so
+    profile, _expected = health_node.with_fault("remapped-rows-pending")
+    args = node_args(tmp_path, profile, monkeypatch) + ["--json"]
+    args[args.index("--kernel-log") + 1] = str(tmp_path / "kern.log.typo")
+    doc = json.loads(main(args)[1])
+    [warning] = [f for f in doc["verdict"]["findings"] if f["check"] == "xid"]
+    assert warning["severity"] == "warning"
+    assert warning["found"] == "%s is not readable" % (tmp_path / "kern.log.typo")
+    assert warning["hint"].startswith("Xids are not checked")
+    # a log read as asked gives no such warning
+    (tmp_path / "again").mkdir()
+    doc = json.loads(main(node_args(tmp_path / "again", profile, monkeypatch) + ["--json"])[1])
+    assert not [f for f in doc["verdict"]["findings"] if f["check"] == "xid"]

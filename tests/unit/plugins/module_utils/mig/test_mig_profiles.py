@@ -319,7 +319,7 @@ def test_compute_instance_profiles_are_not_gpu_instance_profiles():
 def test_too_many_instances_of_a_profile():
     p = one_problem(mig.validate_layout("gpu-a01", 0, "A100-80GB", ["2g.20gb"] * 4))
     assert p.field == "hpc_gres_gpus[0].mig"
-    assert p.expected == "at most 3 x 2g.20gb on a A100-80GB"
+    assert p.expected == "at most 3 x 2g.20gb per A100-80GB"
     assert p.found == "4 x 2g.20gb"
 
 

@@ -57,3 +57,11 @@ def test_gpu_column_shows_dash_for_none_and_the_index_otherwise():
 def test_empty_and_title():
     assert format_findings_table([]) == "no findings"
     assert format_findings_table(F, title="node gpu-a01").splitlines()[0] == "node gpu-a01"
+
+
+def test_a_pci_bus_id_in_the_gpu_column_stays_on_one_line():
+    # readiness findings name the GPU by bus id: it was cut into four lines ("00000", "000:9", ...)
+    table = format_findings_table([finding("error", "xid", "00000000:9B:00.0", "no fatal Xid since the driver was loaded",
+                                           "Xid 119 at Sun Feb 23 16:30:13 2025: Timeout after 45s")])
+    [row] = [line for line in table.splitlines() if line.startswith("error")]
+    assert row.split()[:3] == ["error", "xid", "00000000:9B:00.0"]
