@@ -17,7 +17,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.cluster_render impo
     tree_lines,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import report_lines
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.var_origin import VarOrigins, plain
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.var_origin import VarOrigins, group_ancestors, plain
 
 ARGUMENT_SPEC = dict(
     dest=dict(type="path"),
@@ -61,7 +61,7 @@ class ActionModule(ActionBase):
                 return plain(cluster[name])
             return (values.get(host) or {}).get(name, VarOrigins.MISSING)
         origins = VarOrigins(value_of, groups, task_vars.get("ansible_inventory_sources"),
-                             task_vars.get("playbook_dir"))
+                             task_vars.get("playbook_dir"), ancestors=group_ancestors(hostvars))
         try:
             cluster.update(cluster_vars(source, self._templar.template, cluster_host))
             out = render_cluster(hostvars, groups, cluster, cluster_host, mig_step=args["mig_step"], live=live,

@@ -390,6 +390,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree im
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.check import check_readiness
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.program import health_plan
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.readiness import failed_run_findings
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.rendered_files import node_files
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import (
     count_summary,
@@ -643,6 +644,13 @@ def main():
     except CollectError as exc:
         if daemon:
             exc.details["daemon_version"] = daemon
+        findings = failed_run_findings(exc.details.get("rc"), exc.details.get("stdout"), exc.details.get("stderr")) \
+            if "rc" in exc.details else []
+        if findings:
+            # a known fault (NVML mismatch, no driver, a lost GPU): the readiness finding, with its hint, is the message
+            module.fail_json(msg=format_findings_table(findings, title="gres_verify: node %s is not ready: nvidia-smi "
+                                                       "cannot list the GPUs" % node),
+                             findings=findings, errors=len(findings), warnings_count=0, **exc.details)
         module.fail_json(msg="gres_verify on node %s: %s" % (node, exc), **exc.details)
     commands.extend(collected)
     for warning in warnings:

@@ -354,6 +354,11 @@ def _node(imp, conf, name):
         if number is not None:
             values["hpc_gres_node_sockets"] = number
             imp.note("%s: SocketsPerBoard written as Sockets (one board: the same for Slurm)" % where)
+    if "hpc_gres_node_sockets" in values and "SocketsPerBoard" in options:
+        both = "Sockets=%s with SocketsPerBoard=%s" % (values["hpc_gres_node_sockets"], options["SocketsPerBoard"])
+        imp.refuse(where, name, both,
+                   "slurmd logs \"Sockets=# and SocketsPerBoard=# is invalid , using SocketsPerBoard\" and ignores "
+                   "Sockets; keep one of the two (Sockets is the node's total: Boards x SocketsPerBoard)")
     if options:
         values["hpc_gres_node_options"] = options
     _node_gres(imp, conf, name, values)

@@ -301,7 +301,8 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
             col.add(host, field + ".group", "an inventory group", describe(group))
             return []
         members = [host_to_name[h] for h in groups[group] if h in slurmd_set and h in host_to_name]
-        if not members:
+        if not members and not any(h in slurmd_set for h in groups[group]):
+            # (a group whose slurmd hosts were all refused for their own values has its problems named there)
             col.add(host, field + ".group", "a group with hosts from %s" % SLURMD_GROUP,
                     "group %s has none" % group)
         return sorted(set(members), key=known_names.get)

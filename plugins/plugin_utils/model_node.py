@@ -174,6 +174,14 @@ def build_node(col, host, hv, version, boundary=None):
     generic = model_gres.generic_gres(col, host, generic_raw,
                                       lambda field, value: _cores(col, host, field, value, layout, core_count))
     node_options = model_gres.node_options(col, host, hv.get("hpc_gres_node_options"))
+    if "SocketsPerBoard" in node_options and layout["sockets"] is not None:
+        # read_config.c: "Sockets=# and SocketsPerBoard=# is invalid , using SocketsPerBoard"
+        col.add(host, "hpc_gres_node_options.SocketsPerBoard", "no SocketsPerBoard beside hpc_gres_node_sockets",
+                "SocketsPerBoard=%s with hpc_gres_node_sockets %s" % (
+                    node_options["SocketsPerBoard"], layout["sockets"]),
+                "Slurm then ignores Sockets and uses SocketsPerBoard, so the cores are checked against another "
+                "layout than slurmd's: give the node's total sockets (Boards x SocketsPerBoard) as "
+                "hpc_gres_node_sockets only")
     if col.count == before and boundary:
         _check_socket_boundaries(col, host, name, gpus, gpus_raw, layout, boundary)
     if col.count != before:

@@ -185,16 +185,18 @@ class VarOrigins(object):
     """``where(host, field)``: ``"group_vars/gpu.yml:7"`` (several joined by " and ") or None.
 
     ``values(host, name)`` returns the value the host has (plain data) or ``MISSING``; ``groups`` is Ansible's
-    ``{group: [hosts]}``; ``sources`` the inventory sources (``ansible_inventory_sources``); ``playbook_dir`` the
+    ``{group: [hosts]}``; ``ancestors`` ``{group: {its ancestor groups}}`` (:func:`group_ancestors`), or None;
+    ``sources`` the inventory sources (``ansible_inventory_sources``); ``playbook_dir`` the
     playbook's directory (its group_vars and host_vars count too); paths are shown relative to ``cwd`` when they lie
     below it.
     """
 
     MISSING = object()
 
-    def __init__(self, values, groups, sources, playbook_dir=None, cwd=None):
+    def __init__(self, values, groups, sources, playbook_dir=None, cwd=None, ancestors=None):
         self._values = values
         self._groups = groups or {}
+        self._ancestors = ancestors
         self._member_of = None
         self._cwd = os.path.abspath(cwd or os.getcwd())
         self._files = {}
@@ -281,11 +283,12 @@ class VarOrigins(object):
 
     def sibling_conflicts(self, hosts):
         """Warnings (``Problem``) for each variable of this collection that the group_vars files of two of a host's
-        groups set to different values, where neither group holds all the other's hosts (so neither can be the
-        other's child), and the host has one of the two values. Ansible then keeps the value of the group whose
-        name sorts last (or of the higher ``ansible_group_priority``): a host put in two shape groups silently
-        takes the other shape's GPUs. A value set in host_vars, or with ``-e``, is neither group's and gives no
-        warning. Group ``vars:`` inside an inventory file are not read for this."""
+        groups set to different values, where neither group is an ancestor of the other, and the host has one of
+        the two values. Ansible then keeps the value of the deeper group, or of the group whose name sorts last (or
+        of the higher ``ansible_group_priority``), by accident: a host put in two shape groups silently takes the other shape's
+        GPUs. A value set in host_vars, or with ``-e``, is neither group's and gives no warning. Group ``vars:``
+        inside an inventory file are not read for this. Without ``ancestors``, a group whose hosts all belong to
+        the other is taken for its child."""
         out = []
         cache = {}
         for host in hosts:
@@ -301,7 +304,7 @@ class VarOrigins(object):
                 out.append(Problem(
                     host, name, "one value among the host's groups (or one in its host_vars)",
                     "groups %s (%s) and %s (%s), neither a child of the other, set different values; the host has "
-                    "%s's" % (first[0], first[1], second[0], second[1], winner[0]),
+                    "the value of %s" % (first[0], first[1], second[0], second[1], winner[0]),
                     "Ansible keeps the group whose name sorts last unless ansible_group_priority says otherwise: "
                     "take the host out of %s, or set %s in its host_vars" % (loser[0], name)))
         return out
@@ -327,7 +330,11 @@ class VarOrigins(object):
             sides = [by_group[g] for g in sorted(by_group)]
             for i, first in enumerate(sides):
                 for second in sides[i + 1:]:
-                    nested = first[2] <= second[2] or second[2] <= first[2]
+                    if self._ancestors is not None:
+                        nested = first[0] in self._ancestors.get(second[0], ()) or \
+                            second[0] in self._ancestors.get(first[0], ())
+                    else:
+                        nested = first[2] <= second[2] or second[2] <= first[2]
                     if not nested and first[3] != second[3]:
                         conflicts.append((name, first, second))
         return conflicts
@@ -362,6 +369,21 @@ class VarOrigins(object):
             if hit not in hits:
                 hits.append(hit)
         return " and ".join(hits) or None
+
+
+def group_ancestors(hostvars):
+    """``{group: {names of its ancestor groups}}`` from the inventory a play's ``hostvars`` holds, or None.
+
+    ``HostVars`` keeps its ``InventoryManager`` as ``_inventory`` (ansible-core 2.14 to 2.19), whose groups know their
+    parents (``Group.get_ancestors``): the real parent/child relation, which a group's hosts cannot tell (a flat
+    INI group whose hosts all belong to a wider group is no child of it)."""
+    groups = getattr(getattr(hostvars, "_inventory", None), "groups", None)
+    if not isinstance(groups, Mapping):
+        return None
+    try:
+        return {str(name): {str(g.name) for g in group.get_ancestors()} for name, group in groups.items()}
+    except (AttributeError, TypeError):
+        return None
 
 
 def plain(value):

@@ -88,6 +88,24 @@ def test_unreachable_gpu_is_counted_missing_and_its_message_shown(node):
     assert "Unable to determine the device handle for GPU3" in present[0]["hint"]
 
 
+def test_an_nvml_driver_mismatch_is_refused_with_the_readiness_finding(node):
+    # the recorded "Failed to initialize NVML: Driver/library version mismatch" (exit 18) on every call: the refusal
+    # was the raw command line and its first output line; it is the nvml finding, with NVML's version and the hint
+    import machines
+    node.profile = machines.with_failure(node.profile, "driver-library-mismatch")
+    failure = node.profile["failure"]
+    failure["text_file"] = os.path.normpath(os.path.join(machines.PROFILES, failure["text_file"]))  # as node.save keeps it
+    node.save()
+    rc, result = verify(node, stage(node))
+    assert rc != 0, result
+    assert "findings" in result, result
+    [finding] = result["findings"]
+    assert (finding["check"], finding["severity"]) == ("nvml", "error")
+    assert "Driver/library version mismatch" in finding["found"] and "550.144" in finding["found"]
+    assert "reboot the node" in finding["hint"]
+    assert result["msg"].startswith("gres_verify: node gpu-a01 is not ready: nvidia-smi cannot list the GPUs")
+
+
 def test_a_corrupted_infoROM_passes_with_a_warning_naming_the_gpu(node):
     # nvidia-smi prints its whole output, then "WARNING: infoROM is corrupted at gpu ...", and exits 14 on every call
     node.gpus[5]["inforom"] = "corrupted"

@@ -280,7 +280,7 @@ def test_a_host_put_in_a_second_shape_group_is_rendered_with_a_warning_naming_bo
     assert "NodeName=gpu[03-04]" in (tmp_path / "out" / "slurm.conf").read_text()
     warning = ("warning: host gpu03.lab: hpc_gres_gpus: expected one value among the host's groups (or one in its "
                "host_vars), found groups a100 (%s:5) and h100 (%s:5), neither a child of the other, set different "
-               "values; the host has h100's" % (tmp_path / "inv" / "group_vars" / "a100.yml",
-                                                tmp_path / "inv" / "group_vars" / "h100.yml"))
+               "values; the host has the value of h100" % (
+                   tmp_path / "inv" / "group_vars" / "a100.yml", tmp_path / "inv" / "group_vars" / "h100.yml"))
     assert out.count(warning) == 1, out
     assert out.count("warning: host") == 1, out  # the other variables the two groups set are equal

@@ -488,11 +488,16 @@ def _check_present(node):
                 "apply the MIG layout first (MIG instances are lost on reboot unless recreated)" + _lost_text(node)))
             continue
         names = sorted(set(g.get("name") or "?" for g in gpus))
+        split = [str(g.get("index")) for g in gpus if str(g.get("mig_mode") or "").lower() == "enabled"]
+        why = ("GPU %s %s in MIG mode, which counts as MIG devices, not as a whole GPU: declare its MIG layout "
+               "(mig:) or turn MIG mode off; or " % (", ".join(split), "is" if len(split) == 1 else "are")
+               if split else "")
         out.append(finding(
             "error", "present", None, "%d GPUs of type %s visible to nvidia-smi" % (want, gtype),
             "declares %d %s, nvidia-smi sees %d" % (want, gtype, seen),
-            "a GPU fell off the bus, is held by a failed driver or is of another model (nvidia-smi names: %s); "
-            "slurmctld would drain the node (count reported lower)%s" % ("; ".join(names) or "none", _lost_text(node))))
+            "%sa GPU fell off the bus, is held by a failed driver or is of another model (nvidia-smi names: %s); "
+            "slurmctld would drain the node (count reported lower)%s" % (
+                why, "; ".join(names) or "none", _lost_text(node))))
     whole = [(k, v) for k, v in declared if k not in mig_types]
     total_want = sum(v for _key, v in whole)
     if not per_type_shortfall and total_want > len(gpus):

@@ -200,6 +200,16 @@ _NVML_HINTS = {
 }
 
 
+def failed_run_findings(rc, stdout="", stderr=""):
+    """The ``nvml`` findings of one failed nvidia-smi run (a driver/library mismatch, no driver, a lost GPU, ...):
+    what the deploy's verification reports when nvidia-smi cannot list the GPUs; [] when the run's output names no
+    failure this check knows."""
+    failure = classify_smi_failure(rc, stdout, stderr)
+    if failure["kind"] in ("ok", "other"):
+        return []
+    return check_nvml(smi_failure=failure)["findings"]
+
+
 def check_nvml(smi_failure=None, smi_q=None, proc_version=None):
     """nvidia-smi (NVML) must start and reach every GPU. An error per failure kind of
     :func:`classify_smi_failure`; a version mismatch names both versions (NVML's from its message, the kernel

@@ -15,6 +15,7 @@ higher report until slurmd restarts), and a count that goes *up* needs slurmd re
 go up and another go down (then the drain is resumed at the end).
 """
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
     cgroup_options,
@@ -141,11 +142,19 @@ def node_restart_plan(node_name, applied, new):
         if node_name in changes["nodes_added"]:
             reasons.append("slurm.conf: this node is new")
         if changes["options"]:
-            reasons.append("slurm.conf: %s changed" % ", ".join(changes["options"]))
-        others = [n for n in changes["nodes_added"] + changes["nodes_removed"] if n != node_name]
-        if others:
-            reasons.append("slurm.conf: nodes added or removed (%s)" % ", ".join(others))
+            reasons.append("slurm.conf: %s changed" % _some(changes["options"]))
+        # the same words on every node (the whole list, as a hostlist), so that the dry run's verdicts group
+        for what in ("added", "removed"):
+            if changes["nodes_" + what] and changes["nodes_" + what] != [node_name]:
+                reasons.append("slurm.conf: nodes %s (%s)" % (what, collect_hostlist(changes["nodes_" + what])))
     return {"restart": bool(reasons), "reasons": reasons, "files_changed": files_changed, "slurm_conf": changes}
+
+
+def _some(names, shown=8):
+    """``a, b, c`` or, for a long list, its first names and how many more (a first deploy changes every option)."""
+    if len(names) <= shown:
+        return ", ".join(names)
+    return "%s and %d more" % (", ".join(names[:shown]), len(names) - shown)
 
 
 def controller_plan(applied_text, new_text, targeted_nodes=None):

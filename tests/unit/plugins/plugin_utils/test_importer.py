@@ -496,3 +496,13 @@ def test_feature_names_with_a_colon_are_carried_and_feature_operators_refused():
     for bad in ("gpu|a100", "!fed"):
         found = refusals(slurm.replace("GPU_GEN:PSC", bad), "Name=gpu File=/dev/nvidia[0-7]\n")
         assert len(found) == 1 and "Features=" in found[0] and "':'" in found[0], found
+
+
+def test_sockets_and_sockets_per_board_together_are_refused_by_name():
+    # slurmd: "Sockets=# and SocketsPerBoard=# is invalid , using SocketsPerBoard" (read_config.c)
+    found = refusals("GresTypes=gpu\nNodeName=n1 Sockets=2 SocketsPerBoard=1 CoresPerSocket=8 Gres=gpu:1\n",
+                     "Name=gpu File=/dev/nvidia0\n")
+    assert len(found) == 1 and "Sockets=2 with SocketsPerBoard=1" in found[0] and "node n1" in found[0], found
+    done = imported("GresTypes=gpu\nNodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 Gres=gpu:1\n",
+                    "Name=gpu File=/dev/nvidia0\n")
+    assert "NodeName=n1 Sockets=2 CoresPerSocket=8" in done["rendered"]["slurm.conf"]

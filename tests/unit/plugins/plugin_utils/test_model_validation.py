@@ -360,3 +360,34 @@ def test_a_typed_variable_given_as_text_says_how_to_pass_it_typed(name, value, l
     [problem] = [p for p in problems_of(hostvars, groups, cluster) if p.field == name]
     assert problem.hint == "-e %s=%s passes a string: write -e '{\"%s\": %s}', or unquoted in YAML" % (
         name, value, name, literal)
+
+
+def test_a_partition_of_a_group_whose_nodes_were_refused_is_not_called_empty():
+    # the node's own problem is the one to fix; "group gpu has none" sent the admin to a group that is right
+    hostvars, groups, cluster = base()
+    for host in groups["gpu"]:
+        del hostvars[host]["hpc_gres_node_cores_per_socket"]
+    cluster["hpc_gres_partitions"] = [{"name": "gpu", "group": "gpu", "default": True}]
+    fields = [(p.host, p.field) for p in problems_of(hostvars, groups, cluster)]
+    assert ("localhost", "hpc_gres_partitions[0].group") not in fields
+    assert (HOST, "hpc_gres_node_cores_per_socket") in fields
+    # a group that holds no slurmd host at all still is
+    hostvars, groups, cluster = base()
+    groups["empty"] = ["ctl01"]
+    cluster["hpc_gres_partitions"] = [{"name": "x", "group": "empty", "default": True}]
+    assert [p.found for p in problems_of(hostvars, groups, cluster) if p.field == "hpc_gres_partitions[0].group"] == [
+        "group empty has none"]
+
+
+def test_sockets_per_board_beside_hpc_gres_node_sockets_is_refused():
+    # oracle-quickstart/oci-hpc's H100 shapes write Boards=1 SocketsPerBoard=1 (a site's own node options) while the
+    # inventory says 2 sockets: slurmd logs "Sockets=# and SocketsPerBoard=# is invalid , using SocketsPerBoard" and
+    # takes one socket, so Cores=56-111 lay outside the node the cores were checked against
+    hostvars, groups, cluster = base()
+    hostvars[HOST]["hpc_gres_node_options"] = {"Boards": 1, "SocketsPerBoard": 1}
+    [problem] = [p for p in problems_of(hostvars, groups, cluster) if "SocketsPerBoard" in p.field]
+    assert (problem.host, problem.found) == (HOST, "SocketsPerBoard=1 with hpc_gres_node_sockets 2")
+    # Boards alone, beside the sockets, is what Slurm reads as it is
+    hostvars, groups, cluster = base()
+    hostvars[HOST]["hpc_gres_node_options"] = {"Boards": 1}
+    assert "Boards=1" in render_all(build_cluster_model(hostvars, groups, cluster))["slurm.conf"]

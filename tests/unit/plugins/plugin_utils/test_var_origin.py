@@ -6,7 +6,8 @@ import pytest
 from render_helpers import load_inventory, write_inventory
 
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import _read_schema_hostvars
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.var_origin import VarOrigins, field_path, plain
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.var_origin import (
+    VarOrigins, field_path, group_ancestors, plain)
 
 pytestmark = pytest.mark.ansible_core
 
@@ -17,7 +18,7 @@ HOSTS = {"all": {"children": {
 GPUS = [{"index": 0, "type": "a100"}, {"index": 1, "type": "h1OO"}]
 
 
-def origins(source, cwd=None, extra=None):
+def origins(source, cwd=None, extra=None, hierarchy=True):
     hostvars, groups, _cluster = load_inventory(source)
     values, _problems = _read_schema_hostvars(hostvars, list(groups["all"]) + ["localhost"],
                                               lambda name: name.startswith("hpc_gres_"))
@@ -26,7 +27,8 @@ def origins(source, cwd=None, extra=None):
 
     def value_of(host, name):
         return plain(values.get(host, {}).get(name, VarOrigins.MISSING))
-    return VarOrigins(value_of, groups, [source], cwd=cwd or os.path.dirname(source))
+    return VarOrigins(value_of, groups, [source], cwd=cwd or os.path.dirname(source),
+                      ancestors=group_ancestors(hostvars) if hierarchy else None)
 
 
 def test_a_group_vars_value_is_located_at_the_line_of_the_field(tmp_path):
@@ -95,9 +97,8 @@ def test_field_paths():
 SHAPES = {"all": {"children": {
     "slurmctld": {"hosts": {"ctl": None}},
     "slurmd": {"children": {"gpu": {"children": {
-        "gpu_a100": {"hosts": {"gpu-a[01:02].lab": None}},
-        "gpu_h100": {"hosts": {"gpu-h01.lab": None, "gpu-a02.lab": None}},
-        "a100_big": {"hosts": {"gpu-a01.lab": None}}}}}}}}}
+        "gpu_a100": {"hosts": {"gpu-a[01:02].lab": None}, "children": {"a100_big": {"hosts": {"gpu-a01.lab": None}}}},
+        "gpu_h100": {"hosts": {"gpu-h01.lab": None, "gpu-a02.lab": None}}}}}}}}}
 A100 = [{"index": i, "type": "a100"} for i in range(4)]
 H100 = [{"index": i, "type": "h100"} for i in range(8)]
 
@@ -111,12 +112,12 @@ def test_a_host_in_two_sibling_groups_that_set_different_gpus_gets_a_warning_nam
     found = origins(source).sibling_conflicts(["gpu-a01.lab", "gpu-a02.lab", "gpu-h01.lab"])
     assert [(p.host, p.field) for p in found] == [("gpu-a02.lab", "hpc_gres_gpus")]
     assert found[0].found == ("groups gpu_a100 (group_vars/gpu_a100.yml:1) and gpu_h100 (group_vars/gpu_h100.yml:1), "
-                              "neither a child of the other, set different values; the host has gpu_h100's")
+                              "neither a child of the other, set different values; the host has the value of gpu_h100")
     assert "take the host out of gpu_a100, or set hpc_gres_gpus in its host_vars" in found[0].hint
 
 
 def test_a_child_group_that_overrides_its_parent_and_a_host_vars_value_give_no_warning(tmp_path):
-    # a100_big holds gpu-a01 only, a subset of gpu_a100's hosts: it may be its child, an override Ansible intends
+    # a100_big is gpu_a100's child: its value for gpu-a01 is an override Ansible intends
     source = write_inventory(tmp_path, SHAPES, group_vars={"gpu_a100": {"hpc_gres_gpus": A100},
                                                            "a100_big": {"hpc_gres_gpus": A100 * 2},
                                                            "gpu_h100": {"hpc_gres_gpus": H100}},
@@ -126,3 +127,23 @@ def test_a_child_group_that_overrides_its_parent_and_a_host_vars_value_give_no_w
     source = write_inventory(tmp_path / "same", SHAPES, group_vars={"gpu_a100": {"hpc_gres_node_sockets": 2},
                                                                     "gpu_h100": {"hpc_gres_node_sockets": 2}})
     assert origins(source).sibling_conflicts(["gpu-a02.lab"]) == []
+
+
+FLAT = {"all": {"children": {
+    "slurmctld": {"hosts": {"master": None}},
+    "slurmd": {"children": {"workers": None}},
+    "workers": {"hosts": {"worker[1:4]": None}},
+    "slurm_gpu": {"hosts": {"worker[1:2]": None}}}}}
+
+
+def test_a_smaller_group_beside_a_wider_one_is_no_child_of_it(tmp_path):
+    # a flat INI-style inventory (a site's, JManuel-Mendoza/HPC-Ansible): slurm_gpu's hosts all belong to workers,
+    # but both are children of all, so Ansible keeps workers' empty list (the later name): the GPU nodes lost their
+    # GPUs. Taking the subset for a child said nothing; the inventory's own parents say they are siblings.
+    source = write_inventory(tmp_path, FLAT, group_vars={"workers": {"hpc_gres_gpus": []},
+                                                         "slurm_gpu": {"hpc_gres_gpus": A100[:1]}})
+    found = origins(source).sibling_conflicts(["worker1", "worker2", "worker3"])
+    assert [(p.host, p.field) for p in found] == [("worker1", "hpc_gres_gpus"), ("worker2", "hpc_gres_gpus")]
+    assert found[0].found.endswith("the host has the value of workers")
+    # without the inventory's parents (no InventoryManager at hand), a subset is taken for a child, as before
+    assert origins(source, hierarchy=False).sibling_conflicts(["worker1"]) == []

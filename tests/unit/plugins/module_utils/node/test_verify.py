@@ -233,8 +233,13 @@ def test_unknown_minors_are_assumed_equal_to_index_with_a_warning():
 
 
 def test_whole_gpu_line_on_a_mig_enabled_gpu():
-    errors = only(run(facts=hw(mig={2: "Enabled"})), "mig", "error")
+    findings = run(facts=hw(mig={2: "Enabled"}))
+    errors = only(findings, "mig", "error")
     assert [f["gpu"] for f in errors] == [2]
+    # the count falls short by that GPU: the hint names MIG mode before "a GPU fell off the bus"
+    [present] = only(findings, "present", "error")
+    assert present["hint"].startswith("GPU 2 is in MIG mode, which counts as MIG devices, not as a whole GPU")
+    assert not only(run(facts=hw(count=7)), "present", "error")[0]["hint"].startswith("GPU")
 
 
 def test_multiple_files_line_on_a_gpu_without_mig():

@@ -103,7 +103,7 @@ def test_partition_or_weight_change_is_a_reconfigure():
 def test_added_node_restarts_everyone():
     added = conf([A4, H2, CPU, "NodeName=cpu02 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1\n"])
     plan = restart_plan.node_restart_plan("gpu-a01", files(), files(slurm=added))
-    assert plan["reasons"] == ["slurm.conf: nodes added or removed (cpu02)"]
+    assert plan["reasons"] == ["slurm.conf: nodes added (cpu02)"]
     assert restart_plan.node_restart_plan("cpu02", files(slurm=None, gres=None, cgroup=None),
                                           files(slurm=added, gres=None))["restart"]
     assert restart_plan.controller_plan(BASE, added)["restart_before"]
@@ -153,3 +153,16 @@ def test_a_gres_count_slurm_ignores_is_no_node_change():
     old = conf([CPU.rstrip("\n") + " Gres=qpu:2\n"])
     changes = restart_plan.slurm_conf_changes(old, conf([CPU]))
     assert changes["nodes_changed"] == {} and changes["gres_down"] == {}
+
+
+def test_a_first_deploys_reasons_read_the_same_on_every_node():
+    # so that the dry run's verdicts group: each node listed the other nodes (500 lines naming 499 nodes each)
+    three = conf([A4, H2, CPU, "NodeName=cpu02 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1\n",
+                  "NodeName=cpu03 Sockets=1 CoresPerSocket=8 ThreadsPerCore=1\n"])
+    before, after = files(slurm=None, gres=None, cgroup=None), files(slurm=three, gres=None)
+    reasons = [restart_plan.node_restart_plan(n, before, after)["reasons"] for n in ("cpu02", "cpu03")]
+    assert reasons[0] == reasons[1]
+    assert reasons[0] == ["cgroup.conf changed", "slurm.conf: this node is new",
+                          "slurm.conf: clustername, grestypes, slurmctldhost, taskplugin changed",
+                          "slurm.conf: nodes added (cpu[01-03],gpu-a[01-02],gpu-h01)"]
+    assert restart_plan._some(["o%d" % i for i in range(30)]) == "o0, o1, o2, o3, o4, o5, o6, o7 and 22 more"
