@@ -145,6 +145,15 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", whe
     check_cgroup_plugin(col, cluster_host, cgroup_conf, release)
 
     mode, include = config_mode(col, cluster_host, cluster, nodes)
+    cloud = [n["host"] for n in nodes if str(n["options"].get("State", "")).upper() == "CLOUD"]
+    if cloud and mode == "files":
+        # gres.conf(5), 23.02 on: "For cloud nodes, a gres.conf file that includes all the cloud nodes must be on all
+        # cloud nodes and the controller"; files mode gives each node its own and the controller none
+        named = ", ".join(sorted(cloud)[:3]) + (", ..." if len(cloud) > 3 else "")
+        col.warn(cluster_host, "hpc_gres_config_mode", "configless on a cluster with cloud nodes (State=CLOUD)",
+                 "files, with %d cloud node(s) (%s)" % (len(cloud), named),
+                 "Slurm wants one gres.conf naming every cloud node on the controller and on each cloud node; "
+                 "configless mode installs that one file on the controllers, and slurmd fetches it")
     health = health_settings(col, cluster_host, cluster, version)
     slurm_conf = merged_options(col, cluster_host, "hpc_gres_slurm_conf_options",
                                 default_slurm_conf(version) + health_slurm_conf(health, version, mode),

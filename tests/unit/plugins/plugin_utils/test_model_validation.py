@@ -391,3 +391,14 @@ def test_sockets_per_board_beside_hpc_gres_node_sockets_is_refused():
     hostvars, groups, cluster = base()
     hostvars[HOST]["hpc_gres_node_options"] = {"Boards": 1}
     assert "Boards=1" in render_all(build_cluster_model(hostvars, groups, cluster))["slurm.conf"]
+
+
+def test_cloud_nodes_in_files_mode_warn_to_use_configless():
+    # oracle-quickstart/oci-hpc's elastic GPU nodes (State=CLOUD): gres.conf(5) wants one gres.conf naming every cloud
+    # node on the controller and the cloud nodes, which files mode does not give
+    hostvars, groups, cluster = base()
+    hostvars[HOST]["hpc_gres_node_options"] = {"State": "CLOUD"}
+    [warning] = [w for w in build_cluster_model(hostvars, groups, cluster)["warnings"] if "hpc_gres_config_mode" in w]
+    assert "files, with 1 cloud node(s) (gpu-a01.example.org)" in warning
+    cluster["hpc_gres_config_mode"] = "configless"
+    assert not [w for w in build_cluster_model(hostvars, groups, cluster)["warnings"] if "hpc_gres_config_mode" in w]
