@@ -285,10 +285,10 @@ class VarOrigins(object):
         """Warnings (``Problem``) for each variable of this collection that the group_vars files of two of a host's
         groups set to different values, where neither group is an ancestor of the other, and the host has one of
         the two values. Ansible then keeps the value of the deeper group, or of the group whose name sorts last (or
-        of the higher ``ansible_group_priority``), by accident: a host put in two shape groups silently takes the other shape's
-        GPUs. A value set in host_vars, or with ``-e``, is neither group's and gives no warning. Group ``vars:``
-        inside an inventory file are not read for this. Without ``ancestors``, a group whose hosts all belong to
-        the other is taken for its child."""
+        of the higher ``ansible_group_priority``), by accident: a host put in two shape groups silently takes the
+        other shape's GPUs. A value set in host_vars, or with ``-e``, is neither group's and gives no warning.
+        Group ``vars:`` inside an inventory file are not read for this. Without ``ancestors``, a group whose hosts
+        all belong to the other is taken for its child."""
         out = []
         cache = {}
         for host in hosts:
@@ -305,8 +305,9 @@ class VarOrigins(object):
                     host, name, "one value among the host's groups (or one in its host_vars)",
                     "groups %s (%s) and %s (%s), neither a child of the other, set different values; the host has "
                     "the value of %s" % (first[0], first[1], second[0], second[1], winner[0]),
-                    "Ansible keeps the group whose name sorts last unless ansible_group_priority says otherwise: "
-                    "take the host out of %s, or set %s in its host_vars" % (loser[0], name)))
+                    "Ansible keeps the deeper group's, then the one whose name sorts last, unless "
+                    "ansible_group_priority says otherwise: take the host out of %s, or set %s in its host_vars"
+                    % (loser[0], name)))
         return out
 
     def _group_conflicts(self, groups):
