@@ -340,7 +340,7 @@ def _node(imp, conf, name):
                 values[var] = number
         elif key in ("features", "feature"):
             features = [f for f in value.split(",") if f]
-            if any(values_mod.check_name(f, "feature name") for f in features):
+            if any(values_mod.check_feature_name(f) for f in features):
                 imp.refuse(where, name, "Features=%s" % value,
                            "the inventory takes feature names of %s" % values_mod.FEATURE_CHARS)
             values["hpc_gres_node_features"] = features

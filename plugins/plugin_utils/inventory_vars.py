@@ -188,7 +188,6 @@ def cluster_vars_elsewhere(extracted, cluster, cluster_host):
     group_vars of another group (a site's ``slurm-cluster`` group, say) would be ignored, and the files rendered with
     the default release, name or mode instead."""
     problems = []
-    seen = set()
     for host, found in extracted.items():
         if str(host) == cluster_host:
             continue
@@ -197,9 +196,9 @@ def cluster_vars_elsewhere(extracted, cluster, cluster_host):
                 continue
             value = plain(found[name])
             want = plain(cluster[name]) if name in cluster else CLUSTER_VARS[name]
-            if value == want or (name, repr(value)) in seen and len(problems) >= MAX_PROBLEMS:
+            if value == want:
                 continue
-            seen.add((name, repr(value)))
+            # one problem per host: the report groups equal ones into one line naming every host
             problems.append(Problem(
                 host, name, "no value of its own: a cluster-wide variable is read from %s only" % cluster_host,
                 "%s, while %s has %s" % (describe(value), cluster_host,

@@ -2,8 +2,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validation of one node's variables (host_vars/group_vars) into its model entry: CPU layout, GPUs, MIG, cores."""
 
-import ipaddress
-
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import MAX_VALUES, format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import short_name
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import validate_layout
@@ -29,17 +27,9 @@ def count_of(value):
         return 1
 
 
-def _is_address(host):
-    try:
-        ipaddress.ip_address(str(host).strip("[]"))
-    except ValueError:
-        return False
-    return True
-
-
 def node_name(col, host, hv):
     name = hv.get("hpc_gres_node_name")
-    if name is None and _is_address(host):
+    if name is None and values.is_ip_address(str(host).strip("[]")):  # [fd00::1] as an inventory writes one
         # "up to the first dot" of 10.0.2.1 is "10": slurmd would never find its NodeName line
         col.add(host, "hpc_gres_node_name", "the node's Slurm name, set for a host the inventory names by address",
                 "not set (the inventory name %s is an IP address)" % host,
@@ -271,7 +261,7 @@ def _features(col, host, features):
                 "%d features" % len(features))
         return []
     good = [f for pos, f in enumerate(features)
-            if col.check(host, "hpc_gres_node_features[%d]" % pos, values.check_name(f, "feature name"))]
+            if col.check(host, "hpc_gres_node_features[%d]" % pos, values.check_feature_name(f))]
     return good if len(good) == len(features) else []
 
 

@@ -44,7 +44,8 @@ def resolve_nvidia_smi(command, which=None):
     path = (which or shutil.which)(command)
     if path is None:
         raise CollectError("nvidia_smi: %r is not on PATH (%s); is the NVIDIA driver installed? Set its full "
-                           "path: hpc_gres_verify_nvidia_smi in the inventory, nvidia_smi= in a module's arguments" % (command, os.environ.get("PATH", "")))
+                           "path: hpc_gres_verify_nvidia_smi in the inventory, nvidia_smi= in a module's arguments"
+                           % (command, os.environ.get("PATH", "")))
     return path
 
 

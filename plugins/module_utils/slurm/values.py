@@ -56,6 +56,9 @@ _HOST_LABEL_RE = re.compile(r"\A[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
 
 NAME_CHARS = "letters, digits, '_', '.', '-' (not first)"
 FEATURE_CHARS = "letters, digits, '_', '.', ':', '-' (not first)"
+# (whole-name pattern, its characters as a message says them, one allowed character)
+_NAME_SHAPE = (_NAME_RE, NAME_CHARS, re.compile(r"[A-Za-z0-9_.-]"))
+_FEATURE_SHAPE = (_FEATURE_RE, FEATURE_CHARS, re.compile(r"[A-Za-z0-9_.:-]"))
 GRES_TYPE_CHARS = "letters, digits, '_', '.', '+', '-' (not first)"
 
 
@@ -134,17 +137,16 @@ def check_int(value, minimum, maximum, what="an integer", note=None):
     return None
 
 
-def check_name(value, kind="name", reserved=(), max_len=NAME_MAX):
-    """A node or partition name: ASCII letters, digits, '_', '.', '-' (not first), not reserved; a feature name
-    (``kind`` "feature name") may also hold ':'."""
-    feature = kind == "feature name"
-    expected = "a %s (%s; at most %d characters)" % (kind, FEATURE_CHARS if feature else NAME_CHARS, max_len)
+def check_name(value, kind="name", reserved=(), max_len=NAME_MAX, shape=_NAME_SHAPE):
+    """A node or partition name: ASCII letters, digits, '_', '.', '-' (not first), not reserved."""
+    pattern, chars, char_re = shape
+    expected = "a %s (%s; at most %d characters)" % (kind, chars, max_len)
     if not isinstance(value, str) or not value:
         return expected, describe(value), None
     if len(value) > max_len:
         return expected, "%s (%d characters)" % (_short(value), len(value)), None
-    if not (_FEATURE_RE if feature else _NAME_RE).match(value):
-        bad = bad_characters(value, re.compile(r"[A-Za-z0-9_.:-]" if feature else r"[A-Za-z0-9_.-]"))
+    if not pattern.match(value):
+        bad = bad_characters(value, char_re)
         if bad is None:
             return expected, "%s (starts with %r)" % (_short(value), value[0]), None
         return expected, "%s (contains %s)" % (_short(value), bad), None
@@ -204,18 +206,29 @@ def gres_type_reads_as_count(value):
     return None
 
 
-def check_host_address(value):
-    """A host name (RFC 1123 labels) or an IPv4/IPv6 address, as in SlurmctldHost=name(address)."""
+def check_feature_name(value):
+    """A node feature name: a name that may also hold ':' (no operator of Slurm's feature expressions)."""
+    return check_name(value, "feature name", shape=_FEATURE_SHAPE)
+
+
+def is_ip_address(value):
+    """True for an IPv4 or IPv6 address."""
     import ipaddress
 
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def check_host_address(value):
+    """A host name (RFC 1123 labels) or an IPv4/IPv6 address, as in SlurmctldHost=name(address)."""
     expected = "a host name or IP address (letters, digits, '-', '.'; or an IPv4/IPv6 address)"
     if not isinstance(value, str) or not value:
         return expected, describe(value), None
-    try:
-        ipaddress.ip_address(value)
+    if is_ip_address(value):
         return None
-    except ValueError:
-        pass
     labels = value[:-1].split(".") if value.endswith(".") else value.split(".")
     if len(value) > 253 or not all(_HOST_LABEL_RE.match(label) for label in labels):
         bad = bad_characters(value, re.compile(r"[A-Za-z0-9.-]"))
