@@ -65,6 +65,7 @@ ARGUMENT_SPEC = dict(
     phase=dict(type="str", choices=list(MAINTENANCE_PHASES)),
     unfinished=dict(type="list", elements="dict", default=[]),
     break_lock=dict(type="str", default=""),
+    allow_state_change=dict(type="bool", default=False),
     change=dict(type="dict", default={}),
     resume=dict(type="bool", default=True),
     reboot=dict(type="str", default="auto"),
@@ -121,7 +122,8 @@ class ActionModule(ActionBase):
                 steps = {step: deploy_plan.selected([step], run_tags, skip_tags) for step in ("install", "restart")}
                 check_mode = bool(self._task.check_mode)
                 plan = deploy_plan.gate(hosts, task_vars["groups"], self._render(task_vars), state,
-                                        check_mode=check_mode, serial=args["serial"], steps=steps)
+                                        check_mode=check_mode, serial=args["serial"], steps=steps,
+                                        allow_state_change=args["allow_state_change"])
                 report = plan.pop("report", None)
                 if report is not None and check_mode:
                     # the diffs go to Ansible's diff display (--diff) only; a callback shows a diff only for a

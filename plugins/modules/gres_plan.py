@@ -73,6 +73,13 @@ options:
   serial:
     description: O(stage=gate) in check mode, the slurmd restart batch size the report names.
     type: raw
+  allow_state_change:
+    description:
+      - O(stage=gate), install a C(slurm.conf) whose C(ClusterName), C(StateSaveLocation) or C(SlurmdSpoolDir)
+        differs from the one the daemons run with. Refused by default, since slurmctld then starts without its jobs
+        and node states (or stops on the cluster name), and slurmd no longer finds the running job steps.
+    type: bool
+    default: false
   files:
     description: O(stage=controller), the files to plan for (file name to text).
     type: dict

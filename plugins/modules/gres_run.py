@@ -82,6 +82,13 @@ options:
     description: With O(step=finish), how many runs to keep; older finished ones are removed.
     type: int
     default: 10
+  named:
+    description:
+      - With O(step=read), the run is undone by a named rollback (not by itself after a late failure). Refused when
+        it was rolled back already, or when a later run changed one of its files to other content than it installed
+        (putting back its previous files would undo that run there too).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - hpc.slurm_gres.attributes.no_diff
   - hpc.slurm_gres.attributes
@@ -170,6 +177,7 @@ def main():
             fields=dict(type="dict", default={}),
             supersede=dict(type="list", elements="str", default=[]),
             keep=dict(type="int", default=10),
+            named=dict(type="bool", default=False),
         ),
         required_if=[("step", "record", ("run_id", "changes", "blobs")), ("step", "state", ("run_id", "state")),
                      ("step", "finish", ("run_id", "state")), ("step", "read", ("run_id",))],
@@ -222,6 +230,9 @@ def main():
             if record is None:
                 raise rr.RunError("no run record %s under %s on %s (known runs: %s)"
                                   % (run_id, root, where, ", ".join(rr.list_runs(root)) or "none"))
+            problem = rr.undo_problem(root, record) if p.get("named") else None
+            if problem:
+                raise rr.RunError("rollback of run %s refused, nothing changed: %s" % (run_id, problem))
             result["previous"] = rr.previous_files(root, record)
     except rr.LockHeld as exc:
         module.fail_json(msg=str(exc), lock=exc.holder)

@@ -26,6 +26,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import gpus_lost, state_changes
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import version_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import check_report
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import smoke_plan
@@ -138,7 +139,32 @@ def controller_plan(files, read, targeted_nodes=None, mode="files", include_file
     return plan
 
 
-def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps=None):
+def _state_refusals(plan, node_plans):
+    """Why the run would make a daemon start without what it kept (restart_plan.STATE_OPTIONS), judged on the
+    slurm.conf the first targeted controller runs, else on the first targeted node's."""
+    pairs = [(h, p["running_files"].get("slurm.conf"), p["new_files"].get("slurm.conf"))
+             for h, p in plan["controller_plans"].items()]
+    pairs += [(h, (node_plans[h].get("running_files") or {}).get("slurm.conf"),
+               (node_plans[h].get("new_files") or {}).get("slurm.conf")) for h in plan["targets"]]
+    host, running, new = next(((h, r, n) for h, r, n in pairs if r is not None and n is not None), (None, None, None))
+    lost = gpus_lost(running, new)
+    refusals = ["host %s: slurm.conf Gres: expected GPUs on the nodes that have them now (%s), found none on any of "
+                "them in the render: the inventory's GPU entries were not read (group_vars beside a playbook of your "
+                "own are not read by the collection's playbooks: put them beside the inventory, docs/inventory.md); "
+                "every GPU job would be refused" % (host, hostlist.collect_hostlist(lost))] if lost else []
+    unset = "unset (Slurm's default)"
+    for option, before, after, consequence in state_changes(running, new):
+        refusals.append(
+            "host %s: slurm.conf %s: expected the value the daemons run with, %s, found %s in the render: %s; set %s "
+            "(or import the cluster's files: docs/import.md), or, having moved the state yourself, rerun with "
+            "-e hpc_gres_deploy_allow_state_change=true"
+            % (host, option, unset if before is None else before, unset if after is None else after, consequence,
+               "hpc_gres_cluster_name" if option == "ClusterName" else
+               "it in hpc_gres_slurm_conf_options (the collection's default is a Debian path)"))
+    return refusals
+
+
+def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps=None, allow_state_change=False):
     """Targets, names, controllers and their plans, the refusal; see the module docstring.
 
     ``render``: the render result (``files``, ``nodes``: host to Slurm name, ``config_mode``, ``include_file``,
@@ -202,6 +228,8 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                   "group": facts.get("hpc_gres_slurmctld_file_group", "root")}
         plan["controller_plans"][host] = controller_plan(files, facts.get(CTLD_READ), targeted_names, mode, include,
                                                          wanted)
+    if not allow_state_change:
+        reasons.extend(_state_refusals(plan, node_plans))
     untargeted = sorted({n for p in plan["controller_plans"].values() for n in p["untargeted"]})
     if untargeted:
         reasons.append("slurm.conf changes the Gres of %s, which this run does not restart: expected every node whose "

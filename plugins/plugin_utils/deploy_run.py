@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pwd
+import re
 import socket
 
 
@@ -81,7 +82,8 @@ def host_line(host, entry, status, node):
     if node is not None:
         state = node.get("State") or "?"
         line += "; slurmctld: %s %s" % (entry.get("node") or host, state)
-        if node.get("reason"):
+        # slurmctld may keep the reason of a drain that was resumed since (24.11): name it only on a node out of use
+        if node.get("reason") and re.search(r"DRAIN|DOWN|FAIL|\*", state):
             line += " (drained or down: %s)" % node["reason"]
     return line
 
@@ -104,6 +106,16 @@ def host_status(host, entry, facts, reached, late):
             "restarted": bool(facts.get("hpc_gres_slurmd_restarted")) if node_role else None}
 
 
+def run_state(statuses):
+    """The state a run that was not rolled back ends in: ``done`` when every host of the record restarted on the
+    new files; ``restarted`` (not final) when a host was lost on the way; ``installed`` (not final) when every host
+    answered but a node's restart step did not run (``--tags install``)."""
+    statuses = list(statuses)
+    if any(s["unreachable"] for s in statuses):
+        return "restarted"
+    return "done" if all(s["phase"] == "restarted" for s in statuses) else "installed"
+
+
 def run_outcome(record, facts, reached, late, nodes=None, inventory_hint="-i INVENTORY"):
     """The run's final state, each host's status and the summary lines.
 
@@ -115,8 +127,7 @@ def run_outcome(record, facts, reached, late, nodes=None, inventory_hint="-i INV
     if late:
         state = "rolled_back" if all(s["phase"] == "rolled_back" for s in statuses.values()) else "rollback_failed"
     else:
-        state = "restarted" if any(s["unreachable"] or s["phase"] != "restarted" for s in statuses.values()) \
-            else "done"
+        state = run_state(statuses.values())
     lines = run_summary(dict(record, state=state), statuses, nodes or {}, inventory_hint)
     return {"state": state, "statuses": statuses, "lines": lines}
 

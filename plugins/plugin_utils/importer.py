@@ -176,6 +176,7 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
     node_vars = {}
     for name in sorted(conf["nodes"], key=natural_key):
         node_vars[name] = _node(imp, conf, name)
+    _stray_node_gres(imp, conf)
     for ctl in controllers:  # a controller that is also a node keeps its NodeName line
         imp.mark(ctl["name"], "", ctl["where"])
     _autodetect_modes(imp, node_vars, cluster)
@@ -370,6 +371,23 @@ def _gres_text(imp, name):
         text = imp.source["node_gres"].get(name)
         return text, "%s/gres.conf" % name
     return imp.source.get("gres.conf"), "gres.conf"
+
+
+def _stray_node_gres(imp, conf):
+    """A <NodeName>/gres.conf of the source directory that names no node of slurm.conf would be dropped without a
+    word (a directory named by FQDN, a node whose line is commented out)."""
+    if imp.source.get("read_nodes") is not None:
+        return
+    known = {name.lower(): name for name in conf["nodes"]}
+    for entry in sorted(imp.source.get("node_gres") or {}, key=natural_key):
+        if entry in conf["nodes"]:
+            continue
+        short = entry.split(".")[0]
+        hint = ("name the directory %s, the node's NodeName" % known[short.lower()] if short.lower() in known else
+                "name the directory for a NodeName of slurm.conf, or remove it if that host is not a node of this "
+                "cluster")
+        imp.refuse("%s/gres.conf" % entry, None, "expected a directory named for a NodeName of slurm.conf, found "
+                   "%s, which slurm.conf declares no node of" % entry, "its gres.conf would not be imported; " + hint)
 
 
 def _node_gres(imp, conf, name, values):

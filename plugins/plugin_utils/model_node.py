@@ -133,6 +133,9 @@ def build_node(col, host, hv, version, boundary=None):
         gpus = [_build_gpu(col, host, i, entry, layout, core_count) for i, entry in whole]
         _check_unique(col, host, gpus, [e for _unused1, e in whole], [i for i, _unused2 in whole])
         gpu_counts = [_build_gpu_count(col, host, i, entry, layout, core_count) for i, entry in counted]
+        _unknown_types(col, host, sorted([(i, g["index"], g["type"]) for (i, _unused), g in zip(whole, gpus)]
+                                         + [(i, None, g["type"]) for (i, _unused), g in zip(counted, gpu_counts)],
+                                         key=lambda t: t[0]))
         order = sorted(range(len(gpus)), key=lambda k: gpus[k]["index"] if gpus[k]["index"] is not None else -1)
         model_gres.check_env_flags(col, host, lambda pos: "hpc_gres_gpus[%d]" % pos,
                                    [(whole[k][0], gpus[k]) for k in order if not gpus[k]["mig"]]
@@ -227,7 +230,7 @@ def _build_gpu_count(col, host, i, entry, layout, core_count):
     return group
 
 
-def _gpu_type(col, host, field, gtype, index=None):
+def _gpu_type(col, host, field, gtype):
     """The GPU's GRES type, or None for an untyped GPU (no type given)."""
     if gtype is None:
         return None
@@ -235,17 +238,28 @@ def _gpu_type(col, host, field, gtype, index=None):
         hint = values.gres_type_reads_as_count(gtype)
         if hint:
             col.warn(host, field + ".type", "a GPU type that does not read as a count", repr(gtype), hint)
-        if not gpu_types.known_type(gtype):
-            # a site may name its types as it likes; a slip (h1OO) would still render and schedule as a type of its
-            # own, so say so, without refusing
-            near = gpu_types.nearest_types(gtype)
-            found = repr(str(gtype)) + (" on GPU %s" % index if index is not None else "")
-            hint = "ignore this for a name of your own"
-            col.warn(host, field + ".type", "a type that names a GPU model the collection knows "
-                     "(module_utils/nvidia/gpu_types.py)", found,
-                     "nearest known: %s; %s" % (", ".join(near), hint) if near else hint)
         return str(gtype)
     return None
+
+
+def _unknown_types(col, host, typed):
+    """Warn once per type the collection does not know, naming its GPUs. A site may name its types as it likes; a
+    slip (h1OO) would still render and schedule as a type of its own, so say so, without refusing.
+    ``typed``: (position in hpc_gres_gpus, GPU index or None for a count-only entry, type) in list order."""
+    unknown = {}
+    for pos, index, gtype in typed:
+        if gtype is not None and not gpu_types.known_type(gtype):
+            unknown.setdefault(gtype, []).append((pos, index))
+    for gtype, entries in unknown.items():
+        indices = [index for _unused, index in entries if index is not None]
+        found = repr(gtype)
+        if indices:
+            found += " on GPU%s %s" % ("s" if len(indices) > 1 else "", format_int_ranges(indices))
+        near = gpu_types.nearest_types(gtype)
+        hint = "ignore this for a name of your own"
+        col.warn(host, "hpc_gres_gpus[%d].type" % entries[0][0], "a type that names a GPU model the collection knows "
+                 "(module_utils/nvidia/gpu_types.py)", found,
+                 "nearest known: %s; %s" % (", ".join(near), hint) if near else hint)
 
 
 def _features(col, host, features):
@@ -281,7 +295,7 @@ def _build_gpu(col, host, i, entry, layout, core_count):
     else:
         gpu["index"] = col.int_value(host, field + ".index", entry["index"], 0, values.GPU_MINOR_MAX,
                                      note="the nvidia-smi index of the GPU")
-    gpu["type"] = _gpu_type(col, host, field, entry.get("type"), gpu["index"])
+    gpu["type"] = _gpu_type(col, host, field, entry.get("type"))
     if entry.get("file") is not None:
         gpu["file"] = model_gres.gpu_device_file(col, host, field + ".file", entry["file"])
         if entry.get("minor") is not None:

@@ -20,6 +20,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import
 # Extra variables of the playbooks (-e, or the inventory), each documented in the playbook that reads it.
 PLAYBOOK_VARS = (
     "hpc_gres_break_lock",
+    "hpc_gres_deploy_allow_state_change",
     "hpc_gres_deploy_max_fail_percentage",
     "hpc_gres_deploy_serial",
     "hpc_gres_deploy_smoke_test",

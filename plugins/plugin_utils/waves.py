@@ -28,10 +28,12 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_state
 
-# Base states and flags (as ``scontrol show node`` prints them) of a node that does not take new jobs now.
+# Base states and flags (as ``scontrol show node`` prints them) of a node that does not take new jobs now. A node in
+# a maintenance reservation is MAINTENANCE in scontrol's State= (slurm_protocol_defs.c node_state_flags) and MAINT
+# in sinfo's short and long forms.
 UNAVAILABLE_BASES = frozenset(("DOWN", "UNKNOWN", "FUTURE", "ERROR"))
 UNAVAILABLE_FLAGS = frozenset((
-    "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "MAINT", "INVALID_REG", "INVAL", "NOT_RESPONDING",
+    "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "MAINT", "MAINTENANCE", "INVALID_REG", "INVAL", "NOT_RESPONDING",
     "POWER_DOWN", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP", "REBOOT", "REBOOT_REQUESTED", "REBOOT_ISSUED"))
 # A node with jobs on it (drained, it stays out of service until they end).
 BUSY_BASES = frozenset(("ALLOCATED", "MIXED"))
@@ -94,8 +96,10 @@ def is_ours(reason, maintenance_reason):
 
 def failure_reason(maintenance_reason, what, limit=240):
     """The drain reason a failed node is left with: ``<reason>: failed: <what>``, one line, at most ``limit``
-    characters (slurmctld keeps it, sinfo -R shows it)."""
-    text = " ".join(str(what).split())
+    characters (slurmctld keeps it, sinfo -R shows it). ``Key=value`` in ``what`` (scontrol's own text, quoted by a
+    registration failure) is written ``Key: value``: ``scontrol -o show node`` prints the reason unquoted, and a
+    ``Reason=`` inside it would be read back as the node's reason, no longer this maintenance's."""
+    text = re.sub(r"\b([A-Za-z_]+)=", r"\1: ", " ".join(str(what).split()))
     reason = maintenance_reason + FAILED_MARK + text
     if len(reason) > limit:
         reason = reason[:limit - 3].rstrip() + "..."

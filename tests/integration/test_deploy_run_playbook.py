@@ -185,6 +185,16 @@ def test_the_run_reports_its_plan_once_and_tags_without_install_refuse_files_not
         rc, out = cluster.play("deploy-gres.yml", "--tags", "install,restart")
         assert rc == 0, out
         assert cluster.gres() == before
+        # a hand edit of the installed file, the daemon's own files unchanged: put back, no run recorded, said so
+        with open(path, "a") as handle:
+            handle.write("# changed by hand\n")
+        runs = sorted(os.listdir(cluster.runs))
+        rc, out = cluster.play("deploy-gres.yml", "--tags", "install")
+        assert rc == 0, out
+        assert cluster.gres() == before
+        assert ("nothing changes on any host: no lock taken, no run recorded; the installed files of gpu-p01 differ "
+                "from those slurmd runs there and are put back (no restart)") in out, out[-3000:]
+        assert sorted(os.listdir(cluster.runs)) == runs
     finally:
         with open(path, "w") as handle:
             handle.write(before)
@@ -220,6 +230,13 @@ def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     assert cluster.gres() != before
     assert "to undo this run: ansible-playbook hpc.slurm_gres.rollback_gres -i" in out
     assert "-e hpc_gres_rollback=%s" % good in out
+    # a rollback limited to one node would match no play (the run id is read on localhost) and end rc 0 having
+    # done nothing: refused, nothing changed
+    changed = cluster.gres()
+    rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good, "--limit", "gpu-p01")
+    assert rc != 0, out
+    assert "rollback refused, nothing changed: --limit gpu-p01: expected no --limit" in out, out[-3000:]
+    assert cluster.gres() == changed and cluster.record(good)["state"] == "done" and cluster.lock() is None
     rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good)
     assert rc == 0, out
     assert "(rollback of %s by" % good in out

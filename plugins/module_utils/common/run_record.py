@@ -251,6 +251,42 @@ def previous_files(root, record):
     return out
 
 
+def undo_problem(root, record):
+    """Why the named run ``record`` cannot be undone by putting back its previous files, or None.
+
+    It was rolled back already; or a later run changed a file of one of its hosts to other content than this run
+    installed (putting back this run's previous files would silently undo that run there too). Later runs are
+    followed in order, each file taking the new content of the last run that changed it; a run rolled back (late,
+    or by a named rollback whose own record then carries the change) changed nothing."""
+    run_id = record.get("run_id")
+    if record.get("state") == "rolled_back":
+        last = (record.get("history") or [{}])[-1]
+        return "run %s was rolled back already%s" % (run_id, " (%s)" % last["note"] if last.get("note") else "")
+    current = {(host, name): (sums.get("new"), run_id) for host, change in record.get("hosts", {}).items()
+               for name, sums in change.get("files", {}).items() if sums.get("changed")}
+    for later_id in list_runs(root):
+        if later_id <= run_id:
+            continue
+        later = read_record(root, later_id) or {}
+        if later.get("state") == "rolled_back":
+            continue
+        for host, change in later.get("hosts", {}).items():
+            for name, sums in change.get("files", {}).items():
+                if (host, name) in current and sums.get("changed"):
+                    current[(host, name)] = (sums.get("new"), later_id)
+    mine = {(host, name): sums.get("new") for host, change in record.get("hosts", {}).items()
+            for name, sums in change.get("files", {}).items()}
+    changed = sorted((later_id, host, name) for (host, name), (digest, later_id) in current.items()
+                     if digest != mine[(host, name)])
+    if not changed:
+        return None
+    last = changed[-1][0]
+    where = ", ".join("%s %s (run %s)" % (host, name, later_id) for later_id, host, name in changed[:6])
+    return ("a later run changed files of its hosts: %s; putting back run %s's previous files would undo that run "
+            "there too: roll back run %s first (-e hpc_gres_rollback=%s), then this one"
+            % (where, run_id, last, last))
+
+
 def unfinished_runs(root, exclude=()):
     """Records not in a final state, oldest first, except the runs in ``exclude``."""
     out = []

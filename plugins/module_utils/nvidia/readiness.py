@@ -1148,10 +1148,18 @@ def _ack_matches(ack, event):
 # xid rule
 
 
+# NVIDIA's Fabric Manager user guide on a fatal SXid: the NVLink traffic of the GPUs behind the NVSwitch stalls and
+# their next access hangs; "Restart the system to reset the GPUs and NVSwitches".
+_SXID_FATAL = re.compile(r"Fatal\b")
+SXID_FATAL_CLASS = ("reboot", "RESTART_BM", "NVSwitch fatal error: the GPUs' NVLink traffic through it stalls")
+
+
 def _xid_class(event):
     """(class, action, description) of one event; 45 follows the Xid it names; 154 by its new action."""
     if event["kind"] == "off_bus":
         return XID_CLASSES[79]
+    if event["kind"] == "sxid":
+        return SXID_FATAL_CLASS
     xid = event["xid"]
     if xid == 45 and event.get("caused_by") is not None:
         cls = XID_CLASSES.get(event["caused_by"])
@@ -1187,7 +1195,11 @@ def xid_verdicts(events, acknowledgements=None):
     out = []
     xid79 = set()
     for position, event in enumerate(events):
-        if event["kind"] not in ("xid", "off_bus"):
+        # an NVSwitch error: the driver prints "Fatal, Link NN ..." (NVSWITCH_REPORT_FATAL, intr_nvswitch.h) on the
+        # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
+        if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
+            continue
+        if event["kind"] not in ("xid", "off_bus", "sxid"):
             continue
         session = sum(1 for line in loads if line < event["line"])
         if event["phase"] == "probe":
@@ -1224,7 +1236,7 @@ def xid_verdicts(events, acknowledgements=None):
 
 
 def _describe(v):
-    what = "Xid %d" % v["xid"] if v["kind"] == "xid" else "fallen off the bus (no Xid)"
+    what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s"}.get(v["kind"], "fallen off the bus (no Xid)%.0s") % v["xid"]
     if v["kind"] == "xid" and v["xid"] == 45 and v.get("caused_by") is not None:
         what += " (caused by Xid %d)" % v["caused_by"]
     where = " at %s" % v["stamp"] if v["stamp"] else " (log line %d)" % v["line"]
@@ -1256,22 +1268,29 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
         # Xid before a fatal one); the finding shows the latest Xid line rather than the "fallen off the bus" line
         # that follows an Xid 79.
-        numbers = {v["xid"] if v["kind"] == "xid" else 79 for v in items if v["position"] <= last["position"]}
+        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else 79 for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
-        last = ([v for v in shown if v["kind"] == "xid"] or shown)[-1]
-        if fatal:
+        last = ([v for v in shown if v["kind"] in ("xid", "sxid")] or shown)[-1]
+        healthy = "the GPU is healthy"
+        if fatal and last["kind"] == "sxid":
+            todo = ("reboot the node: a fatal NVSwitch error needs the GPUs and NVSwitches reset (NVIDIA Fabric Manager "
+                    "user guide: restart the system)")
+            healthy = "the fabric is healthy (nvidia-smi -q: Fabric State Completed)"
+        elif fatal:
             reboot = any(v["class"] == "reboot" for v in fatal)
             todo = ("reboot the node (NVIDIA: %s)" % last["action"]) if reboot else \
                    ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: %s)" % last["action"])
+        if fatal:
             severity = "error"
-            expected = "no fatal Xid since the driver was loaded (or each acknowledged)"
+            expected = "no fatal %s since the driver was loaded (or each acknowledged)" % (
+                "NVSwitch SXid" if last["kind"] == "sxid" else "Xid")
         else:
             todo = "look the Xid up in NVIDIA's Xid catalogue"
             severity = "warning"
             expected = "no unknown Xid since the driver was loaded (or each acknowledged)"
         found = _describe(last) + ("" if len(shown) == 1 else " (and %d earlier)" % (len(shown) - 1))
         findings.append(finding(severity, "xid", _label(bus, index_map), expected, found,
-                                "%s; then, if the GPU is healthy, acknowledge with the line '%s'" % (todo, ack)))
+                                "%s; then, if %s, acknowledge with the line '%s'" % (todo, healthy, ack)))
     return _result("xid", True, findings)
 
 

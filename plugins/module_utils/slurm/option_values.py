@@ -4,7 +4,8 @@ values.py decides which characters may be written at all; option_tables.py which
 knows. Some string options are then parsed again by read_config.c while the file is read, and a value that fails
 there stops slurmctld and slurmd ("Unable to process configuration file"). The shapes below are those checks, each
 from the Slurm function named (22.05 to 26.05 unless said otherwise). Options not listed are not checked beyond
-their characters: plugin names and the other flag lists (DebugFlags, PrologFlags, ...) are read by later code.
+their characters: plugin names (but SelectType's removed plugins) and the other flag lists (DebugFlags,
+PrologFlags, ...) are read by later code.
 
 ``check(table, option, value, version)`` returns None or (expected, found, hint).
 """
@@ -248,7 +249,25 @@ def _autodetect(value, version):
     return "an AutoDetect flag Slurm %s knows (%s)" % (release_for(version), ", ".join(known))
 
 
+# Select plugins a release no longer ships (src/plugins/select/ at each release's tag): slurmctld then stops with
+# "fatal: Can't find plugin for select/cons_res" (select.c; recorded with slurmctld 24.11.5). Slurm converts only
+# saved state from cons_res to cons_tres, never the configuration (23.11 RELEASE_NOTES: "Removed select/cons_res.
+# Please update your configuration to select/cons_tres").
+_REMOVED_SELECT = {"select/cons_res": "23.11", "select/cray_aries": "24.05"}
+
+
+def _select_type(value, version):
+    removed = _REMOVED_SELECT.get(value.lower())
+    if removed is None or parse_version(version) < parse_version(removed):
+        return None
+    return ("a select plugin Slurm %s ships (select/cons_tres or select/linear)" % release_for(version),
+            "Slurm %s removed %s and slurmctld stops (\"fatal: Can't find plugin for %s\"); set "
+            "SelectType=select/cons_tres (it schedules what select/cons_res did, and GPUs besides)"
+            % (removed, value, value))
+
+
 VERSIONED_SHAPES = {
+    ("slurm.conf", "SelectType"): _select_type,
     ("slurm.conf", "SelectTypeParameters"): _select_type_parameters,
     ("slurm.conf", "EpilogMsgTime"): _epilog_msg_time,
     ("cgroup.conf", "CgroupPlugin"): _cgroup_plugin,
@@ -268,6 +287,9 @@ def check(table, option, value, version):
         return None
     if expected is None:
         return None
+    if isinstance(expected, tuple):
+        expected, hint = expected
+        return expected, describe(value), hint
     return expected, describe(value), "Slurm stops reading the file at a value it cannot parse for %s" % option
 
 

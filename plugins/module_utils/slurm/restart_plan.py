@@ -14,6 +14,8 @@ higher report until slurmd restarts), and a count that goes *up* needs slurmd re
 *after*. A deploy with both restarts slurmctld twice; no node is drained on the way unless one node has one type
 go up and another go down (then the drain is resumed at the end).
 """
+import os
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
@@ -201,6 +203,68 @@ def controller_plan(applied_text, new_text, targeted_nodes=None):
     return {"restart_before": before, "restart_after": after, "reconfigure": reconfigure, "reasons": reasons,
             "reasons_before": before_reasons, "reasons_after": after_reasons, "untargeted": untargeted,
             "slurm_conf": changes}
+
+
+# Options whose change makes the daemons start without what they kept: (key as parsed, Slurm's spelling, Slurm's
+# built-in default (read_config.h DEFAULT_SAVE_STATE_LOC, DEFAULT_SPOOLDIR), what a restart with the new value does).
+STATE_OPTIONS = (
+    ("clustername", "ClusterName", None,
+     "slurmctld stops at its next start: \"CLUSTER NAME MISMATCH\" against the clustername file of StateSaveLocation "
+     "(controller.c), and slurmdbd accounts the jobs to another cluster"),
+    ("statesavelocation", "StateSaveLocation", "/var/spool",
+     "slurmctld starts without its saved state: every running and queued job and every node state is lost"),
+    ("slurmdspooldir", "SlurmdSpoolDir", "/var/spool/slurmd",
+     "slurmd looks for the running job steps' sockets there: the steps of running jobs are no longer found"),
+)
+
+
+def _state_value(key, value):
+    if value is None:
+        return None
+    value = value.strip()
+    return value.lower() if key == "clustername" else os.path.normpath(value)
+
+
+def _both_parsed(applied_text, new_text):
+    """(running, new) parsed, or None when either is absent or unreadable (nothing to compare)."""
+    if applied_text is None or new_text is None:
+        return None
+    try:
+        return parse_slurm_conf(applied_text), parse_slurm_conf(new_text)
+    except ConfSyntaxError:
+        return None
+
+
+def state_changes(applied_text, new_text):
+    """[(option, running value, new value, consequence)] for the STATE_OPTIONS whose value (Slurm's default where
+    unset) differs between the slurm.conf the daemons run and the new one; [] when none runs yet."""
+    both = _both_parsed(applied_text, new_text)
+    if both is None:
+        return []
+    old, new = both[0]["options"], both[1]["options"]
+    changes = []
+    for key, option, default, consequence in STATE_OPTIONS:
+        before, after = old.get(key, default), new.get(key, default)
+        if _state_value(key, before) != _state_value(key, after):
+            changes.append((option, before, after, consequence))
+    return changes
+
+
+def gpus_lost(applied_text, new_text):
+    """The nodes that declare GPUs in the slurm.conf the daemons run with, when the new one declares a GPU on none
+    of them (an inventory whose GPU entries were not read), else []."""
+    both = _both_parsed(applied_text, new_text)
+    if both is None:
+        return []
+    old, new = both[0]["nodes"], both[1]["nodes"]
+
+    def has_gpus(node):
+        return any(key.split(":")[0] == "gpu" and count for key, count in (node.get("gres") or {}).items())
+
+    had = sorted(name for name, node in old.items() if has_gpus(node))
+    if not had or any(has_gpus(new[name]) for name in had if name in new):
+        return []
+    return had
 
 
 def expected_gres(slurm_text, node_name):

@@ -77,6 +77,49 @@ def test_gate_refuses_a_gres_change_of_a_node_the_run_does_not_restart():
                                       "this run does not restart")
 
 
+def test_gate_refuses_a_slurm_conf_that_moves_the_state_or_renames_the_cluster():
+    # a first deploy on a running cluster whose paths are not the collection's defaults (a Rocky-style controller)
+    running = "StateSaveLocation=/var/spool/slurmctld\nSlurmdSpoolDir=/var/spool/slurmd/\n" + SLURM % 8
+    moved = ("StateSaveLocation=/var/lib/slurm/slurmctld\nSlurmdSpoolDir=/var/spool/slurmd\n"
+             + SLURM.replace("ClusterName=c", "ClusterName=C") % 8)
+    new = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": moved}))
+    plan = gate(st=state(applied=running), render=new)
+    assert plan["refusal"] == (
+        "nothing installed, nothing restarted: host ctl: slurm.conf StateSaveLocation: expected the value the daemons "
+        "run with, /var/spool/slurmctld, found /var/lib/slurm/slurmctld in the render: slurmctld starts without its "
+        "saved state: every running and queued job and every node state is lost; set it in "
+        "hpc_gres_slurm_conf_options (the collection's default is a Debian path) (or import the cluster's files: "
+        "docs/import.md), or, having moved the state yourself, rerun with -e hpc_gres_deploy_allow_state_change=true")
+    # Slurm lower-cases ClusterName, and a trailing / names the same directory: neither is a change
+    assert "ClusterName" not in plan["refusal"] and "SlurmdSpoolDir" not in plan["refusal"]
+    assert gate(st=state(applied=running), render=new, allow_state_change=True)["refusal"] is None
+    # unset is Slurm's built-in default; another cluster name is refused too
+    renamed = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": SLURM.replace("ClusterName=c", "ClusterName=d")
+                                                          % 8}))
+    refusal = gate(st=state(applied="StateSaveLocation=/var/spool\n" + SLURM % 8), render=renamed)["refusal"]
+    assert "slurm.conf ClusterName: expected the value the daemons run with, c, found d" in refusal
+    assert "CLUSTER NAME MISMATCH" in refusal and "set hpc_gres_cluster_name" in refusal
+    assert "slurm.conf StateSaveLocation" not in refusal
+    # without a controller in the run, the nodes' running slurm.conf is judged
+    st = state()
+    st["n1.lab"][deploy_plan.VERIFY]["plan"].update(running_files={"slurm.conf": SLURM % 8},
+                                                    new_files={"slurm.conf": renamed["files"]["slurm.conf"]})
+    assert "host n1.lab: slurm.conf ClusterName" in gate(play_hosts=("n1.lab", "n2.lab"), st=st,
+                                                         render=renamed)["refusal"]
+
+
+def test_gate_refuses_a_render_that_drops_every_gpu_of_the_cluster():
+    # the GPU group_vars sat beside the site's own playbook: every node renders without GPUs
+    text = "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\nPartitionName=main Nodes=ALL\n"
+    cpu_only = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text}))
+    refusal = gate(render=cpu_only)["refusal"]
+    assert refusal.startswith("nothing installed, nothing restarted: host ctl: slurm.conf Gres: expected GPUs on the "
+                              "nodes that have them now (n[1-2]), found none on any of them in the render")
+    # one node losing its GPUs while another keeps them is a change the admin may mean
+    one_left = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": SLURM.replace(" Gres=gpu:a100:8", "") % 4}))
+    assert "slurm.conf Gres" not in (gate(render=one_left)["refusal"] or "")
+
+
 def test_gate_names_the_gres_each_node_must_register_with_by_node_name():
     st = state()
     st["n2.lab"][deploy_plan.VERIFY] = verified({"expected_gres": {"gpu:1g.10gb": 7}}, host="n2.lab")

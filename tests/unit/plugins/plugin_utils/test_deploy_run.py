@@ -77,6 +77,26 @@ def test_an_unreachable_node_is_named_with_what_it_last_received():
     assert out["lines"][-1].startswith("to finish this run: ansible-playbook hpc.slurm_gres.deploy_gres")
 
 
+def test_a_reason_slurmctld_kept_after_a_resume_is_not_called_a_drain():
+    facts = {"a01": {"hpc_gres_slurmd_done": True, "hpc_gres_slurmd_restarted": True,
+                     "hpc_gres_slurmd_install_result": {}}, "ctl": {"hpc_gres_slurmctld_install_result": {}}}
+    idle = run_outcome(record(), facts, ["a01", "ctl"], False, {"gpu-a01": {"State": "IDLE", "reason": "GPU work"}})
+    assert idle["lines"][1].endswith("slurmctld: gpu-a01 IDLE")
+    drained = run_outcome(record(), facts, ["a01", "ctl"], False,
+                          {"gpu-a01": {"State": "IDLE+DRAIN", "reason": "GPU work"}})
+    assert drained["lines"][1].endswith("slurmctld: gpu-a01 IDLE+DRAIN (drained or down: GPU work)")
+
+
+def test_an_install_only_run_ends_installed_not_restarted():
+    # --tags install: every host answered, the files are in place, no node's restart step ran
+    facts = {"a01": {"hpc_gres_slurmd_install_result": {}}, "ctl": {"hpc_gres_slurmctld_install_result": {}}}
+    out = run_outcome(record(), facts, ["a01", "ctl"], False, {"gpu-a01": {"State": "IDLE"}})
+    assert out["state"] == "installed"  # not final: the next run (or --tags restart) restarts
+    assert out["lines"][0].endswith(": installed")
+    assert "a01: NEW files installed, daemon NOT restarted [gres.conf, slurm.conf]" in out["lines"][1]
+    assert out["lines"][-1].startswith("to finish this run: ansible-playbook hpc.slurm_gres.deploy_gres")
+
+
 def test_late_failure_rolled_back_or_not():
     facts = {"a01": {"hpc_gres_run_rolled_back": True},
              "ctl": {"hpc_gres_run_rolled_back": True, "hpc_gres_run_failure": {"msg": "smoke"}}}

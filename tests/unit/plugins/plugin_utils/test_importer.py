@@ -103,6 +103,20 @@ def test_per_node_gres_files_and_a_node_without_one():
     assert [{"index": 0, "flags": ["nvidia_gpu_env"]}, {"index": 1, "flags": ["nvidia_gpu_env"]}] in gpus.values()
 
 
+def test_a_per_node_gres_file_naming_no_node_of_slurm_conf_is_refused():
+    # directories copied per host: one named by FQDN, one for a host whose NodeName line the site commented out
+    # (the gres.conf it installs there would otherwise be dropped without a word)
+    found = refusals("GresTypes=gpu\nNodeName=n[1-2] Gres=gpu:2\n#NodeName=g1 Gres=gpu:8\n",
+                     node_gres={"n1": "Name=gpu File=/dev/nvidia[0-1]\n",
+                                "n2.cluster.local": "Name=gpu File=/dev/nvidia[0-1]\n",
+                                "g1": "Name=gpu File=/dev/nvidia[0-7]\n"})
+    assert ("n2.cluster.local/gres.conf: expected a directory named for a NodeName of slurm.conf, found "
+            "n2.cluster.local, which slurm.conf declares no node of (its gres.conf would not be imported; name the "
+            "directory n2, the node's NodeName)") in found
+    assert any(r.startswith("g1/gres.conf: expected a directory named for a NodeName") and
+               r.endswith("or remove it if that host is not a node of this cluster)") for r in found)
+
+
 def test_surplus_files_are_imported_as_slurmd_cuts_them_and_reported():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:2\n", "Name=gpu File=/dev/nvidia[0-3]\n")
     assert load(done["files"], "group_vars/gpu_untyped_x2.yml")["hpc_gres_gpus"] == [{"index": 0}, {"index": 1}]

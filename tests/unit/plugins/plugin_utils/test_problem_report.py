@@ -60,6 +60,19 @@ def test_past_the_limit_of_distinct_problems_the_rest_are_counted():
                               "run again)" % MAX_PROBLEMS)
 
 
+def test_an_unknown_type_warns_once_per_host_naming_its_gpus():
+    # a site's own type name on 16 GPUs (galaxyproject.slurm's 'tesla') is one line, not sixteen
+    gpus = [{"index": i, "type": "tesla"} for i in range(16)] + [{"index": 16, "type": "h1OO"}]
+    model = build_cluster_model({"dgx2-1": dict(GPU, hpc_gres_gpus=gpus)}, {"slurmd": ["dgx2-1"], "slurmctld": ["ctl"]},
+                                {})
+    assert model["warnings"] == [
+        "host dgx2-1: hpc_gres_gpus[0].type: expected a type that names a GPU model the collection knows "
+        "(module_utils/nvidia/gpu_types.py), found 'tesla' on GPUs 0-15 (ignore this for a name of your own)",
+        "host dgx2-1: hpc_gres_gpus[16].type: expected a type that names a GPU model the collection knows "
+        "(module_utils/nvidia/gpu_types.py), found 'h1OO' on GPU 16 (nearest known: h100, a100, b100; ignore this "
+        "for a name of your own)"]
+
+
 def test_warnings_are_grouped_too():
     hosts = ["gpu%d" % i for i in range(1, 5)]
     model = build_cluster_model({h: dict(GPU, hpc_gres_gpus=[{"index": 0, "type": "h1OO"}]) for h in hosts},

@@ -1,6 +1,8 @@
 """The maintenance's wave planner (plugins/plugin_utils/waves.py): caps per partition counting every node out of
 service, nodes in several partitions, the order, skipped and blocked nodes, the failure budget; and, over random
 clusters, that no wave ever takes a partition above its cap."""
+import os
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -8,6 +10,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol impo
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import waves
 
 R = "GPU maintenance"
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "slurm")
 
 
 def node(name, state="IDLE", parts="main", reason=None):
@@ -76,6 +79,18 @@ def test_a_failure_reason_is_one_bounded_line():
     assert len(reason) == 240 and "\n" not in reason
 
 
+def test_a_failure_reason_quoting_scontrol_reads_back_as_this_maintenances_own():
+    # a registration failure quotes scontrol's Key=value text, its old Reason= too; scontrol -o prints the reason
+    # unquoted, so a Reason= inside it would be read back as the node's reason and the next run would skip the node
+    what = ("registration: slurmd has not registered since the restart (SlurmdStartTime=2026-12-01T10:00:00) "
+            "(State=IDLE+DRAIN Gres=gpu:a100:8(S:0-1) Reason='GPU maintenance')")
+    reason = waves.failure_reason(R, what)
+    assert "=" not in reason and "SlurmdStartTime: 2026-12-01T10:00:00" in reason
+    record = node("gpu1", "IDLE+DRAIN", reason=reason)
+    assert record["reason"] == reason
+    assert waves.node_status(record, R)["ours"]
+
+
 # ---------------------------------------------------------------------------------------------- waves
 
 def test_three_idle_nodes_with_a_cap_of_one_go_one_at_a_time_in_name_order():
@@ -97,6 +112,7 @@ def test_a_node_drained_by_someone_else_counts_against_the_cap_and_is_left_alone
 
 
 @pytest.mark.parametrize("state", ["DOWN*", "DOWN+DRAIN", "IDLE*", "MIXED+DRAIN", "IDLE+MAINT", "UNKNOWN",
+                                   "IDLE+MAINTENANCE+RESERVED", "ALLOCATED+MAINTENANCE+RESERVED",
                                    "IDLE+DRAIN+REBOOT_REQUESTED", "DOWN+REBOOT_ISSUED", "IDLE+FAIL",
                                    "IDLE+POWERED_DOWN", "IDLE+NOT_RESPONDING", "FUTURE"])
 def test_every_state_that_takes_no_new_job_counts_against_the_cap(state):
@@ -202,9 +218,23 @@ def test_a_cluster_with_non_targets_counts_them_but_takes_only_targets():
     assert out["limits"] == {"main": 2} and out["waves"] == [["a1"], ["a2"]]
 
 
+def test_nodes_in_a_maintenance_reservation_as_scontrol_prints_them_count_against_the_cap():
+    # slonk's recorded H100 nodes (Slurm 23.11), all four in a MAINT reservation: two drained, two ALLOCATED; scontrol
+    # prints the flag MAINTENANCE (sinfo prints MAINT)
+    path = os.path.join(FIXTURES, "slonk-2311rc1-drain-maint-reserved-reservationname.txt")
+    with open(path) as handle:
+        text = handle.read().split("# ---\n", 1)[1]
+    nodes = {name: dict(record, Partitions="h100") for name, record in parse_show_node(text).items()}
+    nodes["spare"] = node("spare", parts="h100")
+    out = plan(nodes, targets=["spare"], cap=4)
+    assert out["unavailable"] == {"h100": sorted(n for n in nodes if n != "spare")}
+    assert out["waves"] == [] and "partition h100 has 4 node(s) out of service" in out["blocked"]["spare"]
+
+
 # ---------------------------------------------------------------------------------------------- properties
 
-STATES = ["IDLE", "IDLE", "IDLE", "MIXED", "ALLOCATED", "IDLE+DRAIN", "DOWN*", "MIXED+DRAIN", "IDLE+MAINT"]
+STATES = ["IDLE", "IDLE", "IDLE", "MIXED", "ALLOCATED", "IDLE+DRAIN", "DOWN*", "MIXED+DRAIN",
+          "IDLE+MAINTENANCE+RESERVED"]
 PARTS = ["p1", "p2", "p3"]
 
 

@@ -166,3 +166,32 @@ def test_a_deploy_is_refused_naming_a_maintenance_run_that_holds_the_lock(tmp_pa
     assert str(exc.value).startswith("deploy refused, nothing was changed: a maintenance run holds the lock on ctl01")
     assert "run 20261201T111500Z-3fa9 by user alice from host admin01 (pid 4242)" in str(exc.value)
     assert "state maintaining" in str(exc.value)
+
+
+def _run(root, run_id, old, new, state="done"):
+    owner = dict(OWNER, run_id=run_id)
+    rr.create_record(root, owner)
+    rr.add_changes(root, run_id, _changes(old, new), {rr.sha256(old): old})
+    rr.set_state(root, run_id, state)
+    return rr.read_record(root, run_id)
+
+
+def test_a_named_rollback_is_refused_when_a_later_run_changed_its_files_or_it_was_undone_already(tmp_path):
+    root = str(tmp_path)
+    a0, a1, b1 = "File=/dev/nvidia0\n", "File=/dev/nvidia[0-1]\n", "File=/dev/nvidia[0-2]\n"
+    first = _run(root, "20261201T100000Z-aaaa", a0, a1)
+    assert rr.undo_problem(root, first) is None
+    # a later deploy changed the same file: undoing the first would silently undo it too
+    second = _run(root, "20261201T110000Z-bbbb", a1, b1)
+    problem = rr.undo_problem(root, first)
+    assert problem == ("a later run changed files of its hosts: gpu-a01 gres.conf (run 20261201T110000Z-bbbb); "
+                       "putting back run 20261201T100000Z-aaaa's previous files would undo that run there too: roll "
+                       "back run 20261201T110000Z-bbbb first (-e hpc_gres_rollback=20261201T110000Z-bbbb), then "
+                       "this one")
+    assert rr.undo_problem(root, second) is None
+    # the later run rolled back by a named rollback (whose own record puts a1 back): the first may be undone now
+    rr.set_state(root, second["run_id"], "rolled_back", note="rolled back by run 20261201T120000Z-cccc (done)")
+    _run(root, "20261201T120000Z-cccc", b1, a1)
+    assert rr.undo_problem(root, first) is None
+    assert rr.undo_problem(root, rr.read_record(root, second["run_id"])) == (
+        "run 20261201T110000Z-bbbb was rolled back already (rolled back by run 20261201T120000Z-cccc (done))")

@@ -790,7 +790,10 @@ API_MISMATCH = {
 XID_VERDICTS = {
     "a100-xid63-row-remapper-new-row-reset-to-activate.txt": [],
     "geforce-laptop-2015-xid32-xid31-old-shape-dmesg.txt": [],
-    "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt": [("error", "00000000:91:00.0")],
+    # the Xid 79, and a fatal SXid 20034 on each of the three NVSwitches (their Severity/Data lines are not)
+    "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt": [
+        ("error", "00000000:91:00.0"), ("error", "00000000:06:00.0"), ("error", "00000000:05:00.0"),
+        ("error", "00000000:07:00.0")],
     "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt": [("error", "00000000:9B:00.0")],
     "h100-xid13-pid-unknown-xid109-ctx-switch-timeout-dmesg-ctime-md-quoted.txt": [("error", "00000000:CB:00.0")],
     "h200-vm-580-open-driver-load-no-xid-dmesg-excerpt.txt": [],
@@ -959,7 +962,8 @@ def test_xid79_dealt_with_by_a_later_driver_load():
     text = load("kernel-log", XID79)
     assert r.check_xid(r.parse_kernel_log(text + "\n" + RELOAD))["findings"] == []
     # A load line before the Xid does not help.
-    assert len(r.check_xid(r.parse_kernel_log(RELOAD + text))["findings"]) == 1
+    assert len([f for f in r.check_xid(r.parse_kernel_log(RELOAD + text))["findings"]
+                if f["gpu"] == "00000000:91:00.0"]) == 1
 
 
 @pytest.mark.parametrize("ack, cleared", [
@@ -974,8 +978,25 @@ def test_xid79_dealt_with_by_a_later_driver_load():
 ])
 def test_xid79_acknowledged(ack, cleared):
     events = r.parse_kernel_log(load("kernel-log", XID79))
-    findings = r.check_xid(events, r.parse_acknowledgements(ack))["findings"]
+    findings = [f for f in r.check_xid(events, r.parse_acknowledgements(ack))["findings"]
+                if f["gpu"] == "00000000:91:00.0"]
     assert (findings == []) is cleared
+
+
+def test_a_fatal_nvswitch_sxid_is_an_error_its_severity_and_data_lines_and_nonfatal_ones_are_not():
+    # the NVSwitch driver prints "Fatal, Link NN ..." first (NVSWITCH_REPORT_FATAL, intr_nvswitch.h), then Severity
+    # and Data lines of the same SXid; a non-fatal one says "Non-fatal" (line shapes of the recorded SXid 20034)
+    events = r.parse_kernel_log(load("kernel-log", XID79))
+    [switch] = [f for f in r.check_xid(events)["findings"] if f["gpu"] == "00000000:07:00.0"]
+    assert switch["expected"] == "no fatal NVSwitch SXid since the driver was loaded (or each acknowledged)"
+    assert switch["found"] == "NVSwitch SXid 20034 at 6781753.407899: Fatal, Link 37 LTSSM Fault Up"
+    assert switch["hint"].startswith("reboot the node: a fatal NVSwitch error needs the GPUs and NVSwitches reset")
+    assert switch["hint"].endswith("acknowledge with the line '00000000:07:00.0 20034 6781753.407899'")
+    nonfatal = ("[  100.0] nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Non-fatal, Link 47 egress non-posted "
+                "PRIV error (First)\n[  100.1] nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Severity 0 Engine "
+                "instance 47 Sub-engine instance 00\n[  100.2] nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data "
+                "{0x000001c0, 0x00000000}\n")
+    assert r.check_xid(r.parse_kernel_log(nonfatal))["findings"] == []
 
 
 def test_acknowledgement_covers_earlier_events_only():

@@ -11,6 +11,14 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "SlurmctldPort", "6817-6818", "22.05", True),
     ("slurm.conf", "SlurmctldPort", "6818-6817", "22.05", False),
     ("slurm.conf", "SlurmctldPort", "x", "22.05", False),
+    # select/cons_res: shipped to 23.02, gone from 23.11 (slurmctld 24.11.5: "fatal: Can't find plugin for ...")
+    ("slurm.conf", "SelectType", "select/cons_res", "23.02", True),
+    ("slurm.conf", "SelectType", "select/cons_res", "23.11", False),
+    ("slurm.conf", "SelectType", "select/cons_res", "26.05", False),
+    ("slurm.conf", "SelectType", "select/cons_tres", "26.05", True),
+    ("slurm.conf", "SelectType", "select/linear", "26.05", True),
+    ("slurm.conf", "SelectType", "select/cray_aries", "23.11", True),
+    ("slurm.conf", "SelectType", "select/cray_aries", "24.05", False),
     ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,CR_LLN", "22.05", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core,CR_Memory", "22.05", False),       # two resource kinds
     ("slurm.conf", "SelectTypeParameters", "CR_CPU,CR_ONE_TASK_PER_CORE", "22.05", False),
@@ -68,6 +76,13 @@ def test_values_slurms_parser_reads_again(table, option, value, version, ok):
     if problem:
         assert problem[1] == "%r (string)" % value
         assert option in problem[2]
+
+
+def test_a_removed_select_plugin_says_which_release_removed_it_and_what_to_use():
+    expected, found, hint = check("slurm.conf", "SelectType", "select/cons_res", "24.11")
+    assert expected == "a select plugin Slurm 24.11 ships (select/cons_tres or select/linear)"
+    assert found == "'select/cons_res' (string)"
+    assert hint.startswith("Slurm 23.11 removed select/cons_res and slurmctld stops") and "select/cons_tres" in hint
 
 
 @pytest.mark.parametrize("table, settings, version, named", [
