@@ -71,6 +71,7 @@ ARGUMENT_SPEC = dict(
     reboot=dict(type="str", default="auto"),
     config=dict(type="str", default=""),
     reboot_timeout=dict(type="int", default=1800),
+    reboot_tasks=dict(type="str", default=""),
     run_id=dict(type="str"),
     continues=dict(type="str"),
     task=dict(type="str"),
@@ -150,7 +151,11 @@ class ActionModule(ActionBase):
                 include = args["include_file"] if args["config_mode"] else render.get("include_file")
                 plan = deploy_plan.controller_plan(args["files"], args["read"], args["targeted_nodes"], mode, include,
                                                    args["wanted"])
-                plan["refusal"] = None
+                # the MIG runbook and a rollback install a slurm.conf too: the same refusal as the deploy's gate
+                host = next(iter(task_vars.get("ansible_delegated_vars") or {}), task_vars.get("inventory_hostname"))
+                reasons = deploy_plan.state_refusals_for_controller(host, plan, mode, include,
+                                                                    args["allow_state_change"])
+                plan["refusal"] = ("nothing installed, nothing restarted: " + "; ".join(reasons)) if reasons else None
             elif stage == "owner":
                 plan = deploy_run.lock_owner(args["command"], args["lock"])
                 plan["refusal"] = None
@@ -243,7 +248,8 @@ class ActionModule(ActionBase):
             plan = maintenance.resume_plan(args["unfinished"], args["change"], args["resume"])
             plan["refusal"] = None
         elif phase == "reboot":
-            plan = maintenance.reboot_plan(args["reboot"], args["config"], args["reboot_timeout"])
+            plan = maintenance.reboot_plan(args["reboot"], args["config"], args["reboot_timeout"],
+                                           args["reboot_tasks"])
             verify = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "modules", "gres_verify.py")
             plan["verify_options"] = maintenance.module_options(verify)
         elif phase == "failure":

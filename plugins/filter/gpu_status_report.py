@@ -28,6 +28,12 @@ options:
     description: Free memory a GPU needs to count as free.
     type: int
     default: 0
+  declared_gpus:
+    description:
+      - The node's C(hpc_gres_gpus) from the inventory. When given, GPUs it declares that nvidia-smi does not list
+        are reported as missing; GPUs nvidia-smi cannot reach (C(lost_gpus)) are reported either way.
+    type: list
+    elements: dict
 """
 
 EXAMPLES = r"""
@@ -42,17 +48,18 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(gpus) (per GPU), C(free) (indexes), C(cuda_env) (the line, or null when none is free) and
-    C(lines) (the report as text lines).
+  description: C(gpus) (per GPU), C(free) (indexes), C(cuda_env) (the line, or null when none is free),
+    C(lost) (GPUs nvidia-smi cannot reach), C(missing) (declared GPUs nvidia-smi does not list) and C(lines) (the
+    report as text lines).
   type: dict
 """
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import gpu_status, status_lines
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import declared_count, gpu_status, status_lines
 
 
-def gpu_status_report(hw, host, min_free_mib=0):
+def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None):
     if not isinstance(hw, dict) or "gpus" not in hw:
         raise AnsibleFilterError("gpu_status_report: input must be ansible_facts.hpc_gres_hw from "
                                  "hpc.slurm_gres.gpu_facts, found %s" % type(hw).__name__)
@@ -61,7 +68,7 @@ def gpu_status_report(hw, host, min_free_mib=0):
     except (TypeError, ValueError):
         raise AnsibleFilterError("gpu_status_report: min_free_mib: expected an integer (MiB), found %r"
                                  % (min_free_mib,))
-    report = gpu_status(hw, min_free_mib)
+    report = gpu_status(hw, min_free_mib, declared_count(declared_gpus))
     report["lines"] = status_lines(str(host), report)
     return report
 

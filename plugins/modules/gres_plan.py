@@ -75,8 +75,8 @@ options:
     type: raw
   allow_state_change:
     description:
-      - O(stage=gate), install a C(slurm.conf) whose C(ClusterName), C(StateSaveLocation) or C(SlurmdSpoolDir)
-        differs from the one the daemons run with. Refused by default, since slurmctld then starts without its jobs
+      - O(stage=gate) and O(stage=controller), install a C(slurm.conf) whose C(ClusterName), C(StateSaveLocation) or
+        C(SlurmdSpoolDir) differs from the one the daemons run with. Refused by default, since slurmctld then starts without its jobs
         and node states (or stops on the cluster name), and slurmd no longer finds the running job steps.
     type: bool
     default: false
@@ -212,6 +212,11 @@ options:
     description: O(stage=maintenance) O(phase=reboot), seconds a reboot may take.
     type: int
     default: 1800
+  reboot_tasks:
+    description: O(stage=maintenance) O(phase=reboot), the site's task file that reboots a node when the mode is
+      V(ansible) (named in the plan's notes instead of C(ansible.builtin.reboot)).
+    type: str
+    default: ""
   run_id:
     description: O(stage=maintenance) O(phase=summary), the run.
     type: str

@@ -25,8 +25,13 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree import attributes_match
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import gpus_lost, state_changes
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import (
+    gpus_lost,
+    partitions_removed,
+    state_changes,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import version_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import check_report
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import smoke_plan
@@ -139,29 +144,78 @@ def controller_plan(files, read, targeted_nodes=None, mode="files", include_file
     return plan
 
 
-def _state_refusals(plan, node_plans):
-    """Why the run would make a daemon start without what it kept (restart_plan.STATE_OPTIONS), judged on the
-    slurm.conf the first targeted controller runs, else on the first targeted node's."""
-    pairs = [(h, p["running_files"].get("slurm.conf"), p["new_files"].get("slurm.conf"))
-             for h, p in plan["controller_plans"].items()]
-    pairs += [(h, (node_plans[h].get("running_files") or {}).get("slurm.conf"),
-               (node_plans[h].get("new_files") or {}).get("slurm.conf")) for h in plan["targets"]]
-    host, running, new = next(((h, r, n) for h, r, n in pairs if r is not None and n is not None), (None, None, None))
-    lost = gpus_lost(running, new)
-    refusals = ["host %s: slurm.conf Gres: expected GPUs on the nodes that have them now (%s), found none on any of "
-                "them in the render: the inventory's GPU entries were not read (group_vars beside a playbook of your "
-                "own are not read by the collection's playbooks: put them beside the inventory, docs/inventory.md); "
-                "every GPU job would be refused" % (host, hostlist.collect_hostlist(lost))] if lost else []
-    unset = "unset (Slurm's default)"
-    for option, before, after, consequence in state_changes(running, new):
+# NodeName keys of a node's CPU layout (restart_plan's lower-case names)
+LAYOUT_KEYS = frozenset(("boards", "sockets", "socketsperboard", "corespersocket", "threadspercore", "cpus"))
+
+
+def _state_refusals(plan, node_plans, slot, allow_state_change, gpus=True):
+    """Why the run would drop every GPU of the cluster, or make a daemon start without what it kept
+    (restart_plan.STATE_OPTIONS; not with ``allow_state_change``). ``slot``: the file that holds the node lines
+    (slurm.conf, or the include file in include mode, where the site's slurm.conf is not the collection's).
+    ClusterName and StateSaveLocation are judged on the targeted controllers (on a targeted node without one),
+    SlurmdSpoolDir on every targeted node."""
+    def pair(files_running, files_new):
+        return (files_running or {}).get(slot), (files_new or {}).get(slot)
+
+    controllers = [(h,) + pair(p["running_files"], p["new_files"]) for h, p in plan["controller_plans"].items()]
+    nodes = [(h,) + pair(node_plans[h].get("running_files"), node_plans[h].get("new_files")) for h in plan["targets"]]
+    controllers = [p for p in controllers if p[1] is not None and p[2] is not None]
+    nodes = [p for p in nodes if p[1] is not None and p[2] is not None]
+    refusals = []
+    host, running, new = (controllers + nodes + [(None, None, None)])[0]
+    lost, absent = gpus_lost(running, new) if gpus else ([], False)
+    if lost:
+        cause = ("none of them is in the render (renamed, or another inventory)" if absent else
+                 "the inventory's GPU entries were not read (group_vars beside a playbook of your own are not read "
+                 "by the collection's playbooks: put them beside the inventory, docs/inventory.md)")
+        refusals.append("host %s: %s Gres: expected GPUs on the nodes that have them now (%s), found none on any of "
+                        "them in the render: %s; every GPU job would be refused"
+                        % (host, slot, hostlist.collect_hostlist(lost), cause))
+    if allow_state_change:
+        return refusals
+    ctl_host, ctl_running, ctl_new = (controllers or nodes[:1] or [(None, None, None)])[0]
+    removed = partitions_removed(ctl_running, ctl_new)
+    if removed:
         refusals.append(
-            "host %s: slurm.conf %s: expected the value the daemons run with, %s, found %s in the render: %s; set %s "
-            "(or import the cluster's files: docs/import.md), or, having moved the state yourself, rerun with "
+            "host %s: %s PartitionName: expected every partition slurmctld has now, found %s missing from the "
+            "render: slurmctld fails the jobs queued or running in a partition it no longer has (NODE_FAIL, not "
+            "requeued); add %s to hpc_gres_partitions, or, to remove %s on purpose, drain %s first (scontrol update "
+            "PartitionName=%s State=DRAIN, then wait until squeue -p %s is empty) and rerun with "
             "-e hpc_gres_deploy_allow_state_change=true"
-            % (host, option, unset if before is None else before, unset if after is None else after, consequence,
-               "hpc_gres_cluster_name" if option == "ClusterName" else
-               "it in hpc_gres_slurm_conf_options (the collection's default is a Debian path)"))
+            % (ctl_host, slot, ", ".join(removed), "it" if len(removed) == 1 else "them",
+               "it" if len(removed) == 1 else "them", "it" if len(removed) == 1 else "them", removed[0],
+               ",".join(removed)))
+    if slot != "slurm.conf":
+        return refusals
+    found = {}
+    for judged, options in ((controllers or nodes[:1], ("ClusterName", "StateSaveLocation")),
+                            (nodes, ("SlurmdSpoolDir",))):
+        for host, running, new in judged:
+            for change in state_changes(running, new):
+                if change[0] in options:
+                    found.setdefault(change, []).append(host)
+    unset = "unset (Slurm's default)"
+    for (option, before, after, consequence), hosts in found.items():
+        if option == "ClusterName":
+            fix = ("set hpc_gres_cluster_name (or import the cluster's files: docs/import.md); to rename the cluster "
+                   "on purpose, stop slurmctld, remove the clustername file of StateSaveLocation (Slurm's own advice) "
+                   "and rerun with -e hpc_gres_deploy_allow_state_change=true")
+        else:
+            fix = ("set it in hpc_gres_slurm_conf_options (the collection's default is a Debian path; an -e value "
+                   "replaces the inventory's whole dict), or import the cluster's files (docs/import.md); having moved "
+                   "the directory yourself, rerun with -e hpc_gres_deploy_allow_state_change=true")
+        refusals.append(
+            "host%s %s: slurm.conf %s: expected the value the daemons run with, %s, found %s in the render: %s; %s"
+            % ("s" if len(hosts) > 1 else "", hostlist.collect_hostlist(hosts), option,
+               unset if before is None else before, unset if after is None else after, consequence, fix))
     return refusals
+
+
+def state_refusals_for_controller(host, controller_plan_, mode, include, allow_state_change):
+    """The state part of _state_refusals for one controller's plan of files other than the gate's (the MIG
+    runbook, a rollback: putting back a run's previous files may take every GPU away again, on purpose)."""
+    return _state_refusals({"controller_plans": {host: controller_plan_}, "targets": []}, {},
+                           include if mode == "include" else "slurm.conf", allow_state_change, gpus=False)
 
 
 def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps=None, allow_state_change=False):
@@ -228,8 +282,8 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                   "group": facts.get("hpc_gres_slurmctld_file_group", "root")}
         plan["controller_plans"][host] = controller_plan(files, facts.get(CTLD_READ), targeted_names, mode, include,
                                                          wanted)
-    if not allow_state_change:
-        reasons.extend(_state_refusals(plan, node_plans))
+    reasons.extend(_state_refusals(plan, node_plans, include if mode == "include" else "slurm.conf",
+                                   allow_state_change))
     untargeted = sorted({n for p in plan["controller_plans"].values() for n in p["untargeted"]})
     if untargeted:
         reasons.append("slurm.conf changes the Gres of %s, which this run does not restart: expected every node whose "
@@ -251,6 +305,25 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                                                    None if serial is None else str(serial),
                                                    check_mode=False, would=not steps["install"],
                                                    header=_run_header(steps))
+    # slurmctld aborts the jobs running on a node whose CPU layout changed when it restarts (read_config.c)
+    layout = sorted({name for p in plan["controller_plans"].values()
+                     for name, keys in ((p.get("slurm_conf") or {}).get("nodes_changed") or {}).items()
+                     if set(keys) & LAYOUT_KEYS}, key=natural_key)
+    if plan.get("report") and layout:
+        plan["report"]["lines"].append(
+            "note: the CPU layout of %s changes: slurmctld aborts the jobs running there when it restarts (\"change in "
+            "socket/core configuration of allocated nodes\"); drain them and let their jobs end first"
+            % hostlist.collect_hostlist(layout))
+    changing = [plan["names"][h] for h in targets
+                if "slurm.conf" in (node_plans[h].get("install_names") or ())
+                and (node_plans[h].get("new_files") or {}).get("slurm.conf") is not None
+                and (node_plans[h].get("new_files") or {}).get("slurm.conf")
+                != (node_plans[h].get("installed") or {}).get("slurm.conf")]
+    if plan.get("report") and changing and not controllers:
+        plan["report"]["lines"].append(
+            "note: slurm.conf changes on %s, but no slurmctld host is in this run: slurmctld keeps its slurm.conf "
+            "(a partition or option change takes effect when a run includes the slurmctld group), and the hosts "
+            "outside --limit keep theirs" % hostlist.collect_hostlist(changing))
     return plan
 
 

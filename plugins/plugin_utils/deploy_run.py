@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 import os
 import pwd
-import re
 import socket
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_state
 
 
 def _sha(text):
@@ -83,7 +84,9 @@ def host_line(host, entry, status, node):
         state = node.get("State") or "?"
         line += "; slurmctld: %s %s" % (entry.get("node") or host, state)
         # slurmctld may keep the reason of a drain that was resumed since (24.11): name it only on a node out of use
-        if node.get("reason") and re.search(r"DRAIN|DOWN|FAIL|\*", state):
+        base, flags, not_responding = parse_state(node.get("State"))
+        if node.get("reason") and (base in ("DOWN", "FAIL") or not_responding
+                                   or set(flags) & {"DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING"}):
             line += " (drained or down: %s)" % node["reason"]
     return line
 

@@ -2,7 +2,8 @@
 
 Input is ``hpc_gres_hw`` from gpu_facts: GPUs with memory figures and their processes (joined by uuid).
 A GPU is free when no process runs on it, it is not in MIG mode (a whole-GPU index is no use there), and at
-least ``min_free_mib`` of its memory is free. nvidia-smi's index order is PCI bus order, so with
+least ``min_free_mib`` of its memory is free. A GPU nvidia-smi cannot reach, or one the inventory declares that
+nvidia-smi does not list, is named on every line that sums up the node. nvidia-smi's index order is PCI bus order, so with
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` CUDA's device numbers are the same indexes.
 """
 
@@ -21,8 +22,24 @@ def _int(value):
         return None
 
 
-def gpu_status(hw, min_free_mib=0):
-    """``{"gpus": [...], "free": [indexes], "cuda_env": str or None}`` for one node."""
+def declared_count(entries):
+    """How many GPUs an ``hpc_gres_gpus`` list declares (a count-only entry its count, any other entry one), or None
+    when the host has no such list."""
+    if not isinstance(entries, (list, tuple)):
+        return None
+    total = 0
+    for entry in entries:
+        count = _int(entry.get("count")) if isinstance(entry, dict) and "count" in entry else 1
+        total += count if count and count > 0 else 0
+    return total
+
+
+def gpu_status(hw, min_free_mib=0, declared=None):
+    """``{"gpus": [...], "free": [indexes], "cuda_env": str or None, "lost": [...], "missing": int}`` for one node.
+
+    ``lost``: the GPUs nvidia-smi lists but cannot reach (gpu_facts' ``lost_gpus``); ``missing``: how many of the
+    ``declared`` GPUs (the inventory's count) nvidia-smi does not list at all (fallen off the bus before the driver
+    loaded), 0 when ``declared`` is None."""
     min_free_mib = int(min_free_mib or 0)
     gpus = []
     for gpu in sorted((hw or {}).get("gpus") or [], key=lambda g: g["index"]):
@@ -57,7 +74,10 @@ def gpu_status(hw, min_free_mib=0):
     cuda_env = None
     if free:
         cuda_env = "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=%s" % ",".join(str(i) for i in free)
-    return {"gpus": gpus, "free": free, "cuda_env": cuda_env}
+    lost = [{"pci_bus_id": entry.get("pci_bus_id"), "message": entry.get("message") or ""}
+            for entry in (hw or {}).get("lost_gpus") or [] if isinstance(entry, dict)]
+    missing = max(0, declared - len(gpus) - len(lost)) if declared is not None else 0
+    return {"gpus": gpus, "free": free, "cuda_env": cuda_env, "lost": lost, "missing": missing}
 
 
 def _mem(gpu):
@@ -79,8 +99,17 @@ def _proc_text(proc):
 def status_lines(host, report):
     """Fixed-width report lines for one node, ending with the CUDA environment line (or why there is none)."""
     gpus = report["gpus"]
+    trouble = []
+    lost, missing = report.get("lost") or [], report.get("missing") or 0
+    if lost:
+        trouble.append("%d GPU(s) LOST: %s" % (len(lost), ", ".join(e["pci_bus_id"] or "?" for e in lost)))
+    if missing:
+        trouble.append("%d GPU(s) the inventory declares not seen by nvidia-smi" % missing)
+    # the fleet summary shows each node's last line: it carries the trouble too
+    suffix = " [%s]" % "; ".join(trouble) if trouble else ""
+    problem_lines = ["%s: GPU LOST %s: %s" % (host, e["pci_bus_id"] or "?", e["message"]) for e in lost]
     if not gpus:
-        return ["%s: no GPUs seen by nvidia-smi" % host]
+        return problem_lines + ["%s: no GPUs seen by nvidia-smi%s" % (host, suffix)]
     name_w = max(len(str(g["name"] or "?")) for g in gpus)
     mem_w = max(len(_mem(g)) for g in gpus)
     lines = []
@@ -93,8 +122,9 @@ def status_lines(host, report):
                 lines.append("%s  %s" % (prefix, _proc_text(proc)))
         else:
             lines.append("%s  %s" % (head, gpu["why"]))
+    lines.extend(problem_lines)
     if report["cuda_env"]:
-        lines.append("%s: %s" % (host, report["cuda_env"]))
+        lines.append("%s: %s%s" % (host, report["cuda_env"], suffix))
     else:
-        lines.append("%s: no free GPU" % host)
+        lines.append("%s: no free GPU%s" % (host, suffix))
     return lines

@@ -51,14 +51,24 @@ def _seconds(value):
     return int(match.group(1)) if match else None
 
 
-def reboot_plan(mode, config_text, reboot_timeout):
+def reboot_plan(mode, config_text, reboot_timeout, reboot_tasks=""):
     """``{"mode", "refusal", "notes"}``: the reboot mode this run uses.
 
     ``slurm`` needs slurmctld's ``RebootProgram`` (without it slurmd only logs ``RebootProgram isn't defined in
     config`` and slurmctld sets the node DOWN, ``reboot timed out``, after ``ResumeTimeout``) and a ``ResumeTimeout``
     of at least ``reboot_timeout`` seconds (slurmctld sets a node DOWN whose reboot takes longer). ``auto`` takes
-    ``slurm`` when both hold, else ``ansible``.
+    ``slurm`` when both hold, else ``ansible``. ``reboot_tasks``: the site's task file that reboots in ``ansible``
+    mode (hpc_gres_maintenance_reboot_tasks), named in the notes instead of ansible.builtin.reboot.
     """
+    plan = _reboot_plan(mode, config_text, reboot_timeout)
+    if plan["mode"] == "ansible" and reboot_tasks:
+        notes = [n.replace("reboot through Ansible (ansible.builtin.reboot)",
+                           "reboot by the site's tasks (%s)" % reboot_tasks) for n in plan["notes"]]
+        plan["notes"] = notes or ["reboot by the site's tasks (%s)" % reboot_tasks]
+    return plan
+
+
+def _reboot_plan(mode, config_text, reboot_timeout):
     if mode not in REBOOT_MODES:
         return {"mode": mode, "notes": [], "refusal": "hpc_gres_maintenance_reboot: expected one of %s, found %r"
                 % (", ".join(REBOOT_MODES), mode)}

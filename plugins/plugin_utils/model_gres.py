@@ -11,6 +11,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import
     GRES_COUNT_MAX,
     bad_characters,
     check_option_value,
+    type_name,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     ENV_FLAGS,
@@ -50,7 +51,7 @@ def describe(value):
         return "%r (string)" % value
     if value is None:
         return "null"
-    return "%r (%s)" % (value, type(value).__name__)
+    return "%r (%s)" % (value, type_name(value))
 
 
 def describe_chars(value, allowed):

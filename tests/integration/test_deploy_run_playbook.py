@@ -76,11 +76,13 @@ class Cluster(object):
                 yaml.safe_dump(inventory, handle)
         return path
 
-    def play(self, playbook, *extra, cores=True, scontrol_failures=0, ctl_unreachable=False):
+    def play(self, playbook, *extra, cores=True, scontrol_failures=0, ctl_unreachable=False, path=None):
         with open(self.fail, "w") as handle:
             handle.write(str(scontrol_failures))
         env = dict(self.node.env, NVSMI_EMU_ROOT=self.node.root, NVSMI_EMU_DEV_ROOT=self.node.dev_root,
                    ANSIBLE_NOCOLOR="1")
+        if path:
+            env["PATH"] = path + os.pathsep + env.get("PATH", os.environ.get("PATH", ""))
         argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores, ctl_unreachable),
                 os.path.join(ROOT, "playbooks", playbook), "-e", "hpc_gres_deploy_smoke_test=false"] + list(extra)
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
@@ -281,4 +283,26 @@ def test_an_interrupted_run_of_this_machine_is_taken_over_and_finished(cluster):
     assert "taken over: its ansible-playbook is gone" in out
     assert "run 20261201T000100Z-gone (deploy by root" in out and "did not finish" in out
     assert cluster.record(gone["run_id"])["state"] == "superseded"
+    assert cluster.lock() is None
+
+
+def test_a_slurmctld_that_does_not_come_back_stops_the_run_before_any_slurmd_restart(cluster, tmp_path):
+    # an option change restarts slurmctld before the nodes; its restart fails (a systemctl that cannot restart it):
+    # the run stops there with where it stands and the ways on, instead of a bare module error
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text("#!/bin/sh\necho 'Job for slurmctld.service failed' >&2\nexit 1\n")
+    (fake / "systemctl").chmod(0o755)
+    change = '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 12345}, "hpc_gres_slurmctld_restart": true}'
+    rc, out = cluster.play("deploy-gres.yml", "-e", change, cores=False, path=str(fake))
+    assert rc != 0, out
+    run = run_id(out)
+    assert ("run %s: slurmctld on ctl01 did not come back after its restart" % run) in out, out[-3000:]
+    assert "no slurmd was restarted. The new files are installed on the hosts of this run and the lock is held" in out
+    assert "-e hpc_gres_rollback=%s" % run in out
+    assert cluster.lock()["run_id"] == run
+    # the next run (same machine, the holder gone) takes the lock over and finishes, back on the usual options
+    rc, out = cluster.play("deploy-gres.yml", cores=False)
+    assert rc == 0, out
+    assert "taken over: its ansible-playbook is gone" in out
     assert cluster.lock() is None

@@ -98,3 +98,23 @@ def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
     assert fleet == ["gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"]
     rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_hosts=slurmd")
     assert tasks["Per GPU"]["gpu-a01"]["msg"][-1].endswith("CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7")
+
+
+def test_gpu_status_names_a_lost_gpu_and_one_gone_from_the_bus(tmp_path):
+    # GPU 5 enumerated but unreachable ("Unable to determine the device handle"), GPU 3 gone from the bus (not listed
+    # at all); the inventory declares the node's 8 GPUs
+    node = Node(tmp_path / "a01", name="gpu-a01")
+    node.gpus[5]["lost"] = "unreachable"
+    node.gpus[3]["lost"] = "missing"
+    node.save()
+    declared = [{"index": i, "type": "a100"} for i in range(8)]
+    inventory = write_inventory(tmp_path, [node], {node.name: {"hpc_gres_status_nvidia_smi": wrapper(node),
+                                                               "hpc_gres_gpus": declared}})
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_hosts=slurmd")
+    assert rc == 0, out
+    lines = tasks["Per GPU"]["gpu-a01"]["msg"]
+    assert any(line.startswith("gpu-a01: GPU LOST ") and "Unable to determine the device handle" in line
+               for line in lines), lines
+    fleet = next(iter(tasks["Fleet summary, one line per node"].values()))["msg"]
+    assert fleet[0].endswith("[1 GPU(s) LOST: %s; 1 GPU(s) the inventory declares not seen by nvidia-smi]"
+                             % node.gpus[5]["pci_bus_id"].upper()), fleet

@@ -254,16 +254,18 @@ def previous_files(root, record):
 def undo_problem(root, record):
     """Why the named run ``record`` cannot be undone by putting back its previous files, or None.
 
-    It was rolled back already; or a later run changed a file of one of its hosts to other content than this run
-    installed (putting back this run's previous files would silently undo that run there too). Later runs are
-    followed in order, each file taking the new content of the last run that changed it; a run rolled back (late,
-    or by a named rollback whose own record then carries the change) changed nothing."""
+    It was rolled back already; or a later run changed a file of one of its hosts (the rollback puts back every
+    file the record holds for a host, changed or not) to content that is neither what this run installed nor what
+    it replaced: putting back the previous files would silently undo that run there too. Later runs are followed
+    in order, each file taking the new content of the last run that changed it; a run rolled back (late, or by a
+    named rollback whose own record then carries the change) changed nothing."""
     run_id = record.get("run_id")
     if record.get("state") == "rolled_back":
         last = (record.get("history") or [{}])[-1]
         return "run %s was rolled back already%s" % (run_id, " (%s)" % last["note"] if last.get("note") else "")
-    current = {(host, name): (sums.get("new"), run_id) for host, change in record.get("hosts", {}).items()
-               for name, sums in change.get("files", {}).items() if sums.get("changed")}
+    mine = {(host, name): (sums.get("new"), sums.get("previous")) for host, change in record.get("hosts", {}).items()
+            for name, sums in change.get("files", {}).items()}
+    current = {key: (new, run_id) for key, (new, _previous) in mine.items()}
     for later_id in list_runs(root):
         if later_id <= run_id:
             continue
@@ -274,10 +276,8 @@ def undo_problem(root, record):
             for name, sums in change.get("files", {}).items():
                 if (host, name) in current and sums.get("changed"):
                     current[(host, name)] = (sums.get("new"), later_id)
-    mine = {(host, name): sums.get("new") for host, change in record.get("hosts", {}).items()
-            for name, sums in change.get("files", {}).items()}
     changed = sorted((later_id, host, name) for (host, name), (digest, later_id) in current.items()
-                     if digest != mine[(host, name)])
+                     if digest not in mine[(host, name)])
     if not changed:
         return None
     last = changed[-1][0]

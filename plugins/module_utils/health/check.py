@@ -108,6 +108,9 @@ def read_readiness(opts, runner, node, sources):
         ready["findings"].append(finding("error", "nvml", None, "nvidia-smi on this GPU node", smi["reason"],
                                          "install the NVIDIA driver's utilities, or give the path (--nvidia-smi)"))
         ready["not_applied"].pop("nvml", None)
+    elif smi["smi_q"] is None and failure is None and "nvml" in ready["not_applied"]:
+        # it ran and exited 0, but its output holds no GPU listing (the gres check says so)
+        ready["not_applied"]["nvml"] = "nvidia-smi -q ran but printed no GPU listing"
     if smi["failure"] and smi["failure"]["kind"] == "timeout":
         for f in ready["findings"]:
             if f["check"] == "nvml":

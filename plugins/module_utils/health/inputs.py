@@ -307,8 +307,12 @@ def pci_device(bus_dir):
     name = PCI_CLASS_NAMES.get(code, "Class %s" % (code or "?"))
     description = "NVIDIA Corporation Device %s" % (device or "?")
     vendor_device = "%s:%s" % (NVIDIA_VENDOR, device) if device else None
+    try:
+        driver = os.path.basename(os.readlink(os.path.join(bus_dir, "driver")))
+    except OSError:
+        driver = None
     return {"bus_id": bus, "class": name, "class_code": code or None, "vendor_device": vendor_device,
-            "description": description, "rev": rev, "gone": gone,
+            "description": description, "rev": rev, "gone": gone, "driver": driver,
             "kind": readiness.pci_kind(name, code or None, vendor_device, description)}
 
 

@@ -38,7 +38,9 @@ def clean(text):
 
 def _label(finding):
     gpu = finding.get("gpu")
-    return "%s GPU %s" % (finding["check"], gpu) if gpu not in (None, "") else finding["check"]
+    if gpu in (None, ""):
+        return finding["check"]
+    return "%s %s%s" % (finding["check"], "" if str(gpu).startswith("NVSwitch ") else "GPU ", gpu)
 
 
 def drain_reason(errors, limit=MAX_REASON):

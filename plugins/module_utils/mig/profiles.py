@@ -384,7 +384,10 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
             host, model_field,
             "a MIG-capable model (%s)" % ", ".join(known_models()),
             repr(model) if model is not None else "no model",
-            hint="a GPU with `mig` needs `model`; names as nvidia-smi prints them also work",
+            hint=("a GPU with `mig` needs `model`; names as nvidia-smi prints them also work" if model is None else
+                  "no MIG profiles are known for this model: only the models listed have MIG (NVIDIA's MIG user "
+                  "guide); leave `mig` out on a GPU without MIG (L40S, RTX, V100, ...); names as nvidia-smi prints "
+                  "them also work"),
         ))
         return problems
     if not isinstance(profiles, (list, tuple)):

@@ -330,19 +330,22 @@ def check_driver_version(proc_version=None, nvml_version=None):
 
 
 def check_persistence(smi_q=None, bus_to_index=None):
-    """Persistence mode must be Enabled on every GPU that reports it: "Once all clients have closed the device
+    """Persistence mode should be Enabled on every GPU that reports it: "Once all clients have closed the device
     file, the GPU state will be unloaded unless persistence mode is enabled" (NVIDIA, persistence daemon), and it
-    is reset to Disabled at every reboot (NVML). GPUs that print N/A or no field are not judged."""
+    is reset to Disabled at every reboot (NVML). A warning, not an error: without it each job's first CUDA call
+    initialises the GPU again (seconds), but the GPU computes correctly, and Ubuntu's packaged nvidia-persistenced
+    unit runs with --no-persistence-mode. GPUs that print N/A or no field are not judged."""
     if smi_q is None:
         return _not_applied("persistence", "nvidia-smi -q was not read")
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
     judged = [g for g in smi_q.get("gpus") or [] if g.get("persistence_mode") is not None]
     if not judged:
         return _not_applied("persistence", "no GPU reports a persistence mode")
-    findings = [finding("error", "persistence", _gpu_label(g, index_map), "persistence mode Enabled",
+    findings = [finding("warning", "persistence", _gpu_label(g, index_map), "persistence mode Enabled",
                         "persistence mode %s" % g["persistence_mode"],
                         "run nvidia-persistenced (NVIDIA's recommended way) or 'nvidia-smi -pm 1'; it is lost at "
-                        "every reboot")
+                        "every reboot. Where nvidia-persistenced runs already, its unit may pass "
+                        "--no-persistence-mode (Ubuntu's package does): drop that option in a systemd drop-in")
                 for g in judged if g["persistence_mode"] != "Enabled"]
     return _result("persistence", True, findings)
 
@@ -485,7 +488,35 @@ def parse_lspci(text):
                   "description": desc, "rev": rev, "gone": rev == "ff"}
         seen[bus] = device
         out[pci_kind(cls, code, vendor_device, desc)].append(device)
+    for bus, driver in _lspci_drivers(text).items():
+        if bus in seen:
+            seen[bus]["driver"] = driver
     return out
+
+
+_LSPCI_SLOT = re.compile(r"^(?:([0-9A-Fa-f]{4,8}):)?([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s")
+_LSPCI_DRIVER = re.compile(r"^\s+Kernel driver in use:\s*(\S+)")
+
+
+def _lspci_drivers(text):
+    """``lspci -k``: {bus id: the kernel driver in use} of the functions it lists."""
+    drivers, bus = {}, None
+    for line in (text or "").splitlines():
+        slot = _LSPCI_SLOT.match(line)
+        if slot:
+            try:
+                bus = normalize_bus_id("%s:%s" % (slot.group(1) or "0000", slot.group(2)))
+            except ValueError:
+                bus = None
+            continue
+        driver = _LSPCI_DRIVER.match(line)
+        if driver and bus:
+            drivers[bus] = driver.group(1)
+    return drivers
+
+
+# Drivers a GPU is bound to on purpose instead of nvidia: passed through to a virtual machine.
+PASSTHROUGH_DRIVERS = ("vfio-pci", "pci-stub")
 
 
 def _smi_bus_ids(smi_q, smi_failure):
@@ -524,26 +555,28 @@ def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None
             notes.setdefault(event["bus_id"], event["message"])
     findings = []
     listed = {b for b in seen if b}
-    for dev in lspci["gpus"]:
+    # a GPU bound to vfio-pci is the virtual machine's, not this node's: nvidia-smi never lists it
+    gpus = [dev for dev in lspci["gpus"] if dev.get("driver") not in PASSTHROUGH_DRIVERS]
+    for dev in gpus:
         if dev["gone"]:
             findings.append(finding("error", "gpu_count", _label(dev["bus_id"], index_map),
                                     "GPU %s answers on the PCI bus" % dev["bus_id"],
                                     "lspci: %s (rev ff): the device does not answer" % dev["description"],
                                     "the GPU fell off the bus: reboot the node; if it stays, reseat or replace it"))
     if all(seen):
-        for dev in lspci["gpus"]:
+        for dev in gpus:
             if dev["bus_id"] not in listed and not dev["gone"]:
                 note = notes.get(dev["bus_id"])
                 findings.append(finding(
                     "error", "gpu_count", dev["bus_id"], "GPU %s (lspci: %s) listed by nvidia-smi"
                     % (dev["bus_id"], dev["description"]),
                     "nvidia-smi lists %d of the %d NVIDIA GPUs on lspci, not this one" % (
-                        len(listed), len(lspci["gpus"])),
+                        len(listed), len(gpus)),
                     ("kernel log: %s" % note) if note else
                     "check the kernel log for Xid 79 / RmInitAdapter failed; reboot, then reseat or replace"))
-    elif len(seen) < len(lspci["gpus"]):
+    elif len(seen) < len(gpus):
         findings.append(finding("error", "gpu_count", None, "%d GPUs listed by nvidia-smi (lspci)"
-                                % len(lspci["gpus"]), "nvidia-smi lists %d" % len(seen),
+                                % len(gpus), "nvidia-smi lists %d" % len(seen),
                                 "check the kernel log for Xid 79 / RmInitAdapter failed"))
     return _result("gpu_count", True, findings)
 
@@ -1289,7 +1322,9 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
             severity = "warning"
             expected = "no unknown Xid since the driver was loaded (or each acknowledged)"
         found = _describe(last) + ("" if len(shown) == 1 else " (and %d earlier)" % (len(shown) - 1))
-        findings.append(finding(severity, "xid", _label(bus, index_map), expected, found,
+        # an NVSwitch is not a GPU: named as such, so that no one looks for a GPU at its bus id
+        device = "NVSwitch %s" % bus if last["kind"] == "sxid" else _label(bus, index_map)
+        findings.append(finding(severity, "xid", device, expected, found,
                                 "%s; then, if %s, acknowledge with the line '%s'" % (todo, healthy, ack)))
     return _result("xid", True, findings)
 

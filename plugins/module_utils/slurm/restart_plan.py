@@ -241,21 +241,35 @@ def state_changes(applied_text, new_text):
     both = _both_parsed(applied_text, new_text)
     if both is None:
         return []
-    old, new = both[0]["options"], both[1]["options"]
     changes = []
     for key, option, default, consequence in STATE_OPTIONS:
-        before, after = old.get(key, default), new.get(key, default)
+        # an option a file leaves unset may come from a file it Includes (not read here): Slurm's default then
+        # says nothing about what the daemons run with
+        if any(key not in conf["options"] and conf["includes"] for conf in both):
+            continue
+        before, after = both[0]["options"].get(key, default), both[1]["options"].get(key, default)
         if _state_value(key, before) != _state_value(key, after):
             changes.append((option, before, after, consequence))
     return changes
 
 
-def gpus_lost(applied_text, new_text):
-    """The nodes that declare GPUs in the slurm.conf the daemons run with, when the new one declares a GPU on none
-    of them (an inventory whose GPU entries were not read), else []."""
+def partitions_removed(applied_text, new_text):
+    """The partitions of the file the daemons run with (slurm.conf, or the include file) that the new one no longer
+    defines: slurmctld fails every job queued or running in them when it reads the new file ("Invalid partition
+    (%s) for JobId", read_config.c _sync_jobs_to_conf: NODE_FAIL, not requeued)."""
     both = _both_parsed(applied_text, new_text)
     if both is None:
         return []
+    return sorted(set(both[0]["partitions"]) - set(both[1]["partitions"]))
+
+
+def gpus_lost(applied_text, new_text):
+    """``(nodes, absent)``: the nodes that declare GPUs in the file the daemons run with (slurm.conf, or the include
+    file holding the node lines) when the new one declares a GPU on none of them (an inventory whose GPU entries were
+    not read), and whether none of them is in the new file at all (renamed); ``([], False)`` otherwise."""
+    both = _both_parsed(applied_text, new_text)
+    if both is None:
+        return [], False
     old, new = both[0]["nodes"], both[1]["nodes"]
 
     def has_gpus(node):
@@ -263,8 +277,8 @@ def gpus_lost(applied_text, new_text):
 
     had = sorted(name for name, node in old.items() if has_gpus(node))
     if not had or any(has_gpus(new[name]) for name in had if name in new):
-        return []
-    return had
+        return [], False
+    return had, not any(name in new for name in had)
 
 
 def expected_gres(slurm_text, node_name):

@@ -66,7 +66,17 @@ def describe(value):
     """A value as an error message shows it: repr (so newlines and non-ASCII show), cut when long, with its type."""
     if value is None:
         return "null"
-    return "%s (%s)" % (_short(value), "string" if isinstance(value, str) else type(value).__name__)
+    return "%s (%s)" % (_short(value), type_name(value))
+
+
+# Plain names for the types YAML and JSON give; ansible-core 2.19 hands values over as subclasses of these (a tagged
+# float is an _AnsibleTaggedFloat), whose names mean nothing to an admin.
+_TYPE_NAMES = ((bool, "bool"), (str, "string"), (int, "int"), (float, "float"), (dict, "dict"), (list, "list"),
+               (tuple, "tuple"))
+
+
+def type_name(value):
+    return next((name for kind, name in _TYPE_NAMES if isinstance(value, kind)), type(value).__name__)
 
 
 def _short(value, limit=80):

@@ -284,7 +284,7 @@ def test_persistence_disabled(tmp_path):
     profile = machines.load("a100-8gpu-p4d")
     profile["gpus"][5]["q"] = {"persistence": "Disabled"}
     out, findings = fault_findings(tmp_path, profile)
-    assert findings == [("error", "persistence", 5, "persistence mode Disabled")]
+    assert findings == [("warning", "persistence", 5, "persistence mode Disabled")]
     line = "    Persistence Mode                      : Disabled\n"
     assert out.count(line) == 1 and line in recorded("titanv-1gpu-560-persistence-disabled.txt")
 

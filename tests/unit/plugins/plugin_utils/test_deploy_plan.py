@@ -88,8 +88,9 @@ def test_gate_refuses_a_slurm_conf_that_moves_the_state_or_renames_the_cluster()
         "nothing installed, nothing restarted: host ctl: slurm.conf StateSaveLocation: expected the value the daemons "
         "run with, /var/spool/slurmctld, found /var/lib/slurm/slurmctld in the render: slurmctld starts without its "
         "saved state: every running and queued job and every node state is lost; set it in "
-        "hpc_gres_slurm_conf_options (the collection's default is a Debian path) (or import the cluster's files: "
-        "docs/import.md), or, having moved the state yourself, rerun with -e hpc_gres_deploy_allow_state_change=true")
+        "hpc_gres_slurm_conf_options (the collection's default is a Debian path; an -e value replaces the inventory's "
+        "whole dict), or import the cluster's files (docs/import.md); having moved the directory yourself, rerun with "
+        "-e hpc_gres_deploy_allow_state_change=true")
     # Slurm lower-cases ClusterName, and a trailing / names the same directory: neither is a change
     assert "ClusterName" not in plan["refusal"] and "SlurmdSpoolDir" not in plan["refusal"]
     assert gate(st=state(applied=running), render=new, allow_state_change=True)["refusal"] is None
@@ -118,6 +119,80 @@ def test_gate_refuses_a_render_that_drops_every_gpu_of_the_cluster():
     # one node losing its GPUs while another keeps them is a change the admin may mean
     one_left = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": SLURM.replace(" Gres=gpu:a100:8", "") % 4}))
     assert "slurm.conf Gres" not in (gate(render=one_left)["refusal"] or "")
+
+
+def test_the_gpu_check_holds_with_allow_state_change_and_in_include_mode_and_names_renamed_nodes():
+    text = "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\nPartitionName=main Nodes=ALL\n"
+    cpu_only = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text}))
+    assert "slurm.conf Gres: expected GPUs" in gate(render=cpu_only, allow_state_change=True)["refusal"]
+    renamed = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text.replace("n[1-3]", "x[1-3]")}))
+    assert "none of them is in the render (renamed, or another inventory)" in gate(render=renamed)["refusal"]
+    # include mode: the node lines live in the include file, which the controller runs with and gets anew
+    include = {"files": {"slurm-gres.conf": "GresTypes=gpu\nNodeName=n[1-3]\n"}, "nodes": NAMES,
+               "config_mode": "include", "include_file": "slurm-gres.conf", "summary": {"slurm_version": "24.11"}}
+    running = {"slurm-gres.conf": "GresTypes=gpu\nNodeName=n[1-2] Gres=gpu:a100:8\nNodeName=n3\n"}
+    st = state()
+    st["ctl"][deploy_plan.CTLD_READ] = {"contents": {"installed": dict(running), "applied": dict(running)},
+                                        "attributes": {"installed": {}}}
+    assert "host ctl: slurm-gres.conf Gres: expected GPUs on the nodes that have them now (n[1-2])" in gate(
+        st=st, render=include)["refusal"]
+
+
+def test_the_state_is_judged_where_it_lives_and_not_guessed_through_an_include():
+    # a running slurm.conf that Includes the site's settings: an option it leaves unset is not Slurm's default
+    running = "Include /etc/slurm/site.conf\n" + SLURM.replace("ClusterName=c\n", "") % 8
+    text = "StateSaveLocation=/var/spool/slurmctld\n" + SLURM % 8
+    new = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text}))
+    assert gate(st=state(applied=running), render=new)["refusal"] is None
+    # SlurmdSpoolDir is slurmd's: judged on every targeted node, whatever the controller runs
+    st = state()
+    for host in ("n1.lab", "n2.lab"):
+        st[host][deploy_plan.VERIFY]["plan"].update(
+            running_files={"slurm.conf": "SlurmdSpoolDir=/var/spool/slurmd\n" + SLURM % 8},
+            new_files={"slurm.conf": "SlurmdSpoolDir=/var/lib/slurm/slurmd\n" + SLURM % 8})
+    refusal = gate(st=st)["refusal"]
+    assert ("hosts n[1-2].lab: slurm.conf SlurmdSpoolDir: expected the value the daemons run with, /var/spool/slurmd, "
+            "found /var/lib/slurm/slurmd in the render") in refusal
+    assert "slurm.conf ClusterName" not in refusal and "StateSaveLocation" not in refusal
+
+
+def test_a_controller_planned_outside_the_gate_is_refused_the_same_state_change():
+    # the MIG runbook and a rollback plan slurmctld with the stage controller: the same rule, GPUs left alone
+    moved = "StateSaveLocation=/var/lib/slurm/slurmctld\n" + SLURM % 8
+    read = controller(applied="StateSaveLocation=/var/spool/slurmctld\n" + SLURM % 8)[deploy_plan.CTLD_READ]
+    plan = deploy_plan.controller_plan({"slurm.conf": moved, "cgroup.conf": "ConstrainDevices=yes\n"}, read)
+    [reason] = deploy_plan.state_refusals_for_controller("ctl", plan, "files", None, False)
+    assert reason.startswith("host ctl: slurm.conf StateSaveLocation: expected the value the daemons run with, "
+                             "/var/spool/slurmctld, found /var/lib/slurm/slurmctld")
+    assert deploy_plan.state_refusals_for_controller("ctl", plan, "files", None, True) == []
+    no_gpus = deploy_plan.controller_plan({"slurm.conf": "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\n"
+                                                         "PartitionName=main Nodes=ALL Default=YES\n"},
+                                          controller()[deploy_plan.CTLD_READ])
+    assert deploy_plan.state_refusals_for_controller("ctl", no_gpus, "files", None, False) == []
+
+
+def test_a_partition_slurmctld_has_now_missing_from_the_render_is_refused():
+    # slurmctld fails the jobs of a partition it no longer has (read_config.c _sync_jobs_to_conf: NODE_FAIL)
+    running = SLURM % 8 + "PartitionName=debug Nodes=n1 MaxTime=30\nPartitionName=long Nodes=ALL\n"
+    refusal = gate(st=state(applied=running))["refusal"]
+    assert ("host ctl: slurm.conf PartitionName: expected every partition slurmctld has now, found debug, long missing "
+            "from the render: slurmctld fails the jobs queued or running in a partition it no longer has (NODE_FAIL, "
+            "not requeued); add them to hpc_gres_partitions") in refusal
+    assert "scontrol update PartitionName=debug State=DRAIN, then wait until squeue -p debug,long is empty" in refusal
+    assert gate(st=state(applied=running), allow_state_change=True)["refusal"] is None
+    # a partition changed, none removed: no refusal
+    assert gate(st=state(applied=SLURM.replace("Default=YES", "Default=NO") % 8))["refusal"] is None
+
+
+def test_a_node_whose_cpu_layout_changes_is_named_in_the_report():
+    # slurmctld aborts the jobs running on it when it restarts with the new definition (read_config.c)
+    running = SLURM.replace("NodeName=n1 ", "NodeName=n1 Sockets=2 CoresPerSocket=16 ") % 8
+    new = dict(RENDER, files=dict(RENDER["files"], **{
+        "slurm.conf": SLURM.replace("NodeName=n1 ", "NodeName=n1 Sockets=2 CoresPerSocket=32 ") % 8}))
+    lines = gate(st=state(applied=running), render=new)["report"]["lines"]
+    assert ("note: the CPU layout of n1 changes: slurmctld aborts the jobs running there when it restarts (\"change "
+            "in socket/core configuration of allocated nodes\"); drain them and let their jobs end first") in lines
+    assert not any("CPU layout" in line for line in gate()["report"]["lines"])
 
 
 def test_gate_names_the_gres_each_node_must_register_with_by_node_name():
@@ -270,6 +345,12 @@ def test_a_real_run_the_gate_lets_through_reports_what_it_does_once_for_the_clus
     # a real run computes no diffs, and one that installs nothing does not promise them
     assert gate(play_hosts=hosts, st=st, steps={"install": False, "restart": False})["report"]["diffs"] == []
     assert verify_only[-1] == "files change on 2 host(s)"
+    # a --limit without the slurmctld hosts: a slurm.conf change reaches the nodes only, and the report says so
+    for host in ("n1.lab", "n2.lab"):
+        st[host][deploy_plan.VERIFY]["plan"]["installed"]["slurm.conf"] = SLURM % 4
+    limited = gate(play_hosts=("n1.lab", "n2.lab"), st=st)["report"]["lines"]
+    assert limited[-1].startswith("note: slurm.conf changes on n[1-2], but no slurmctld host is in this run")
+    assert not any(line.startswith("note: ") for line in gate(play_hosts=hosts, st=st)["report"]["lines"])
     # a refused real run has no report: it fails with the refusal
     st["n3.lab"][deploy_plan.VERIFY] = dict(st["n3.lab"][deploy_plan.VERIFY], failed=True)
     assert "report" not in gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)

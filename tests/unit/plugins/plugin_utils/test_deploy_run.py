@@ -85,6 +85,12 @@ def test_a_reason_slurmctld_kept_after_a_resume_is_not_called_a_drain():
     drained = run_outcome(record(), facts, ["a01", "ctl"], False,
                           {"gpu-a01": {"State": "IDLE+DRAIN", "reason": "GPU work"}})
     assert drained["lines"][1].endswith("slurmctld: gpu-a01 IDLE+DRAIN (drained or down: GPU work)")
+    # a powered-down cloud node is not down
+    cloud = run_outcome(record(), facts, ["a01", "ctl"], False,
+                        {"gpu-a01": {"State": "IDLE+CLOUD+POWERED_DOWN", "reason": "GPU work"}})
+    assert cloud["lines"][1].endswith("slurmctld: gpu-a01 IDLE+CLOUD+POWERED_DOWN")
+    down = run_outcome(record(), facts, ["a01", "ctl"], False, {"gpu-a01": {"State": "DOWN*", "reason": "x"}})
+    assert down["lines"][1].endswith("(drained or down: x)")
 
 
 def test_an_install_only_run_ends_installed_not_restarted():

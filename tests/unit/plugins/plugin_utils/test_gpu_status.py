@@ -60,3 +60,23 @@ def test_no_free_gpu_and_no_gpu():
 def test_unknown_memory_is_not_free():
     report = gpu_status({"gpus": [{"index": 0, "name": "X", "memory_total_mib": None, "memory_used_mib": None}]})
     assert report["gpus"][0]["state"] == "unknown" and report["free"] == []
+
+
+def test_a_lost_gpu_and_a_declared_gpu_nvidia_smi_does_not_list_are_on_the_summary_line():
+    # gpu_facts' lost_gpus as find_lost_gpus reads nvidia-smi's own message (R550+ shape); the inventory declares
+    # 8 GPUs (7 whole, then a count-only entry of 1), nvidia-smi lists 5 and cannot reach 1: 2 are missing
+    hw = dict(HW, lost_gpus=[{"pci_bus_id": "00000000:34:00.0",
+                              "message": "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown "
+                                         "Error"}])
+    declared = [{"index": i, "type": "h200"} for i in range(7)] + [{"type": "h200", "count": 1}]
+    from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import declared_count
+    assert declared_count(declared) == 8 and declared_count(None) is None
+    report = gpu_status(hw, declared=declared_count(declared))
+    assert report["missing"] == 2 and report["lost"][0]["pci_bus_id"] == "00000000:34:00.0"
+    lines = status_lines("gpu-h01", report)
+    assert lines[-2] == ("gpu-h01: GPU LOST 00000000:34:00.0: Unable to determine the device handle for GPU1: "
+                         "0000:34:00.0: Unknown Error")
+    assert lines[-1] == ("gpu-h01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=8,9 [1 GPU(s) LOST: "
+                         "00000000:34:00.0; 2 GPU(s) the inventory declares not seen by nvidia-smi]")
+    # nothing declared, nothing lost: the line is as before
+    assert status_lines("n", gpu_status({"gpus": []}, declared=0)) == ["n: no GPUs seen by nvidia-smi"]

@@ -37,6 +37,17 @@ def test_slurm_reboots_need_a_reboot_program_and_a_resume_timeout_longer_than_a_
     assert "expected one of auto, slurm, ansible, none, found 'kexec'" in m.reboot_plan("kexec", "", 60)["refusal"]
 
 
+def test_the_sites_reboot_tasks_are_named_where_they_do_the_reboot():
+    none = CONFIG.replace("/usr/sbin/reboot", "(null)")
+    auto = m.reboot_plan("auto", none, 60, "/site/bmc-reboot.yml")
+    assert auto["notes"] == ["reboot by the site's tasks (/site/bmc-reboot.yml): slurmctld has no RebootProgram (set "
+                             "it in hpc_gres_slurm_conf_options and deploy)"]
+    assert m.reboot_plan("ansible", "", 60, "/site/bmc-reboot.yml")["notes"] == [
+        "reboot by the site's tasks (/site/bmc-reboot.yml)"]
+    # slurmctld reboots: the site's file is not used, and not named
+    assert m.reboot_plan("auto", CONFIG, 1800, "/site/bmc-reboot.yml")["mode"] == "slurm"
+
+
 def test_the_lock_is_refused_while_another_run_holds_it_and_a_gone_maintenance_run_is_taken_over():
     refused = m.lock_plan(HOLDER, False, [])
     assert refused["refusal"].startswith("maintenance refused, nothing was changed: run 20261203T100000Z-abcd "

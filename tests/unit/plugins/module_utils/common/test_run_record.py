@@ -195,3 +195,33 @@ def test_a_named_rollback_is_refused_when_a_later_run_changed_its_files_or_it_wa
     assert rr.undo_problem(root, first) is None
     assert rr.undo_problem(root, rr.read_record(root, second["run_id"])) == (
         "run 20261201T110000Z-bbbb was rolled back already (rolled back by run 20261201T120000Z-cccc (done))")
+
+
+def _run_files(root, run_id, files, state="done"):
+    """A run that recorded gpu-a01 with several files: {name: (previous, new)}."""
+    owner = dict(OWNER, run_id=run_id)
+    rr.create_record(root, owner)
+    changes = {"gpu-a01": {"node": "gpu-a01", "roles": ["slurmd"], "dir": "/etc/slurm", "files": {
+        name: {"previous": rr.sha256(old), "new": rr.sha256(new), "changed": old != new}
+        for name, (old, new) in files.items()}}}
+    rr.add_changes(root, run_id, changes, {rr.sha256(old): old for old, _new in files.values()})
+    rr.set_state(root, run_id, state)
+    return rr.read_record(root, run_id)
+
+
+def test_a_later_run_that_changed_another_file_of_the_host_refuses_too(tmp_path):
+    # the rollback puts back every file the record holds for a host: R2 changed slurm.conf, which R1 left alone
+    root = str(tmp_path)
+    first = _run_files(root, "20261201T100000Z-aaaa", {"gres.conf": ("g1", "g2"), "slurm.conf": ("s1", "s1")})
+    _run_files(root, "20261201T110000Z-bbbb", {"gres.conf": ("g2", "g2"), "slurm.conf": ("s1", "s2")})
+    assert rr.undo_problem(root, first).startswith("a later run changed files of its hosts: gpu-a01 slurm.conf "
+                                                   "(run 20261201T110000Z-bbbb)")
+
+
+def test_a_later_run_that_put_the_previous_files_back_does_not_refuse(tmp_path):
+    # an interrupted rollback of R1 (R2 recorded g2 -> g1, then killed), or a deploy of the reverted inventory:
+    # the files are R1's previous ones again, and rolling R1 back changes nothing of R2
+    root = str(tmp_path)
+    first = _run_files(root, "20261201T100000Z-aaaa", {"gres.conf": ("g1", "g2")})
+    _run_files(root, "20261201T110000Z-bbbb", {"gres.conf": ("g2", "g1")}, state="recorded")
+    assert rr.undo_problem(root, first) is None

@@ -138,3 +138,14 @@ def test_a_kernel_log_file_that_cannot_be_read_is_a_warning_not_a_silent_pass(tm
     (tmp_path / "again").mkdir()
     doc = json.loads(main(node_args(tmp_path / "again", profile, monkeypatch) + ["--json"])[1])
     assert not [f for f in doc["verdict"]["findings"] if f["check"] == "xid"]
+
+
+def test_an_nvidia_smi_that_prints_nothing_is_not_reported_as_not_run(tmp_path, monkeypatch):
+    args = node_args(tmp_path, health_node.node("h100-p5"), monkeypatch)
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    args[args.index("--nvidia-smi") + 1] = str(fake)
+    doc = json.loads(main(args + ["--json"])[1])
+    [nvml] = [c for c in doc["verdict"]["checks"] if c["check"] == "nvml"]
+    assert nvml["reason"] == "nvidia-smi -q ran but printed no GPU listing"

@@ -159,6 +159,21 @@ def test_pci_functions_from_a_fake_root_look_like_lspci(tmp_path):
     assert got["other"] == []
 
 
+def test_the_driver_a_pci_function_is_bound_to_is_read_from_sysfs(tmp_path):
+    # one GPU passed through to a VM (driver -> vfio-pci), as the recorded lspci -nnk of a Quadro T500 shows it
+    profile = health_node.node("h100-p5")
+    health_node.write_pci(str(tmp_path), health_node.pci_functions(profile))
+    base = tmp_path / "sys" / "bus" / "pci" / "devices"
+    first = sorted(p.name for p in base.iterdir())[0]
+    drivers = tmp_path / "sys" / "bus" / "pci" / "drivers" / "vfio-pci"
+    drivers.mkdir(parents=True)
+    os.symlink(str(drivers), str(base / first / "driver"))
+    got = inputs.read_pci(str(tmp_path))
+    bound = [(d["bus_id"], d["driver"]) for kind in ("gpus", "nvswitches", "other") for d in got[kind] if d["driver"]]
+    assert len(bound) == 1 and bound[0][1] == "vfio-pci"
+    assert bound[0][0].lower().endswith(first[-7:].lower())
+
+
 def test_pci_without_sysfs(tmp_path):
     assert inputs.read_pci(str(tmp_path)) is None
 

@@ -375,3 +375,12 @@ def test_known_models_and_profile_names():
     assert mig.profile_names("H200-141GB")[-1] == "7g.141gb"
     with pytest.raises(KeyError):
         mig.profile_names("RTX4090")
+
+
+def test_an_unknown_model_is_named_with_the_hint_that_fits():
+    # no model: say that `mig` needs one; a model without MIG (an L40S): say that it has none, not that one is needed
+    [missing] = mig.validate_layout("h", 0, None, ["1g.10gb"])
+    assert missing.found == "no model" and missing.hint.startswith("a GPU with `mig` needs `model`")
+    [l40s] = mig.validate_layout("h", 0, "L40S", ["1g.10gb"])
+    assert l40s.found == "'L40S'" and l40s.hint.startswith("no MIG profiles are known for this model")
+    assert "leave `mig` out on a GPU without MIG" in l40s.hint

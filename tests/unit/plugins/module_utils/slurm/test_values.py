@@ -118,3 +118,17 @@ def test_typed_values_are_written_as_slurm_reads_them(value, kind, text):
 def test_typed_values_slurm_would_refuse_are_refused(value, kind):
     text, problem = values.check_typed_value(value, kind)
     assert text is None and problem
+
+
+def test_a_value_is_described_by_its_plain_type_not_ansibles_subclass():
+    # ansible-core 2.19 hands an unquoted 25.10 over as an _AnsibleTaggedFloat: the admin reads "float"
+    class _AnsibleTaggedFloat(float):
+        pass
+
+    class _AnsibleTaggedStr(str):
+        pass
+
+    assert values.describe(_AnsibleTaggedFloat(25.1)) == "25.1 (float)"
+    assert values.describe(_AnsibleTaggedStr("a100")) == "'a100' (string)"
+    assert values.describe(True) == "True (bool)" and values.describe(3) == "3 (int)"
+    assert values.describe(("a",)) == "('a',) (tuple)"
