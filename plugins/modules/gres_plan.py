@@ -76,8 +76,11 @@ options:
   allow_state_change:
     description:
       - O(stage=gate) and O(stage=controller), install a C(slurm.conf) whose C(ClusterName), C(StateSaveLocation) or
-        C(SlurmdSpoolDir) differs from the one the daemons run with. Refused by default, since slurmctld then starts without its jobs
-        and node states (or stops on the cluster name), and slurmd no longer finds the running job steps.
+        C(SlurmdSpoolDir) differs from the one the daemons run with. Refused by default, since slurmctld then starts
+        without its jobs and node states (or stops on the cluster name), and slurmd no longer finds the running job
+        steps.
+      - O(stage=gate) also lets through a render that drops a partition slurmctld has (its jobs fail) or every GPU
+        of the nodes that have GPUs now.
     type: bool
     default: false
   files:

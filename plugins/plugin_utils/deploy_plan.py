@@ -148,12 +148,19 @@ def controller_plan(files, read, targeted_nodes=None, mode="files", include_file
 LAYOUT_KEYS = frozenset(("boards", "sockets", "socketsperboard", "corespersocket", "threadspercore", "cpus"))
 
 
-def _state_refusals(plan, node_plans, slot, allow_state_change, gpus=True):
-    """Why the run would drop every GPU of the cluster, or make a daemon start without what it kept
-    (restart_plan.STATE_OPTIONS; not with ``allow_state_change``). ``slot``: the file that holds the node lines
-    (slurm.conf, or the include file in include mode, where the site's slurm.conf is not the collection's).
-    ClusterName and StateSaveLocation are judged on the targeted controllers (on a targeted node without one),
-    SlurmdSpoolDir on every targeted node."""
+ALLOW = "-e hpc_gres_deploy_allow_state_change=true"
+
+
+def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True):
+    """Why the run would make slurmctld or slurmd lose what they hold: every GPU of the cluster dropped, a
+    partition removed (both judged by the deploy's gate only: a rollback may take away what its run added, on
+    purpose), or restart_plan.STATE_OPTIONS changed. Nothing with ``allow_state_change``. ``slot``: the file that
+    holds the node lines (slurm.conf, or the include file in include mode, where the site's slurm.conf is not the
+    collection's). ClusterName and StateSaveLocation are judged on the targeted controllers (on a targeted node
+    without one), SlurmdSpoolDir on every targeted node."""
+    if allow_state_change:
+        return []
+
     def pair(files_running, files_new):
         return (files_running or {}).get(slot), (files_new or {}).get(slot)
 
@@ -161,30 +168,30 @@ def _state_refusals(plan, node_plans, slot, allow_state_change, gpus=True):
     nodes = [(h,) + pair(node_plans[h].get("running_files"), node_plans[h].get("new_files")) for h in plan["targets"]]
     controllers = [p for p in controllers if p[1] is not None and p[2] is not None]
     nodes = [p for p in nodes if p[1] is not None and p[2] is not None]
+    where = "the render" if gate_run else "the files to install"
     refusals = []
     host, running, new = (controllers + nodes + [(None, None, None)])[0]
-    lost, absent = gpus_lost(running, new) if gpus else ([], False)
+    lost, absent = gpus_lost(running, new) if gate_run else ([], False)
     if lost:
         cause = ("none of them is in the render (renamed, or another inventory)" if absent else
                  "the inventory's GPU entries were not read (group_vars beside a playbook of your own are not read "
                  "by the collection's playbooks: put them beside the inventory, docs/inventory.md)")
         refusals.append("host %s: %s Gres: expected GPUs on the nodes that have them now (%s), found none on any of "
-                        "them in the render: %s; every GPU job would be refused"
-                        % (host, slot, hostlist.collect_hostlist(lost), cause))
-    if allow_state_change:
-        return refusals
+                        "them in the render: %s; every GPU job would be refused (to take the GPUs out, or rename "
+                        "the nodes, on purpose: rerun with %s)"
+                        % (host, slot, hostlist.collect_hostlist(lost), cause, ALLOW))
     ctl_host, ctl_running, ctl_new = (controllers or nodes[:1] or [(None, None, None)])[0]
-    removed = partitions_removed(ctl_running, ctl_new)
+    removed = partitions_removed(ctl_running, ctl_new) if gate_run else []
     if removed:
+        them = "it" if len(removed) == 1 else "them"
         refusals.append(
             "host %s: %s PartitionName: expected every partition slurmctld has now, found %s missing from the "
             "render: slurmctld fails the jobs queued or running in a partition it no longer has (NODE_FAIL, not "
-            "requeued); add %s to hpc_gres_partitions, or, to remove %s on purpose, drain %s first (scontrol update "
-            "PartitionName=%s State=DRAIN, then wait until squeue -p %s is empty) and rerun with "
-            "-e hpc_gres_deploy_allow_state_change=true"
-            % (ctl_host, slot, ", ".join(removed), "it" if len(removed) == 1 else "them",
-               "it" if len(removed) == 1 else "them", "it" if len(removed) == 1 else "them", removed[0],
-               ",".join(removed)))
+            "requeued); add %s to hpc_gres_partitions, or, to remove %s on purpose, drain %s first (%s; then wait "
+            "until squeue -p %s is empty) and rerun with %s"
+            % (ctl_host, slot, ", ".join(removed), them, them, them,
+               "; ".join("scontrol update PartitionName=%s State=DRAIN" % name for name in removed),
+               ",".join(removed), ALLOW))
     if slot != "slurm.conf":
         return refusals
     found = {}
@@ -199,23 +206,23 @@ def _state_refusals(plan, node_plans, slot, allow_state_change, gpus=True):
         if option == "ClusterName":
             fix = ("set hpc_gres_cluster_name (or import the cluster's files: docs/import.md); to rename the cluster "
                    "on purpose, stop slurmctld, remove the clustername file of StateSaveLocation (Slurm's own advice) "
-                   "and rerun with -e hpc_gres_deploy_allow_state_change=true")
+                   "and rerun with %s" % ALLOW)
         else:
             fix = ("set it in hpc_gres_slurm_conf_options (the collection's default is a Debian path; an -e value "
                    "replaces the inventory's whole dict), or import the cluster's files (docs/import.md); having moved "
-                   "the directory yourself, rerun with -e hpc_gres_deploy_allow_state_change=true")
+                   "the directory yourself, rerun with %s" % ALLOW)
         refusals.append(
-            "host%s %s: slurm.conf %s: expected the value the daemons run with, %s, found %s in the render: %s; %s"
+            "host%s %s: slurm.conf %s: expected the value the daemons run with, %s, found %s in %s: %s; %s"
             % ("s" if len(hosts) > 1 else "", hostlist.collect_hostlist(hosts), option,
-               unset if before is None else before, unset if after is None else after, consequence, fix))
+               unset if before is None else before, unset if after is None else after, where, consequence, fix))
     return refusals
 
 
 def state_refusals_for_controller(host, controller_plan_, mode, include, allow_state_change):
-    """The state part of _state_refusals for one controller's plan of files other than the gate's (the MIG
-    runbook, a rollback: putting back a run's previous files may take every GPU away again, on purpose)."""
+    """The state options of _state_refusals for one controller's plan of files other than the gate's (the MIG
+    runbook's step, a rollback's previous files)."""
     return _state_refusals({"controller_plans": {host: controller_plan_}, "targets": []}, {},
-                           include if mode == "include" else "slurm.conf", allow_state_change, gpus=False)
+                           include if mode == "include" else "slurm.conf", allow_state_change, gate_run=False)
 
 
 def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps=None, allow_state_change=False):

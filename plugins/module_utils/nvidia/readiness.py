@@ -494,25 +494,47 @@ def parse_lspci(text):
     return out
 
 
-_LSPCI_SLOT = re.compile(r"^(?:([0-9A-Fa-f]{4,8}):)?([0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s")
 _LSPCI_DRIVER = re.compile(r"^\s+Kernel driver in use:\s*(\S+)")
+_LSPCI_VMM_SLOT_DRIVER = re.compile(r"^\s*(Slot|Driver):\s*(\S+)")
 
 
 def _lspci_drivers(text):
-    """``lspci -k``: {bus id: the kernel driver in use} of the functions it lists."""
+    """``lspci -k`` (``Kernel driver in use:`` under a function) or ``-vmmk`` (``Driver:`` in its record): {bus id:
+    the kernel driver in use}. A driver line counts for the function line right above it only (a grep that kept
+    another function's driver line but not its slot line attaches nothing)."""
     drivers, bus = {}, None
-    for line in (text or "").splitlines():
-        slot = _LSPCI_SLOT.match(line)
-        if slot:
-            try:
-                bus = normalize_bus_id("%s:%s" % (slot.group(1) or "0000", slot.group(2)))
-            except ValueError:
+    lines = [line for _number, line in output_lines(text)]
+    records = any(re.match(r"^\s*Slot:\s", line) for line in lines)  # -vmm: one "Field:\tvalue" line each
+    for line in lines:
+        if records:
+            vmm = _LSPCI_VMM_SLOT_DRIVER.match(line)
+            if not line.strip():
                 bus = None
+            elif vmm and vmm.group(1) == "Slot":
+                slot = _LSPCI.match("%s x: x" % vmm.group(2))
+                bus = _slot_bus(slot) if slot else None
+            elif vmm and bus and bus not in drivers:
+                drivers[bus] = vmm.group(2)
             continue
         driver = _LSPCI_DRIVER.match(line)
-        if driver and bus:
-            drivers[bus] = driver.group(1)
+        if driver:
+            if bus and bus not in drivers:
+                drivers[bus] = driver.group(1)
+            bus = None
+            continue
+        function = _LSPCI_MM.match(line) or _LSPCI.match(line)
+        if function:
+            bus = _slot_bus(function)
+        elif line.strip() and not line[:1].isspace():
+            bus = None
     return drivers
+
+
+def _slot_bus(match):
+    try:
+        return _lspci_bus(match)
+    except ValueError:
+        return None
 
 
 # Drivers a GPU is bound to on purpose instead of nvidia: passed through to a virtual machine.

@@ -124,7 +124,9 @@ def test_gate_refuses_a_render_that_drops_every_gpu_of_the_cluster():
 def test_the_gpu_check_holds_with_allow_state_change_and_in_include_mode_and_names_renamed_nodes():
     text = "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\nPartitionName=main Nodes=ALL\n"
     cpu_only = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text}))
-    assert "slurm.conf Gres: expected GPUs" in gate(render=cpu_only, allow_state_change=True)["refusal"]
+    assert "to take the GPUs out, or rename the nodes, on purpose: rerun with -e hpc_gres_deploy_allow_state_change" \
+        in gate(render=cpu_only)["refusal"]
+    assert gate(render=cpu_only, allow_state_change=True)["refusal"] is None
     renamed = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text.replace("n[1-3]", "x[1-3]")}))
     assert "none of them is in the render (renamed, or another inventory)" in gate(render=renamed)["refusal"]
     # include mode: the node lines live in the include file, which the controller runs with and gets anew
@@ -163,7 +165,12 @@ def test_a_controller_planned_outside_the_gate_is_refused_the_same_state_change(
     plan = deploy_plan.controller_plan({"slurm.conf": moved, "cgroup.conf": "ConstrainDevices=yes\n"}, read)
     [reason] = deploy_plan.state_refusals_for_controller("ctl", plan, "files", None, False)
     assert reason.startswith("host ctl: slurm.conf StateSaveLocation: expected the value the daemons run with, "
-                             "/var/spool/slurmctld, found /var/lib/slurm/slurmctld")
+                             "/var/spool/slurmctld, found /var/lib/slurm/slurmctld in the files to install")
+    # a rollback taking away the partition its run added is what a rollback is for
+    added = "PartitionName=extra Nodes=ALL\n" + SLURM % 8
+    back = deploy_plan.controller_plan({"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n"},
+                                       controller(applied=added)[deploy_plan.CTLD_READ])
+    assert deploy_plan.state_refusals_for_controller("ctl", back, "files", None, False) == []
     assert deploy_plan.state_refusals_for_controller("ctl", plan, "files", None, True) == []
     no_gpus = deploy_plan.controller_plan({"slurm.conf": "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\n"
                                                          "PartitionName=main Nodes=ALL Default=YES\n"},
@@ -178,7 +185,8 @@ def test_a_partition_slurmctld_has_now_missing_from_the_render_is_refused():
     assert ("host ctl: slurm.conf PartitionName: expected every partition slurmctld has now, found debug, long missing "
             "from the render: slurmctld fails the jobs queued or running in a partition it no longer has (NODE_FAIL, "
             "not requeued); add them to hpc_gres_partitions") in refusal
-    assert "scontrol update PartitionName=debug State=DRAIN, then wait until squeue -p debug,long is empty" in refusal
+    assert ("drain them first (scontrol update PartitionName=debug State=DRAIN; scontrol update PartitionName=long "
+            "State=DRAIN; then wait until squeue -p debug,long is empty)") in refusal
     assert gate(st=state(applied=running), allow_state_change=True)["refusal"] is None
     # a partition changed, none removed: no refusal
     assert gate(st=state(applied=SLURM.replace("Default=YES", "Default=NO") % 8))["refusal"] is None

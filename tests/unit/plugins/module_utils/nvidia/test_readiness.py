@@ -470,6 +470,19 @@ def test_a_gpu_passed_through_to_a_vm_is_not_counted_missing():
         ("error", "gpu_count", "00000000:01:00.0")]
 
 
+def test_a_driver_line_counts_for_the_function_right_above_it_only():
+    text = load("lspci", "quadro-t500-laptop-vfio-pci-passthrough-lspci-nnk.txt")
+    # a grep that kept the GPU's slot and driver lines and another function's driver line without its slot line
+    grep = text.replace("        Kernel driver in use: vfio-pci\n", "        Kernel driver in use: nvidia\n") + \
+        "        Kernel driver in use: vfio-pci\n"
+    assert r.parse_lspci(grep)["gpus"][0]["driver"] == "nvidia"
+    # quoted in Markdown, indented, and as lspci -vmmk prints it
+    assert r.parse_lspci("".join("> " + line + "\n" for line in text.splitlines()))["gpus"][0]["driver"] == "vfio-pci"
+    vmm = ("Slot:\t01:00.0\nClass:\t3D controller\nVendor:\tNVIDIA Corporation\nDevice:\tTU117GLM [Quadro T500 "
+           "Mobile]\nRev:\ta1\nDriver:\tvfio-pci\nModule:\tnouveau\n\n")
+    assert r.parse_lspci(vmm)["gpus"][0]["driver"] == "vfio-pci"
+
+
 def test_gpu_count_no_devices_and_not_applied():
     lspci = r.parse_lspci(load("lspci", "a10-1gpu-qemu-vm-lspci-nn.txt"))
     no_devices = r.classify_smi_failure(6, load("nvidia-smi-errors", "rtx5090-575-no-devices-were-found.txt"))
