@@ -66,6 +66,7 @@ ARGUMENT_SPEC = dict(
     unfinished=dict(type="list", elements="dict", default=[]),
     break_lock=dict(type="str", default=""),
     allow_state_change=dict(type="bool", default=False),
+    judge_partitions=dict(type="bool", default=True),
     change=dict(type="dict", default={}),
     resume=dict(type="bool", default=True),
     reboot=dict(type="str", default="auto"),
@@ -154,7 +155,8 @@ class ActionModule(ActionBase):
                 # the MIG runbook and a rollback install a slurm.conf too: the same refusal as the deploy's gate
                 host = next(iter(task_vars.get("ansible_delegated_vars") or {}), task_vars.get("inventory_hostname"))
                 reasons = deploy_plan.state_refusals_for_controller(host, plan, mode, include,
-                                                                    args["allow_state_change"])
+                                                                    args["allow_state_change"],
+                                                                    args["judge_partitions"])
                 plan["refusal"] = ("nothing installed, nothing restarted: " + "; ".join(reasons)) if reasons else None
             elif stage == "owner":
                 plan = deploy_run.lock_owner(args["command"], args["lock"])

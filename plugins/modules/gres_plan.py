@@ -83,6 +83,11 @@ options:
         of the nodes that have GPUs now.
     type: bool
     default: false
+  judge_partitions:
+    description: O(stage=controller), refuse files that drop a partition slurmctld has (false for a rollback, which
+      may take away a partition its run added).
+    type: bool
+    default: true
   files:
     description: O(stage=controller), the files to plan for (file name to text).
     type: dict

@@ -144,17 +144,19 @@ def controller_plan(files, read, targeted_nodes=None, mode="files", include_file
     return plan
 
 
-# NodeName keys of a node's CPU layout (restart_plan's lower-case names)
-LAYOUT_KEYS = frozenset(("boards", "sockets", "socketsperboard", "corespersocket", "threadspercore", "cpus"))
+# NodeName keys of a node's CPU layout whose change makes slurmctld abort the jobs running there at its restart
+# (valid_job_resources compares sockets and cores; a ThreadsPerCore change alone aborted nothing on 22.05.8,
+# docs/dev/real-slurm-job-loss.md); restart_plan's lower-case names.
+LAYOUT_KEYS = frozenset(("boards", "sockets", "socketsperboard", "corespersocket"))
 
 
 ALLOW = "-e hpc_gres_deploy_allow_state_change=true"
 
 
-def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True):
-    """Why the run would make slurmctld or slurmd lose what they hold: every GPU of the cluster dropped, a
-    partition removed (both judged by the deploy's gate only: a rollback may take away what its run added, on
-    purpose), or restart_plan.STATE_OPTIONS changed. Nothing with ``allow_state_change``. ``slot``: the file that
+def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True, partitions=True):
+    """Why the run would make slurmctld or slurmd lose what they hold: every GPU of the cluster dropped (judged by
+    the deploy's gate only), a partition removed (not judged for a rollback, ``partitions`` false: it may take away
+    what its run added, on purpose), or restart_plan.STATE_OPTIONS changed. Nothing with ``allow_state_change``. ``slot``: the file that
     holds the node lines (slurm.conf, or the include file in include mode, where the site's slurm.conf is not the
     collection's). ClusterName and StateSaveLocation are judged on the targeted controllers (on a targeted node
     without one), SlurmdSpoolDir on every targeted node."""
@@ -181,15 +183,15 @@ def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True):
                         "the nodes, on purpose: rerun with %s)"
                         % (host, slot, hostlist.collect_hostlist(lost), cause, ALLOW))
     ctl_host, ctl_running, ctl_new = (controllers or nodes[:1] or [(None, None, None)])[0]
-    removed = partitions_removed(ctl_running, ctl_new) if gate_run else []
+    removed = partitions_removed(ctl_running, ctl_new) if partitions else []
     if removed:
         them = "it" if len(removed) == 1 else "them"
         refusals.append(
-            "host %s: %s PartitionName: expected every partition slurmctld has now, found %s missing from the "
-            "render: slurmctld fails the jobs queued or running in a partition it no longer has (NODE_FAIL, not "
+            "host %s: %s PartitionName: expected every partition slurmctld has now, found %s missing from %s: "
+            "slurmctld fails the jobs queued or running in a partition it no longer has (NODE_FAIL, not "
             "requeued); add %s to hpc_gres_partitions, or, to remove %s on purpose, drain %s first (%s; then wait "
             "until squeue -p %s is empty) and rerun with %s"
-            % (ctl_host, slot, ", ".join(removed), them, them, them,
+            % (ctl_host, slot, ", ".join(removed), where, them, them, them,
                "; ".join("scontrol update PartitionName=%s State=DRAIN" % name for name in removed),
                ",".join(removed), ALLOW))
     if slot != "slurm.conf":
@@ -218,11 +220,12 @@ def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True):
     return refusals
 
 
-def state_refusals_for_controller(host, controller_plan_, mode, include, allow_state_change):
-    """The state options of _state_refusals for one controller's plan of files other than the gate's (the MIG
-    runbook's step, a rollback's previous files)."""
+def state_refusals_for_controller(host, controller_plan_, mode, include, allow_state_change, partitions=True):
+    """_state_refusals for one controller's plan of files other than the gate's: the MIG runbook's step (rendered
+    from the inventory, partitions judged), a rollback's previous files (``partitions`` false)."""
     return _state_refusals({"controller_plans": {host: controller_plan_}, "targets": []}, {},
-                           include if mode == "include" else "slurm.conf", allow_state_change, gate_run=False)
+                           include if mode == "include" else "slurm.conf", allow_state_change, gate_run=False,
+                           partitions=partitions)
 
 
 def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps=None, allow_state_change=False):

@@ -6,7 +6,6 @@ least ``min_free_mib`` of its memory is free. A GPU nvidia-smi cannot reach, or 
 nvidia-smi does not list, is named on the line that sums up the node. nvidia-smi's index order is PCI bus order, so
 with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` CUDA's device numbers are the same indexes.
 """
-import re
 
 
 def _first(mapping, *keys):
@@ -24,10 +23,10 @@ def _int(value):
 
 
 def declared_count(entries):
-    """How many physical GPUs an ``hpc_gres_gpus`` list declares (a count-only entry its count, an entry with a
-    ``file`` one when that file is a /dev/nvidiaN, any other entry one: a GPU with a ``mig`` layout is one GPU), or
-    None when the host has no such list. An entry whose ``file`` is a MIG capability (``/dev/nvidia-caps/...``, what
-    the import writes for MIG lines) is an instance of a GPU, not a GPU."""
+    """How many physical GPUs an ``hpc_gres_gpus`` list declares (a count-only entry its count, any other entry one:
+    a GPU with a ``mig`` layout is one GPU), or None when the host has no such list. An entry whose ``file`` is a MIG
+    capability (``/dev/nvidia-caps/...``, what the import writes for MIG lines) is an instance of a GPU, not a
+    GPU."""
     if not isinstance(entries, (list, tuple)):
         return None
     total = 0
@@ -35,7 +34,7 @@ def declared_count(entries):
         if isinstance(entry, dict) and "count" in entry:
             count = _int(entry.get("count"))
             total += count if count and count > 0 else 0
-        elif not (isinstance(entry, dict) and entry.get("file")) or re.match(r"^/dev/nvidia\d+$", str(entry["file"])):
+        elif not (isinstance(entry, dict) and str(entry.get("file") or "").startswith("/dev/nvidia-caps/")):
             total += 1
     return total
 

@@ -5,11 +5,13 @@ not disturb a Slurm already on the machine. Needs root (mknod, the munge user), 
 slurm-client/munge packages and a /etc/munge/munge.key. Under CI=true a missing piece fails the test.
 """
 
+import contextlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -193,3 +195,25 @@ class LoopbackSlurm(object):
             return "(no %s)" % name
         with open(path) as handle:
             return "".join(handle.readlines()[-lines:])
+
+
+@contextlib.contextmanager
+def running(gres="gpu:a100:2,gpu:h100:2", a100=2, extra_conf="", *needles):
+    """A started instance (slurm.conf with ``gres`` and ``extra_conf`` lines, gres.conf with ``a100`` GPUs), its
+    node registered with ``needles`` in its line; everything stopped and removed at the end."""
+    require("a loopback Slurm cannot run")
+    with tempfile.TemporaryDirectory(prefix="slurm-loopback-") as directory:
+        slurm = LoopbackSlurm(directory)
+        try:
+            slurm.write_slurm_conf(gres)
+            slurm.write_gres_conf(a100=a100)
+            if extra_conf:
+                with open(slurm.conf, "a") as handle:
+                    handle.write(extra_conf)
+            slurm.start_munge()
+            slurm.start_slurmctld()
+            slurm.start_slurmd()
+            slurm.wait_state("State=IDLE ", *needles)
+            yield slurm
+        finally:
+            slurm.stop()

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -46,19 +45,8 @@ def run_module(name, args, cluster, check=False):
 
 @pytest.fixture(scope="module")
 def cluster():
-    slurm_loopback.require("a loopback Slurm cannot run")
-    with tempfile.TemporaryDirectory(prefix="slurm-loopback-") as directory:
-        slurm = slurm_loopback.LoopbackSlurm(directory)
-        try:
-            slurm.write_slurm_conf("gpu:a100:2,gpu:h100:2")
-            slurm.write_gres_conf(a100=2)
-            slurm.start_munge()
-            slurm.start_slurmctld()
-            slurm.start_slurmd()
-            slurm.wait_state("State=IDLE ", "gpu:a100:2")
-            yield slurm
-        finally:
-            slurm.stop()
+    with slurm_loopback.running("gpu:a100:2,gpu:h100:2", 2, "", "gpu:a100:2") as slurm:
+        yield slurm
 
 
 @pytest.fixture

@@ -121,7 +121,7 @@ def test_gate_refuses_a_render_that_drops_every_gpu_of_the_cluster():
     assert "slurm.conf Gres" not in (gate(render=one_left)["refusal"] or "")
 
 
-def test_the_gpu_check_holds_with_allow_state_change_and_in_include_mode_and_names_renamed_nodes():
+def test_the_gpu_check_names_its_override_works_in_include_mode_and_names_renamed_nodes():
     text = "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\nPartitionName=main Nodes=ALL\n"
     cpu_only = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": text}))
     assert "to take the GPUs out, or rename the nodes, on purpose: rerun with -e hpc_gres_deploy_allow_state_change" \
@@ -170,7 +170,11 @@ def test_a_controller_planned_outside_the_gate_is_refused_the_same_state_change(
     added = "PartitionName=extra Nodes=ALL\n" + SLURM % 8
     back = deploy_plan.controller_plan({"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n"},
                                        controller(applied=added)[deploy_plan.CTLD_READ])
-    assert deploy_plan.state_refusals_for_controller("ctl", back, "files", None, False) == []
+    assert deploy_plan.state_refusals_for_controller("ctl", back, "files", None, False, partitions=False) == []
+    # the MIG runbook's step is rendered from the inventory: one that drops the site's partition is refused
+    [dropped] = deploy_plan.state_refusals_for_controller("ctl", back, "files", None, False)
+    assert dropped.startswith("host ctl: slurm.conf PartitionName: expected every partition slurmctld has now, found "
+                              "extra missing from the files to install")
     assert deploy_plan.state_refusals_for_controller("ctl", plan, "files", None, True) == []
     no_gpus = deploy_plan.controller_plan({"slurm.conf": "ClusterName=c\nSlurmctldHost=ctl\nNodeName=n[1-3]\n"
                                                          "PartitionName=main Nodes=ALL Default=YES\n"},

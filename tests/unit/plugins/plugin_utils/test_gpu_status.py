@@ -71,9 +71,10 @@ def test_a_lost_gpu_and_a_declared_gpu_nvidia_smi_does_not_list_are_on_the_summa
     declared = [{"index": i, "type": "h200"} for i in range(7)] + [{"type": "h200", "count": 1}]
     from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import declared_count
     assert declared_count(declared) == 8 and declared_count(None) is None
-    # MIG instances the import writes as entries with a capability file are instances, not GPUs; a GPU's own file is
+    # MIG instances the import writes as entries with a capability file are instances, not GPUs; a GPU's own file
+    # (WSL's /dev/dxg) or minor is one
     mig = [{"index": i, "type": "1g.10gb", "file": "/dev/nvidia-caps/nvidia-cap%d" % (21 + 9 * i)} for i in range(7)]
-    assert declared_count(mig + [{"index": 7, "type": "a100", "file": "/dev/nvidia1"}]) == 1
+    assert declared_count(mig + [{"index": 7, "type": "rtx4090", "file": "/dev/dxg"}, {"index": 8, "minor": 1}]) == 2
     report = gpu_status(hw, declared=declared_count(declared))
     assert report["missing"] == 2 and report["lost"][0]["pci_bus_id"] == "00000000:34:00.0"
     lines = status_lines("gpu-h01", report)

@@ -1,0 +1,89 @@
+"""What slurmctld does to jobs when slurm.conf changes under them, on a real Slurm (the loopback instance): the facts
+the deploy's gate refuses (a partition removed) and notes (a node's CPU layout changed) on. The collection's own
+rule is run on the same two files, so a Slurm release that behaves otherwise, or a rule that misses the change,
+fails here. Recorded first by hand on 22.05.8 (docs/dev/real-slurm-job-loss.md)."""
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+import slurm_loopback
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import (
+    partitions_removed,
+    slurm_conf_changes,
+)
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_plan import LAYOUT_KEYS
+
+EXTRA = "PartitionName=extra Nodes=ALL MaxTime=INFINITE State=UP\n"
+
+
+@pytest.fixture
+def slurm():
+    with slurm_loopback.running(extra_conf=EXTRA) as instance:
+        try:
+            yield instance
+        finally:
+            subprocess.run(["scancel", "--user=root"], env=instance.env, check=False, capture_output=True)
+
+
+def sbatch(slurm, *args):
+    proc = subprocess.run(["sbatch", "--parsable", "-o", "/dev/null"] + list(args) + ["--wrap", "sleep 300"],
+                          env=slurm.env, capture_output=True, text=True, check=True)
+    return proc.stdout.strip().split(";")[0]
+
+
+def job(slurm, job_id):
+    out = slurm.scontrol("-o", "show", "job", job_id).stdout
+    return {key: (re.search(r"\b%s=(\S+)" % key, out) or [None, None])[1] for key in ("JobState", "Restarts")}
+
+
+def wait_job(slurm, job_id, predicate, what, timeout=40):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        state = job(slurm, job_id)
+        if predicate(state):
+            return state
+        time.sleep(0.5)
+    raise AssertionError("job %s: %s not reached: %r\n%s" % (job_id, what, job(slurm, job_id), slurm.log_tail()))
+
+
+def edit_conf(slurm, old, new):
+    with open(slurm.conf) as handle:
+        before = handle.read()
+    assert old in before
+    with open(slurm.conf, "w") as handle:
+        handle.write(before.replace(old, new))
+    return before, before.replace(old, new)
+
+
+def test_a_partition_slurmctld_no_longer_has_fails_its_jobs_even_on_a_reconfigure(slurm):
+    doomed = sbatch(slurm, "-p", "extra", "-c", "2")
+    kept = sbatch(slurm, "-p", "main", "-c", "2")
+    for job_id in (doomed, kept):
+        wait_job(slurm, job_id, lambda s: s["JobState"] == "RUNNING", "RUNNING")
+    before, after = edit_conf(slurm, EXTRA, "")
+    assert partitions_removed(before, after) == ["extra"]  # the gate refuses this render
+    assert slurm.scontrol("reconfigure").returncode == 0
+    failed = wait_job(slurm, doomed, lambda s: s["JobState"] not in ("RUNNING", "COMPLETING"),
+                      "the end of the running job")
+    assert failed == {"JobState": "NODE_FAIL", "Restarts": "0"}  # failed, not requeued
+    assert job(slurm, kept)["JobState"] == "RUNNING"
+    with open(os.path.join(slurm.dir, "slurmctld.log")) as handle:
+        assert "Invalid partition (extra) for JobId=%s" % doomed in handle.read()
+
+
+def test_a_core_count_change_aborts_the_jobs_running_on_the_node_at_the_restart(slurm):
+    running = sbatch(slurm, "-c", "4")
+    wait_job(slurm, running, lambda s: s["JobState"] == "RUNNING", "RUNNING")
+    before, after = edit_conf(slurm, "CoresPerSocket=4", "CoresPerSocket=8")
+    changed = slurm_conf_changes(before, after)["nodes_changed"][slurm_loopback.NODE]
+    assert set(changed) & LAYOUT_KEYS  # the deploy's report names the node
+    slurm.restart_slurmctld()
+    requeued = wait_job(slurm, running, lambda s: s["Restarts"] != "0" or s["JobState"] != "RUNNING",
+                        "the abort of the running job")
+    assert requeued["Restarts"] == "1" and requeued["JobState"] != "RUNNING"  # a batch job: requeued
+    with open(os.path.join(slurm.dir, "slurmctld.log")) as handle:
+        assert ("Aborting JobId=%s due to change in socket/core configuration of allocated nodes" % running
+                in handle.read())
