@@ -156,10 +156,11 @@ ALLOW = "-e hpc_gres_deploy_allow_state_change=true"
 def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True, partitions=True):
     """Why the run would make slurmctld or slurmd lose what they hold: every GPU of the cluster dropped (judged by
     the deploy's gate only), a partition removed (not judged for a rollback, ``partitions`` false: it may take away
-    what its run added, on purpose), or restart_plan.STATE_OPTIONS changed. Nothing with ``allow_state_change``. ``slot``: the file that
-    holds the node lines (slurm.conf, or the include file in include mode, where the site's slurm.conf is not the
-    collection's). ClusterName and StateSaveLocation are judged on the targeted controllers (on a targeted node
-    without one), SlurmdSpoolDir on every targeted node."""
+    what its run added, on purpose), or restart_plan.STATE_OPTIONS changed. Nothing with ``allow_state_change``.
+    ``slot``: the file that holds the node lines (slurm.conf, or the include file in include mode, where the site's
+    slurm.conf is not the collection's). ClusterName and StateSaveLocation are judged on the targeted controllers
+    (on a targeted node without one), SlurmdSpoolDir on every targeted node: each distinct pair of files once (the
+    nodes of a cluster share them, and a slurm.conf of a thousand nodes takes tens of milliseconds to parse)."""
     if allow_state_change:
         return []
 
@@ -199,10 +200,13 @@ def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True, p
     found = {}
     for judged, options in ((controllers or nodes[:1], ("ClusterName", "StateSaveLocation")),
                             (nodes, ("SlurmdSpoolDir",))):
+        pairs = {}
         for host, running, new in judged:
+            pairs.setdefault((running, new), []).append(host)
+        for (running, new), hosts in pairs.items():
             for change in state_changes(running, new):
                 if change[0] in options:
-                    found.setdefault(change, []).append(host)
+                    found.setdefault(change, []).extend(hosts)
     unset = "unset (Slurm's default)"
     for (option, before, after, consequence), hosts in found.items():
         if option == "ClusterName":

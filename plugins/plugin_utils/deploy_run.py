@@ -16,7 +16,7 @@ import os
 import pwd
 import socket
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_state
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, parse_state
 
 
 def _sha(text):
@@ -86,7 +86,7 @@ def host_line(host, entry, status, node):
         # slurmctld may keep the reason of a drain that was resumed since (24.11): name it only on a node out of use
         base, flags, not_responding = parse_state(node.get("State"))
         if node.get("reason") and (base in ("DOWN", "FAIL") or not_responding
-                                   or set(flags) & {"DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING"}):
+                                   or set(flags) & (DRAIN_FLAGS | {"FAIL", "FAILING"})):
             line += " (drained or down: %s)" % node["reason"]
     return line
 

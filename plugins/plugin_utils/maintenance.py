@@ -60,20 +60,13 @@ def reboot_plan(mode, config_text, reboot_timeout, reboot_tasks=""):
     ``slurm`` when both hold, else ``ansible``. ``reboot_tasks``: the site's task file that reboots in ``ansible``
     mode (hpc_gres_maintenance_reboot_tasks), named in the notes instead of ansible.builtin.reboot.
     """
-    plan = _reboot_plan(mode, config_text, reboot_timeout)
-    if plan["mode"] == "ansible" and reboot_tasks:
-        notes = [n.replace("reboot through Ansible (ansible.builtin.reboot)",
-                           "reboot by the site's tasks (%s)" % reboot_tasks) for n in plan["notes"]]
-        plan["notes"] = notes or ["reboot by the site's tasks (%s)" % reboot_tasks]
-    return plan
-
-
-def _reboot_plan(mode, config_text, reboot_timeout):
+    by_ansible = ("reboot by the site's tasks (%s)" % reboot_tasks if reboot_tasks else
+                  "reboot through Ansible (ansible.builtin.reboot)")
     if mode not in REBOOT_MODES:
         return {"mode": mode, "notes": [], "refusal": "hpc_gres_maintenance_reboot: expected one of %s, found %r"
                 % (", ".join(REBOOT_MODES), mode)}
     if mode in ("ansible", "none"):
-        return {"mode": mode, "notes": [], "refusal": None}
+        return {"mode": mode, "notes": [by_ansible] if mode == "ansible" and reboot_tasks else [], "refusal": None}
     config = show_config(config_text)
     program = config.get("RebootProgram")
     resume = _seconds(config.get("ResumeTimeout"))
@@ -88,8 +81,7 @@ def _reboot_plan(mode, config_text, reboot_timeout):
         return {"mode": "slurm", "notes": ["reboot through slurmctld: scontrol reboot (RebootProgram=%s, "
                                            "ResumeTimeout=%s s)" % (program, resume)], "refusal": None}
     if mode == "auto":
-        return {"mode": "ansible", "notes": ["reboot through Ansible (ansible.builtin.reboot): %s"
-                                             % "; ".join(problems)], "refusal": None}
+        return {"mode": "ansible", "notes": ["%s: %s" % (by_ansible, "; ".join(problems))], "refusal": None}
     return {"mode": mode, "notes": [], "refusal": "hpc_gres_maintenance_reboot=slurm: %s; or use "
             "hpc_gres_maintenance_reboot=ansible" % "; ".join(problems)}
 

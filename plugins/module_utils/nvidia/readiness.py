@@ -387,12 +387,16 @@ def pci_kind(class_name, class_code, vendor_device=None, description=""):
     return "other"
 
 
+# the first line of an lspci -vmm record: "Slot:\t01:00.0"
+_LSPCI_VMM_RECORD = re.compile(r"^\s*Slot:\s")
+
+
 def _lspci_records(text):
     """``(bus, class name, class code, vendor name, vendor:device ids, description, rev)`` of each function in an
     ``lspci`` listing: the default, ``-nn``, ``-n``, ``-D``, ``-v``/``-k`` (first lines), ``-mm`` and ``-vmm``."""
     lines = [line for _n, line in output_lines(text)]
     records = []
-    if any(re.match(r"^\s*Slot:\s", line) for line in lines):  # -vmm: "Slot:\t01:00.0" ... records
+    if any(_LSPCI_VMM_RECORD.match(line) for line in lines):  # -vmm: "Slot:\t01:00.0" ... records
         record = {}
         for line in lines + [""]:
             m = _LSPCI_VMM_FIELD.match(line)
@@ -504,7 +508,7 @@ def _lspci_drivers(text):
     another function's driver line but not its slot line attaches nothing)."""
     drivers, bus = {}, None
     lines = [line for _number, line in output_lines(text)]
-    records = any(re.match(r"^\s*Slot:\s", line) for line in lines)  # -vmm: one "Field:\tvalue" line each
+    records = any(_LSPCI_VMM_RECORD.match(line) for line in lines)  # -vmm: one "Field:\tvalue" line each
     for line in lines:
         if records:
             vmm = _LSPCI_VMM_SLOT_DRIVER.match(line)

@@ -431,3 +431,23 @@ def test_check_mode_defers_the_gate_refusal_and_reports_every_node():
     # nothing to defer when every node passed
     assert gate(play_hosts=("ctl", "n1.lab"), st=st, check_mode=True)["check_refusal"] is None
     assert "check_refusal" not in gate(play_hosts=("ctl", "n1.lab", "n2.lab"), st=st)
+
+
+def test_the_state_is_judged_once_per_distinct_pair_of_files(monkeypatch):
+    # the nodes of a cluster run and get the same slurm.conf: one parse for all of them, not one per node
+    calls = []
+    real = deploy_plan.state_changes
+
+    def counting(running, new):
+        calls.append((running, new))
+        return real(running, new)
+
+    monkeypatch.setattr(deploy_plan, "state_changes", counting)
+    st = state(nodes=("n1.lab", "n2.lab", "n3.lab"))
+    for host in ("n1.lab", "n2.lab", "n3.lab"):
+        st[host][deploy_plan.VERIFY]["plan"].update(
+            running_files={"slurm.conf": "SlurmdSpoolDir=/var/spool/slurmd\n" + SLURM % 8},
+            new_files={"slurm.conf": "SlurmdSpoolDir=/var/lib/slurm/slurmd\n" + SLURM % 8})
+    refusal = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)["refusal"]
+    assert "hosts n[1-3].lab: slurm.conf SlurmdSpoolDir" in refusal
+    assert len(calls) == 2  # the controller's pair and the nodes' one
