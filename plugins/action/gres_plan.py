@@ -277,6 +277,8 @@ class ActionModule(ActionBase):
         for host, values in host_values(hostvars, controllers, ("hpc_gres_slurmctld_plan",)).items():
             if values.get("hpc_gres_slurmctld_plan"):
                 ctl_plans[host] = values["hpc_gres_slurmctld_plan"]
+        held = deploy_plan.held_unchanged(args["plan"] or {}, node_plans, ctl_plans)
+        nodes, controllers = [h for h in nodes if h not in held], [h for h in controllers if h not in held]
         out = deploy_run.run_changes(
             {h: node_plans[h].get("running_files") or {} for h in nodes},
             {h: node_plans[h].get("new_files") or {} for h in nodes}, args["names"] or {},

@@ -79,13 +79,13 @@ options:
         C(SlurmdSpoolDir) differs from the one the daemons run with. Refused by default, since slurmctld then starts
         without its jobs and node states (or stops on the cluster name), and slurmd no longer finds the running job
         steps.
-      - O(stage=gate) also lets through a render that drops a partition slurmctld has (its jobs fail) or every GPU
-        of the nodes that have GPUs now.
+      - O(stage=gate) also lets through a render that drops a partition or a node slurmctld has (their jobs fail)
+        or every GPU of the nodes that have GPUs now.
     type: bool
     default: false
   judge_partitions:
-    description: O(stage=controller), refuse files that drop a partition slurmctld has (false for a rollback, which
-      may take away a partition its run added).
+    description: O(stage=controller), refuse files that drop a partition or a node slurmctld has (false for a
+      rollback, which may take away a partition or a node its run added).
     type: bool
     default: true
   files:

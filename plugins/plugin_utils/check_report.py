@@ -98,6 +98,11 @@ def node_verdict(entry, refused, would=True):
 def controller_verdict(entry, refused, would=True):
     words = WOULD if would else DOES
     changed = changed_files(entry.get("installed"), entry.get("new"), CONTROLLER_FILES)
+    plan = entry.get("plan") or {}
+    pending = plan.get("restart_before") or plan.get("restart_after") or plan.get("reconfigure")
+    if not changed and pending and not entry.get("restart_enabled", True):
+        return ("slurmctld host: files installed; slurmctld restart needed (%s), left for a later run: "
+                "hpc_gres_slurmctld_restart is false" % "; ".join(plan.get("reasons") or []))
     if not changed:
         return "slurmctld host: " + UNCHANGED
     if refused:

@@ -28,7 +28,10 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.file_tree im
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import (
+    CTLD_ONLY_NODE_KEYS,
     gpus_lost,
+    gres_jobs_killed,
+    nodes_removed,
     partitions_removed,
     state_changes,
 )
@@ -195,6 +198,17 @@ def _state_refusals(plan, node_plans, slot, allow_state_change, gate_run=True, p
             % (ctl_host, slot, ", ".join(removed), where, them, them, them,
                "; ".join("scontrol update PartitionName=%s State=DRAIN" % name for name in removed),
                ",".join(removed), ALLOW))
+    gone = nodes_removed(ctl_running, ctl_new) if partitions else []
+    if gone:
+        names = hostlist.collect_hostlist(gone)
+        refusals.append(
+            "host %s: %s NodeName: expected every node of the %s slurmctld runs with, found %s missing from %s: "
+            "slurmctld ends the jobs running on a node it no longer has (batch jobs requeued, the others NODE_FAIL) "
+            "and the node leaves the cluster; add the host to the inventory's slurmd group (every node of the "
+            "cluster is one; powered-down CLOUD or FUTURE nodes too: leave them out of a run with --limit), or, to "
+            "remove it on purpose, drain it first (scontrol update NodeName=%s State=DRAIN Reason=removed; then wait "
+            "until squeue -w %s is empty), stop its slurmd and rerun with %s"
+            % (ctl_host, slot, slot, names, where, names, names, ALLOW))
     if slot != "slurm.conf":
         return refusals
     found = {}
@@ -298,6 +312,9 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                                                          wanted)
     reasons.extend(_state_refusals(plan, node_plans, include if mode == "include" else "slurm.conf",
                                    allow_state_change))
+    held = _held_restart_refusals(plan, node_plans, state)
+    if steps["restart"]:  # an install-only run restarts neither daemon: nothing can disagree
+        reasons.extend(held)
     untargeted = sorted({n for p in plan["controller_plans"].values() for n in p["untargeted"]})
     if untargeted:
         reasons.append("slurm.conf changes the Gres of %s, which this run does not restart: expected every node whose "
@@ -328,6 +345,9 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
             "note: the CPU layout of %s changes: slurmctld aborts the jobs running there when it restarts (\"change in "
             "socket/core configuration of allocated nodes\"); drain them and let their jobs end first"
             % hostlist.collect_hostlist(layout))
+    # and kills the jobs of a GRES whose count on the node changes, or of a type the node no longer has (gres.c)
+    for line in _gres_kill_notes(plan, release) if plan.get("report") else ():
+        plan["report"]["lines"].append(line)
     changing = [plan["names"][h] for h in targets
                 if "slurm.conf" in (node_plans[h].get("install_names") or ())
                 and (node_plans[h].get("new_files") or {}).get("slurm.conf") is not None
@@ -371,7 +391,7 @@ def _report_entries(plan, state, files):
             "installed": (node_plan or {}).get("installed"),
             "new": {n: t for n, t in (node_plan or {}).get("new_files", {}).items()
                     if n in (node_plan or {}).get("install_names", ())},
-            "restart_enabled": facts.get("hpc_gres_slurmd_restart", True)})
+            "restart_enabled": _restart_enabled(facts, "slurmd")})
     for host in plan["controllers"]:
         facts = state.get(host, {})
         ctl = plan["controller_plans"][host]
@@ -381,8 +401,104 @@ def _report_entries(plan, state, files):
             "config_dir": facts.get("hpc_gres_slurmctld_config_dir", "/etc/slurm") if read else None,
             "installed": ((read or {}).get("contents") or {}).get("installed"),
             "new": ctl["new_files"] if read else {},
-            "restart_enabled": facts.get("hpc_gres_slurmctld_restart", True)})
+            "restart_enabled": _restart_enabled(facts, "slurmctld")})
     return entries
+
+
+def _gres_kill_notes(plan, release):
+    """The report's notes on the nodes where slurmctld's restart kills GPU jobs (restart_plan.gres_jobs_killed)."""
+    counted, typed = {}, {}
+    for ctl in plan["controller_plans"].values():
+        killed = gres_jobs_killed(ctl.get("slurm_conf") or {}, release)
+        for name, kinds in killed["count"].items():
+            counted.setdefault(", ".join("gres/%s" % k for k in kinds), set()).add(name)
+        for name, keys in killed["types"].items():
+            typed.setdefault(", ".join(keys), set()).add(name)
+    requeue = ("batch jobs are requeued and start over, --no-requeue, srun and salloc jobs end NODE_FAIL); drain them "
+               "and let their jobs end first")
+    lines = ["note: the %s count of %s changes: slurmctld kills the jobs using it there when it restarts (shard and "
+             "MPS jobs on the GPUs too; \"count mismatch on node\"; %s"
+             % (kinds, hostlist.collect_hostlist(sorted(names, key=natural_key)), requeue)
+             for kinds, names in sorted(counted.items())]
+    for keys, names in sorted(typed.items()):
+        lines.append("note: %s no longer ha%s %s: slurmctld kills the jobs that asked for it when it restarts (\"type "
+                     "not found on node\"; %s" % (hostlist.collect_hostlist(sorted(names, key=natural_key)),
+                                                  "s" if len(names) == 1 else "ve", keys, requeue))
+    return lines
+
+
+def _restart_enabled(facts, role):
+    # as the roles read it (`| bool`), true by default
+    return boolean(facts.get("hpc_gres_%s_restart" % role, True), strict=False)
+
+
+def _held_restart_refusals(plan, node_plans, state):
+    """Sets ``held_nodes`` and ``held_controllers``: the targeted hosts whose daemon needs a restart that their
+    ``hpc_gres_slurmd_restart`` / ``hpc_gres_slurmctld_restart`` false leaves for later. Refuses a held slurmd whose
+    GRES count goes up while a slurmctld restarts: slurmctld would then expect the new count from a slurmd that
+    still reports the old one and drain the node (a count that goes down is clamped, so it may wait). Refuses a
+    held slurmctld where a node it would judge by its old definition (GRES, CPUs, memory, or added) restarts its
+    slurmd on the new one: the two disagree and the confirmation fails. Hosts with the same change share one part."""
+    plan["held_nodes"] = [h for h in plan["targets"]
+                          if node_plans[h].get("restart") and not _restart_enabled(state.get(h, {}), "slurmd")]
+    plan["held_controllers"] = [
+        h for h, p in plan["controller_plans"].items()
+        if (p.get("restart_before") or p.get("restart_after") or p.get("reconfigure"))
+        and not _restart_enabled(state.get(h, {}), "slurmctld")]
+    restarting_nodes = {plan["names"][h]: h for h in plan["targets"]
+                        if node_plans[h].get("restart") and h not in plan["held_nodes"]}
+    groups = {}
+    for ctl in plan["held_controllers"]:
+        changes = plan["controller_plans"][ctl].get("slurm_conf") or {}
+        what = {name: "added" for name in changes.get("nodes_added") or ()}
+        for name, keys in (changes.get("nodes_changed") or {}).items():
+            counts = dict((changes.get("gres_down") or {}).get(name) or {})
+            counts.update((changes.get("gres_up") or {}).get(name) or {})
+            parts = ["%s %d -> %d" % (key, a, b) for key, (a, b) in sorted(counts.items())]
+            own = [k for k in keys if k not in CTLD_ONLY_NODE_KEYS and k != "gres"]
+            parts += [", ".join(own) + " changed"] if own else []
+            if parts:
+                what[name] = "; ".join(parts)
+        for name in set(what) & set(restarting_nodes):
+            groups.setdefault((ctl, what[name]), []).append(restarting_nodes[name])
+    refusals = [
+        "host %s: hpc_gres_slurmctld_restart is false, but %s (%s) restart%s slurmd in this run: expected slurmctld "
+        "restarted in this run, found it left for later; slurmctld would judge the node%s by the slurm.conf it runs "
+        "with (a node that reports fewer GPUs or CPUs is drained, one that reports more has them left unused, an "
+        "added node is refused) and the confirmation fails; let this run restart slurmctld, or install only (--tags "
+        "install, or hpc_gres_slurmd_restart=false on %s as well) and restart both in a later run"
+        % (ctl, hostlist.collect_hostlist(hosts), change, "s" if len(hosts) == 1 else "",
+           "" if len(hosts) == 1 else "s", hostlist.collect_hostlist(hosts))
+        for (ctl, change), hosts in sorted(groups.items())]
+    restarting = [h for h, p in plan["controller_plans"].items()
+                  if (p.get("restart_before") or p.get("restart_after")) and h not in plan["held_controllers"]]
+    if not restarting:
+        return refusals
+    going_up = {}
+    for ctl in plan["controller_plans"].values():
+        going_up.update((ctl.get("slurm_conf") or {}).get("gres_up") or {})
+    ups = {}
+    for host in plan["held_nodes"]:
+        up = going_up.get(plan["names"][host])
+        if up:
+            ups.setdefault(", ".join("%s %d -> %d" % (key, a, b) for key, (a, b) in sorted(up.items())),
+                           []).append(host)
+    refusals += [
+        "host %s: hpc_gres_slurmd_restart is false, but the GRES goes up (%s) and slurmctld restarts on %s: expected "
+        "slurmd restarted in this run, found it left for later; slurmctld would expect the new count from a slurmd "
+        "that still reports the old one and drain the node (\"gres/gpu count reported lower than configured\"); let "
+        "this run restart slurmd there, or install only (--tags install, or hpc_gres_slurmctld_restart=false as "
+        "well) and restart both in a later run"
+        % (hostlist.collect_hostlist(hosts), change, ", ".join(restarting)) for change, hosts in sorted(ups.items())]
+    return refusals
+
+
+def held_unchanged(plan, node_plans, ctl_plans):
+    """The hosts whose restart the gate found held (``held_nodes``, ``held_controllers``) and which have nothing to
+    install: the run changes nothing there, so they are not the run's changes (else every later run would record
+    the same pending restart again, and take the lock for it)."""
+    nodes = {h for h in plan.get("held_nodes") or () if not node_installs(node_plans.get(h) or {})}
+    return nodes | {h for h in plan.get("held_controllers") or () if not (ctl_plans.get(h) or {}).get("install")}
 
 
 def restarted(plan, state):

@@ -65,7 +65,12 @@ def host_line(host, entry, status, node):
     """One line for a host of the record: which files it has now, its daemon, slurmctld's view of the node."""
     changed = ", ".join(_changed(entry)) or "no file"
     phase = status.get("phase") or "recorded"
-    if status.get("unreachable"):
+    if status.get("unreachable") and phase == "rollback_failed":
+        # failed or unreachable: the play cannot tell which; what it had when it left the run is known
+        last = host_line(host, entry, dict(status.get("before") or {}, unreachable=False), None)
+        what = "NOT ROLLED BACK (failed or unreachable in this run: %s); last known: %s" % (
+            status.get("error") or "?", last.split(": ", 1)[1].rsplit(" [", 1)[0])
+    elif status.get("unreachable"):
         files = {"recorded": "old files (unreachable before the install)",
                  "installed": "NEW files installed, daemon not restarted (unreachable after the install)",
                  "restarted": "new files (unreachable after its restart)",
@@ -77,7 +82,7 @@ def host_line(host, entry, status, node):
                 "restarted": "new files" + ("" if status.get("restarted") is None else
                                             ", slurmd restarted" if status.get("restarted") else
                                             ", slurmd runs them already or its restart is pending"),
-                "rolled_back": "old files again (rolled back), daemon restarted",
+                "rolled_back": "old files again (rolled back), its daemon runs them",
                 "rollback_failed": "ROLLBACK FAILED: %s" % (status.get("error") or "?")}.get(phase, phase)
     line = "%s: %s [%s]" % (host, what, changed)
     if node is not None:
@@ -99,7 +104,8 @@ def host_status(host, entry, facts, reached, late):
         phase = "rolled_back" if reached and facts.get("hpc_gres_run_rolled_back") else "rollback_failed"
         error = (facts.get("hpc_gres_run_undo_skipped") or failure.get("msg")
                  or ("" if phase == "rolled_back" else "not reached by the rollback"))
-        return {"phase": phase, "unreachable": not reached, "error": error}
+        return {"phase": phase, "unreachable": not reached, "error": error,
+                "before": host_status(host, entry, facts, True, False)}
     node_role = "slurmd" in (entry.get("roles") or [])
     installed = (facts.get("hpc_gres_slurmd_install_result") is not None
                  or facts.get("hpc_gres_slurmctld_install_result") is not None)

@@ -163,6 +163,12 @@ def _refusal(imported, problem, nodes):
 
 def _warning(imported, nodes, text):
     """A model warning ("host H: field: ...") at the file and line the value came from."""
+    if re.match(r"^host \S+: hpc_gres_gpus: expected GPU entries on the GPU nodes, found none", text):
+        # the render's hint is about an inventory Ansible did not read; here the site's files have no GPU
+        return ("WARNING: slurm.conf: no node declares a GPU (Gres=gpu:...), so Slurm schedules no GPU on this cluster "
+                "today and the imported inventory has none; to have Slurm schedule them, add GresTypes=gpu and the "
+                "nodes' Gres= (with their gres.conf lines) to the site's files and import again, or add "
+                "hpc_gres_gpus to the imported inventory")
     match = re.match(r"^host (\S+): ([^:\s]+): (.*)$", text, re.S)
     if not match:
         return "imported inventory: %s" % text

@@ -532,9 +532,13 @@ def _check_registered(imp, name, where, declared, view):
                                and (not gtype or (r["type"] or "").lower() == gtype)))
             source = " (gres.conf %s %s)" % ("line" if len(lines) == 1 else "lines", ", ".join(
                 str(n) for n in lines)) if lines else " (no gres.conf line gives it)"
+            hint = "slurmctld drains this node today (count reported lower/too low); fix the files first"
+            if not lines and imp.source.get("gres.conf") is None and not imp.source.get("node_gres"):
+                hint = ("no gres.conf was found in the source directory (expected gres.conf beside slurm.conf, or "
+                        "NODE/gres.conf per node): if the nodes have one, copy it there and import again; with none, "
+                        "slurmctld drains this node today")
             imp.refuse(where, name, "slurm.conf declares %s:%d, slurmd registers %d%s" % (
-                key, want.get(key, 0), got.get(key, 0), source),
-                "slurmctld drains this node today (count reported lower/too low); fix the files first")
+                key, want.get(key, 0), got.get(key, 0), source), hint)
 
 
 def _flags_list(rec):

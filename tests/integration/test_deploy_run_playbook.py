@@ -22,6 +22,7 @@ n=$(cat "{fail}" 2>/dev/null || echo 0)
 if [ "$n" -gt 0 ]; then
   echo $((n - 1)) > "{fail}"; echo "slurm_load_node error: Unable to contact slurm controller" >&2; exit 1
 fi
+[ "$1" = ping ] && {{ echo "Slurmctld(primary) at ctl01 is UP"; exit 0; }}
 echo "NodeName=gpu-p01 Arch=x86_64 CoresPerSocket=32 CPUAlloc=0 CPUTot=128 Gres=gpu:a100:8(S:0-1) RealMemory=1000 \\
 Sockets=2 State=IDLE ThreadsPerCore=2 SlurmdStartTime=2026-12-01T10:00:00"
 """
@@ -306,3 +307,29 @@ def test_a_slurmctld_that_does_not_come_back_stops_the_run_before_any_slurmd_res
     assert rc == 0, out
     assert "taken over: its ansible-playbook is gone" in out
     assert cluster.lock() is None
+
+
+def test_a_restart_the_inventory_holds_is_said_once_and_later_runs_change_nothing(cluster, tmp_path):
+    # slurmctld once restarted with an option (recorded as what it runs with), then a change installed with
+    # hpc_gres_slurmctld_restart false: the restart stays pending, and a rerun neither records a run nor takes the
+    # lock for it (each later no-op deploy did, since the recorded files never catch up)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    # what ansible.builtin.service reads (systemctl show UNIT) and a restart that succeeds
+    (fake / "systemctl").write_text("#!/bin/sh\n[ \"$1\" = show ] && printf 'Id=slurmctld.service\\nLoadState=loaded"
+                                    "\\nActiveState=active\\nSubState=running\\nUnitFileState=enabled\\n'\nexit 0\n")
+    (fake / "systemctl").chmod(0o755)
+    rc, out = cluster.play("deploy-gres.yml", "-e", '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 777}, '
+                           '"hpc_gres_slurmctld_restart": true}', cores=False, path=str(fake))
+    assert rc == 0, out[-3000:]
+    held = '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 888}}'
+    rc, out = cluster.play("deploy-gres.yml", "-e", held, cores=False, path=str(fake))
+    assert rc == 0, out
+    assert "hpc_gres_slurmctld_restart is false: no restart or reconfigure" in out
+    runs = sorted(os.listdir(cluster.runs))
+    rc, out = cluster.play("deploy-gres.yml", "-e", held, cores=False, path=str(fake))
+    assert rc == 0, out
+    assert "nothing changes on any host: no lock taken, no run recorded" in out, out[-3000:]
+    assert ("ctl01 slurmctld host: files installed; slurmctld restart needed (options changed: maxjobcount), left "
+            "for a later run: hpc_gres_slurmctld_restart is false") in out
+    assert cluster.lock() is None and sorted(os.listdir(cluster.runs)) == runs

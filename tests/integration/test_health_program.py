@@ -147,6 +147,10 @@ def test_report_names_check_and_gpu_of_each_fault(installed, name, expected):
         if name == "inforom-corrupted":  # nvidia-smi exits 14 after its whole output: read, and warned of
             assert warned == [("errors", 5, "nvidia-smi: infoROM is corrupted at gpu 00000000:A8:00.0")], out
             assert statuses["memory"] == "passed" and statuses["persistence"] == "passed"
+        elif health_node.FAULTS.get(name, ("",))[0] == "h100-xe9680":
+            # its -q is a recording whose GPUs the power brake holds at 86 MHz: the clocks check warns
+            assert warned == [("clocks", i, "HW Slowdown, HW Power Brake Slowdown Active, SM clock 86 MHz of "
+                               "1980 MHz") for i in range(8)], out
         else:
             assert warned == [], out
     else:

@@ -1,5 +1,5 @@
 """What slurmctld does to jobs when slurm.conf changes under them, on a real Slurm (the loopback instance): the facts
-the deploy's gate refuses (a partition removed) and notes (a node's CPU layout changed) on. The collection's own
+the deploy's gate refuses (a partition removed) and notes (a node's CPU layout or GPU count changed) on. The collection's own
 rule is run on the same two files, so a Slurm release that behaves otherwise, or a rule that misses the change,
 fails here. Recorded first by hand on 22.05.8 (docs/dev/real-slurm-job-loss.md)."""
 import os
@@ -11,6 +11,7 @@ import pytest
 
 import slurm_loopback
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import (
+    gres_jobs_killed,
     partitions_removed,
     slurm_conf_changes,
 )
@@ -87,3 +88,24 @@ def test_a_core_count_change_aborts_the_jobs_running_on_the_node_at_the_restart(
     with open(os.path.join(slurm.dir, "slurmctld.log")) as handle:
         assert ("Aborting JobId=%s due to change in socket/core configuration of allocated nodes" % running
                 in handle.read())
+
+
+def test_a_gpu_count_change_kills_the_gpu_jobs_of_the_node_at_the_restart(slurm):
+    # one GPU of type a100 less: the job on an h100 is killed too (the node's gres/gpu count is compared)
+    on_a100 = sbatch(slurm, "--gres=gpu:a100:1")
+    on_h100 = sbatch(slurm, "--gres=gpu:h100:1")
+    cpu_only = sbatch(slurm, "-c", "2")
+    for job_id in (on_a100, on_h100, cpu_only):
+        wait_job(slurm, job_id, lambda s: s["JobState"] == "RUNNING", "RUNNING")
+    before, after = edit_conf(slurm, "Gres=gpu:a100:2,gpu:h100:2", "Gres=gpu:a100:1,gpu:h100:2")
+    assert gres_jobs_killed(slurm_conf_changes(before, after), "22.05")["count"] == {slurm_loopback.NODE: ["gpu"]}
+    slurm.write_gres_conf(a100=1)
+    slurm.restart_slurmctld()
+    for job_id in (on_a100, on_h100):
+        requeued = wait_job(slurm, job_id, lambda s: s["Restarts"] != "0" or s["JobState"] != "RUNNING",
+                            "the abort of the running job")
+        assert requeued["Restarts"] == "1" and requeued["JobState"] != "RUNNING"  # batch jobs: requeued
+    assert job(slurm, cpu_only) == {"JobState": "RUNNING", "Restarts": "0"}
+    with open(os.path.join(slurm.dir, "slurmctld.log")) as handle:
+        log = handle.read()
+    assert "Killing job %s: gres/gpu count mismatch on node %s (4 != 3)" % (on_h100, slurm_loopback.NODE) in log

@@ -48,7 +48,15 @@ DEFAULT_TYPE_PATTERNS = {
     "rtx3090ti": r"\bRTX[ _-]?3090[ _-]?Ti\b",
     "rtx3080": r"\bRTX[ _-]?3080(?![ _-]?Ti)",
     "rtx2080ti": r"\bRTX[ _-]?2080[ _-]?Ti\b",
+    "rtx2080": r"\bRTX[ _-]?2080(?![ _-]?Ti)",
+    "rtx3080ti": r"\bRTX[ _-]?3080[ _-]?Ti\b",
+    "rtx4080": r"\bRTX[ _-]?4080\b",
+    "rtx5080": r"\bRTX[ _-]?5080\b",
+    "gtx1080ti": r"\bGTX[ _-]?1080[ _-]?Ti\b",
+    "gtx1080": r"\bGTX[ _-]?1080(?![ _-]?Ti)",
     "titanrtx": r"\bTITAN[ _-]?RTX\b",
+    "titanv": r"\bTITAN[ _-]?V\b",
+    "titanxp": r"\bTITAN[ _-]?Xp\b",
 }
 
 

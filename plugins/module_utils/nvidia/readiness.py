@@ -27,7 +27,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi_q import output_lines
 
-CHECKS = ("nvml", "driver_version", "persistence", "gpu_count", "fabric", "memory", "xid", "errors")
+CHECKS = ("nvml", "driver_version", "persistence", "gpu_count", "fabric", "memory", "clocks", "xid", "errors")
 
 SOURCES = {
     "nvml": "nvidia-smi/NVML messages (observed: tests/fixtures/readiness/nvidia-smi-errors); "
@@ -44,6 +44,9 @@ SOURCES = {
               "https://github.com/Azure/azhpc-images/pull/506",
     "memory": "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html; "
               "https://docs.nvidia.com/deploy/dpr-whitepaper/index.html",
+    "clocks": "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html (HW Slowdown: 'reducing "
+              "the core clocks by a factor of 2 or more'); DCGM nvvs DcgmRecorder.cpp CheckForClocksEvent (HW "
+              "slowdown, HW/SW thermal, HW power brake fail the diagnostic)",
     "xid": "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
     "errors": "nvidia-smi error markers (observed: tests/fixtures/readiness, FACTS.md section 3)",
 }
@@ -801,6 +804,12 @@ def _fabric_manager_findings(fm, driver_version):
 # memory
 
 
+# DCGM common/DcgmGPUHardwareLimits.h: DCGM_LIMIT_MAX_RETIRED_PAGES 63 ("updated to match the field diag"),
+# DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT 15 (double bit pages); NVIDIA's page retirement keeps at most 64 pages.
+RETIRED_PAGES_LIMIT = 63
+RETIRED_PAGES_DBE_WARN = 15
+
+
 def check_memory(smi_q=None, bus_to_index=None):
     """Memory error state a GPU reports in ``nvidia-smi -q`` (NVIDIA, GPU memory error management, and the
     dynamic page retirement whitepaper):
@@ -808,7 +817,8 @@ def check_memory(smi_q=None, bus_to_index=None):
     - remapped rows pending: "row-remapping will happen at the next GPU reset" -> error, reset the GPU;
     - remapping failure occurred: an RMA criterion (NVIDIA RMA policy, via FACTS.md section 4) -> error;
     - retired pages pending (pre-Ampere): "the driver will need to be reloaded for the retirement to take
-      effect" -> error;
+      effect" -> error; 63 or more pages retired (DCGM's and the field diagnostic's limit; NVIDIA keeps at most 64)
+      -> error; more than 15 pages retired for double bit errors (DCGM's soft limit) -> warning;
     - GPU Recovery Action other than None ("Reset", "Reboot", "Drain P2P", "Drain and Reset"...) -> error naming
       the action (anything but None/N/A counts, not only the names known today);
     - Reset Required Yes -> error; Drain and Reset Recommended Yes -> warning;
@@ -861,6 +871,20 @@ def check_memory(smi_q=None, bus_to_index=None):
                                     "retired pages pending (single bit %s, double bit %s)" % (
                                         pages.get("sbe"), pages.get("dbe")),
                                     "reload the driver or reboot: the retirement takes effect then"))
+        retired = (pages.get("sbe") or 0) + (pages.get("dbe") or 0)
+        if retired >= RETIRED_PAGES_LIMIT:
+            findings.append(finding("error", "memory", label,
+                                    "fewer than %d retired pages" % RETIRED_PAGES_LIMIT,
+                                    "%d retired pages (single bit %s, double bit %s)" % (
+                                        retired, pages.get("sbe"), pages.get("dbe")),
+                                    "at NVIDIA's page retirement limit (64 per GPU): the GPU can retire no more "
+                                    "bad memory; run NVIDIA's field diagnostic and replace it"))
+        elif (pages.get("dbe") or 0) > RETIRED_PAGES_DBE_WARN:
+            findings.append(finding("warning", "memory", label,
+                                    "at most %d pages retired for double bit errors" % RETIRED_PAGES_DBE_WARN,
+                                    "%d pages retired for double bit errors" % pages["dbe"],
+                                    "DCGM fails such a GPU once it retires more than one page a week: watch the "
+                                    "count, and plan a field diagnostic"))
         if action is not None and action.lower() not in ("none",):
             findings.append(finding("error", "memory", label, "GPU Recovery Action None",
                                     "GPU Recovery Action %s" % action,
@@ -879,6 +903,57 @@ def check_memory(smi_q=None, bus_to_index=None):
         return _not_applied("memory", "no GPU reports remapped rows, retired pages, a recovery action or a reset "
                                       "status")
     return _result("memory", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
+# clocks
+
+# The clock event reasons that mean the hardware, not the workload or a setting, holds the clocks down (DCGM's
+# diagnostic fails on these; Idle, SW Power Cap, Sync Boost and the clock settings are normal).
+SLOWDOWNS = ("HW Slowdown", "HW Power Brake Slowdown", "HW Thermal Slowdown", "SW Thermal Slowdown")
+
+
+def check_clocks(smi_q=None, bus_to_index=None):
+    """A GPU whose clocks a hardware slowdown holds down (``Clocks Event Reasons``, ``Clocks Throttle Reasons``
+    before R535): one of :data:`SLOWDOWNS` Active while the GPU is not at rest (Idle, P8 or deeper) and its SM
+    clock is below half its
+    maximum (NVML: HW Slowdown reduces "the core clocks by a factor of 2 or more"). A warning: the GPU works, jobs
+    run at a fraction of its speed; NVML also reports HW Slowdown briefly "during PState or clock change", and a
+    flag with the clock at its maximum (seen on a real H100) is no finding. Applies when a GPU reports the reasons
+    (N/A on older GeForce drivers and vGPUs)."""
+    if smi_q is None:
+        return _not_applied("clocks", "nvidia-smi -q was not read")
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    findings = []
+    judged = False
+    for gpu in smi_q.get("gpus") or []:
+        events = gpu.get("clock_events")
+        sm, top = (events or {}).get("sm_mhz"), (events or {}).get("sm_max_mhz")
+        if not events or not sm or not top:  # -q -d PERFORMANCE prints no clocks: nothing to judge by
+            continue
+        judged = True
+        slow = [reason for reason in SLOWDOWNS if reason in events["active"]]
+        # a GPU at rest (Idle, or P8 and deeper, where a real RTX 5090 read Idle Not Active) has low clocks anyway
+        resting = events.get("idle") or (events.get("pstate") or 0) >= 8
+        if not slow or resting or sm * 2 > top:
+            continue
+        if "HW Power Brake Slowdown" in slow:
+            hint = ("the platform asserts the power brake (power supply or BMC): check the PSU redundancy and the "
+                    "BMC's power events, and that the server supports this GPU model")
+        elif any("Thermal" in reason for reason in slow):
+            hint = ("the GPU is too hot: check the fans, the airflow and the inlet temperature (nvidia-smi -q -d "
+                    "TEMPERATURE)")
+        else:
+            hint = ("temperature, the power brake or too high a power draw (NVML): check the cooling and the power "
+                    "supply")
+        findings.append(finding("warning", "clocks", _gpu_label(gpu, index_map),
+                                "clocks not held down by a hardware slowdown",
+                                "%s Active, SM clock %d MHz of %d MHz" % (", ".join(slow), sm, top),
+                                hint + "; jobs run at a fraction of the GPU's speed until it clears (read nvidia-smi "
+                                "-q -d PERFORMANCE,CLOCK again a minute later)"))
+    if not judged:
+        return _not_applied("clocks", "no GPU reports its clock event reasons with its SM clocks")
+    return _result("clocks", True, findings)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -1385,6 +1460,7 @@ def readiness_findings(smi_q=None, smi_failure=None, proc_version=None, lspci=No
         check_gpu_count(lspci, smi_q, smi_failure, kernel_events, index_map),
         check_fabric(smi_q, lspci, fabric_manager, driver, index_map),
         check_memory(smi_q, index_map),
+        check_clocks(smi_q, index_map),
         check_xid(kernel_events, acknowledgements, index_map),
         check_errors(smi_q, index_map),
     ]

@@ -288,9 +288,44 @@ def _memory_repair(tree):
     return repair if any(v is not None for v in repair.values()) else None
 
 
+def _reason_active(value):
+    if isinstance(value, dict):  # "HW Slowdown : Active" with the kinds of slowdown under it
+        value = value.get("_value")
+    value = value_or_none(value)
+    return None if value is None else value.lower() == "active"
+
+
+def _clock_events(tree):
+    """``{"active": [reason names], "idle": bool or None, "pstate": N of PN, "sm_mhz", "sm_max_mhz"}`` from "Clocks Event Reasons"
+    (R535 and later) or "Clocks Throttle Reasons" (before); None when no reason is readable (N/A on GeForce cards
+    of older drivers, vGPUs)."""
+    section = _find_any(tree, [("Clocks Event Reasons",), ("Clocks Throttle Reasons",)])
+    if not isinstance(section, dict):
+        return None
+    reasons = {}
+
+    def visit(node):
+        for key, value in node.items():
+            if key == "_value":
+                continue
+            active = _reason_active(value)
+            if active is not None:
+                reasons[key] = active
+            if isinstance(value, dict):
+                visit(value)
+
+    visit(section)
+    if not reasons:
+        return None
+    pstate = re.match(r"^P(\d+)$", value_or_none(find(tree, "Performance State")) or "")
+    return {"active": sorted(k for k, v in reasons.items() if v), "idle": reasons.get("Idle"),
+            "pstate": int(pstate.group(1)) if pstate else None,
+            "sm_mhz": _int(find(tree, "Clocks", "SM")), "sm_max_mhz": _int(find(tree, "Max Clocks", "SM"))}
+
+
 _KNOWN_FIELDS = ("product_name", "uuid", "minor_number", "persistence_mode", "mig_mode", "fabric", "remapped_rows",
                  "retired_pages", "recovery_action", "reset_required", "drain_and_reset_recommended", "ecc",
-                 "memory_repair", "errors")
+                 "memory_repair", "clock_events", "errors")
 
 
 def empty_gpu(bus_id=None):
@@ -298,7 +333,7 @@ def empty_gpu(bus_id=None):
     return {"bus_id": bus_id, "product_name": None, "uuid": None, "minor_number": None, "persistence_mode": None,
             "mig_mode": None, "fabric": None, "remapped_rows": None, "retired_pages": None, "recovery_action": None,
             "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "memory_repair": None,
-            "errors": [], "inforom_corrupted": False, "sections": {}}
+            "clock_events": None, "errors": [], "inforom_corrupted": False, "sections": {}}
 
 
 def _gpu(bus_id, tree):
@@ -325,6 +360,7 @@ def _gpu(bus_id, tree):
         "drain_and_reset_recommended": _yes_no(find(tree, "GPU Reset Status", "Drain and Reset Recommended")),
         "ecc": _ecc(tree),
         "memory_repair": _memory_repair(tree),
+        "clock_events": _clock_events(tree),
         "errors": _errors(tree),
         "sections": tree,
     })

@@ -266,8 +266,39 @@ def _select_type(value, version):
             % (removed, value, value))
 
 
+# Topology plugins each release ships (src/plugins/topology/ at its tag), from the release named on; read_config.c
+# reads a value containing "none" (23.11 to 24.11) or "none"/"default" (25.05 on, any case) as the release's own
+# default; before 23.11 the value names the plugin file as written (topology/none ships).
+_TOPOLOGY_PLUGINS = (
+    ("22.05", ("3d_torus", "hypercube", "none", "tree")),
+    ("23.11", ("3d_torus", "block", "default", "tree")),
+    ("25.05", ("block", "flat", "tree")),
+    ("26.05", ("block", "flat", "ring", "torus3d", "tree")),
+)
+
+
+def _topology_plugin(value, version):
+    target = parse_version(version)
+    shipped = ([plugins for release, plugins in _TOPOLOGY_PLUGINS if parse_version(release) <= target]
+               or [_TOPOLOGY_PLUGINS[0][1]])[-1]
+    lower = value.lower()
+    if (23, 11) <= target < (25, 5) and "none" in lower:
+        return None
+    if target >= (25, 5) and lower in ("none", "default", "topology/none", "topology/default"):
+        return None
+    # the plugin file's name: as written
+    if value.startswith("topology/") and value[len("topology/"):] in shipped:
+        return None
+    return ("a topology plugin Slurm %s ships (%s)" % (release_for(version), ", ".join(
+        "topology/" + p for p in shipped)),
+        "slurmctld cannot load TopologyPlugin=%s and stops (\"fatal: Failed to initialize topology plugin\", "
+        "read_config.c); topology/block came with 23.11, topology/flat (the "
+        "default) with 25.05; topology/hypercube went with 23.11, topology/3d_torus with 25.05" % value)
+
+
 VERSIONED_SHAPES = {
     ("slurm.conf", "SelectType"): _select_type,
+    ("slurm.conf", "TopologyPlugin"): _topology_plugin,
     ("slurm.conf", "SelectTypeParameters"): _select_type_parameters,
     ("slurm.conf", "EpilogMsgTime"): _epilog_msg_time,
     ("cgroup.conf", "CgroupPlugin"): _cgroup_plugin,

@@ -26,10 +26,11 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     partition_definition,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import parse_version
 
 FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 # slurm.conf NodeName options that only slurmctld uses; changing them needs no slurmd restart.
-_CTLD_ONLY_NODE_KEYS = frozenset(("weight", "features", "feature", "state", "reason", "comment", "line"))
+CTLD_ONLY_NODE_KEYS = frozenset(("weight", "features", "feature", "state", "reason", "comment", "line"))
 
 
 def _parse(text):
@@ -89,6 +90,40 @@ def slurm_conf_changes(old_text, new_text):
     return result
 
 
+# GRES counted on the GPUs they share: slurmctld compares their jobs with the node's gres/gpu count (gres.c
+# _get_node_gres_cnt: "For gres/'shared' return count of gres/gpu").
+SHARED_GRES = ("shard", "mps")
+
+
+def gres_jobs_killed(changes, version):
+    """What slurmctld kills at its restart on the nodes whose GRES change in ``slurm_conf_changes``' result:
+    ``{"count": {node: [gres names]}, "types": {node: [gres keys]}}``.
+
+    - ``count``: a GRES whose total (every type together) changes: every job using it on the node is killed
+      ("Killing job N: gres/gpu count mismatch on node", gres.c _validate_node_gres_cnt compares the size of a
+      job's allocation with the node's count; recorded on 22.05.8). Shards and MPS follow the GPUs they share.
+    - ``types`` (from 23.11, Slurm commit 63b13d6e): a type the node no longer has at all kills the jobs that asked
+      for it ("gres/gpu type a100 not found on node"), even at the same total; untyped jobs survive.
+    """
+    deltas, gone = {}, {}
+    for direction in ("gres_up", "gres_down"):
+        for node, keys in (changes.get(direction) or {}).items():
+            for key, (old, new) in keys.items():
+                name = key.split(":")[0]
+                if name in SHARED_GRES:
+                    continue
+                deltas.setdefault(node, {}).setdefault(name, 0)
+                deltas[node][name] += new - old
+                if ":" in key and old and not new:
+                    gone.setdefault(node, []).append(key)
+    count = {node: sorted(n for n, d in names.items() if d) for node, names in deltas.items() if any(names.values())}
+    types = {}
+    if parse_version(version or "23.11") >= (23, 11):
+        types = {node: sorted(keys) for node, keys in gone.items()
+                 if not set(k.split(":")[0] for k in keys) <= set(count.get(node, ()))}
+    return {"count": count, "types": types}
+
+
 def _gres_meaning(slurm_text, gres_text, node_name):
     """What slurmd makes of a node's gres.conf (records, AutoDetect, fatal), or the text when it cannot be read."""
     try:
@@ -138,7 +173,7 @@ def node_restart_plan(node_name, applied, new):
             reasons.append("%s changed" % name)
     changes = slurm_conf_changes(applied.get("slurm.conf"), new.get("slurm.conf"))
     if changes["changed"]:
-        own = [k for k in changes["nodes_changed"].get(node_name, []) if k not in _CTLD_ONLY_NODE_KEYS]
+        own = [k for k in changes["nodes_changed"].get(node_name, []) if k not in CTLD_ONLY_NODE_KEYS]
         if own:
             reasons.append("slurm.conf: this node's %s changed" % ", ".join(own))
         if node_name in changes["nodes_added"]:
@@ -186,7 +221,7 @@ def controller_plan(applied_text, new_text, targeted_nodes=None):
     if changes["options"]:
         before_reasons.append("options changed: %s" % ", ".join(changes["options"]))
     for name, keys in sorted(changes["nodes_changed"].items()):
-        other = [k for k in keys if k != "gres" and k not in _CTLD_ONLY_NODE_KEYS]
+        other = [k for k in keys if k != "gres" and k not in CTLD_ONLY_NODE_KEYS]
         if other:
             before_reasons.append("node %s: %s changed" % (name, ", ".join(other)))
     if changes["gres_up"]:
@@ -261,6 +296,16 @@ def partitions_removed(applied_text, new_text):
     if both is None:
         return []
     return sorted(set(both[0]["partitions"]) - set(both[1]["partitions"]))
+
+
+def nodes_removed(applied_text, new_text):
+    """The nodes of the file the daemons run with that the new one no longer defines: slurmctld ends every job
+    running on them when it restarts with the new file ("Invalid nodes (%s) for JobId", read_config.c
+    _sync_jobs_to_conf: batch jobs requeued, the others NODE_FAIL), and they leave the cluster."""
+    both = _both_parsed(applied_text, new_text)
+    if both is None:
+        return []
+    return sorted(set(both[0]["nodes"]) - set(both[1]["nodes"]))
 
 
 def gpus_lost(applied_text, new_text):

@@ -170,6 +170,13 @@ def test_restarts_turned_off_are_said_and_left_out_of_the_order():
         "changed), left for a later run: hpc_gres_slurmd_restart is false")
     assert report["verdicts"]["slurmctld"]["ctl"] == ("slurmctld host: would install slurm.conf; "
                                                       "hpc_gres_slurmctld_restart is false: no restart or reconfigure")
+    # a later run: the files are installed, the restart still held: said, not "unchanged"
+    ctl = [e for e in items if e["role"] == "slurmctld"][0]
+    ctl["installed"] = dict(ctl["new"])
+    report = check_report.check_report(items)
+    assert report["verdicts"]["slurmctld"]["ctl"] == (
+        "slurmctld host: files installed; slurmctld restart needed (GRES count goes down on gpu-a004), left for a later "
+        "run: hpc_gres_slurmctld_restart is false")
 
 
 def test_a_real_run_says_what_it_does_and_a_check_run_what_it_would_do():

@@ -171,6 +171,12 @@ def test_a_controller_planned_outside_the_gate_is_refused_the_same_state_change(
     back = deploy_plan.controller_plan({"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n"},
                                        controller(applied=added)[deploy_plan.CTLD_READ])
     assert deploy_plan.state_refusals_for_controller("ctl", back, "files", None, False, partitions=False) == []
+    # so is taking away the node its run added
+    grown = deploy_plan.controller_plan({"slurm.conf": SLURM % 8, "cgroup.conf": "ConstrainDevices=yes\n"},
+                                        controller(applied=SLURM % 8 + "NodeName=n4\n")[deploy_plan.CTLD_READ])
+    assert deploy_plan.state_refusals_for_controller("ctl", grown, "files", None, False, partitions=False) == []
+    assert "NodeName: expected every node" in deploy_plan.state_refusals_for_controller(
+        "ctl", grown, "files", None, False)[0]
     # the MIG runbook's step is rendered from the inventory: one that drops the site's partition is refused
     [dropped] = deploy_plan.state_refusals_for_controller("ctl", back, "files", None, False)
     assert dropped.startswith("host ctl: slurm.conf PartitionName: expected every partition slurmctld has now, found "
@@ -194,6 +200,22 @@ def test_a_partition_slurmctld_has_now_missing_from_the_render_is_refused():
     assert gate(st=state(applied=running), allow_state_change=True)["refusal"] is None
     # a partition changed, none removed: no refusal
     assert gate(st=state(applied=SLURM.replace("Default=YES", "Default=NO") % 8))["refusal"] is None
+
+
+def test_a_node_slurmctld_has_now_missing_from_the_render_is_refused():
+    # slurmctld fails the jobs running on a node it no longer has (read_config.c _sync_jobs_to_conf: "Invalid nodes")
+    running = (SLURM % 8).replace("NodeName=n3\n", "NodeName=n3\nNodeName=cpu[01-02] CPUs=64\n")
+    refusal = gate(st=state(applied=running))["refusal"]
+    assert ("host ctl: slurm.conf NodeName: expected every node of the slurm.conf slurmctld runs with, found "
+            "cpu[01-02] missing from the render: slurmctld ends the jobs running on a node it no longer has (batch "
+            "jobs requeued, the others NODE_FAIL) and the node leaves the cluster; add the host to the inventory's "
+            "slurmd group") in refusal
+    assert ("drain it first (scontrol update NodeName=cpu[01-02] State=DRAIN Reason=removed; then wait until squeue "
+            "-w cpu[01-02] is empty), stop its slurmd and rerun with -e hpc_gres_deploy_allow_state_change=true"
+            ) in refusal
+    assert gate(st=state(applied=running), allow_state_change=True)["refusal"] is None
+    # a node added: no refusal
+    assert gate(st=state(applied=(SLURM % 8).replace("NodeName=n3\n", "")))["refusal"] is None
 
 
 def test_a_node_whose_cpu_layout_changes_is_named_in_the_report():
@@ -451,3 +473,103 @@ def test_the_state_is_judged_once_per_distinct_pair_of_files(monkeypatch):
     refusal = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)["refusal"]
     assert "hosts n[1-3].lab: slurm.conf SlurmdSpoolDir" in refusal
     assert len(calls) == 2  # the controller's pair and the nodes' one
+
+
+def test_a_slurmd_restart_held_by_the_inventory_is_refused_where_slurmctld_would_drain_its_node():
+    st = state(applied=SLURM % 4)  # slurmctld runs n2 with gpu:a100:4, the render says 8: it restarts after
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    assert gate(st=st)["refusal"] is None
+    st["n2.lab"]["hpc_gres_slurmd_restart"] = "false"
+    plan = gate(st=st)
+    assert plan["held_nodes"] == ["n2.lab"]
+    assert plan["refusal"] == (
+        "nothing installed, nothing restarted: host n2.lab: hpc_gres_slurmd_restart is false, but the GRES "
+        "goes up (gpu:a100 4 -> 8) and slurmctld restarts on ctl: expected slurmd restarted in this run, found it "
+        "left for later; slurmctld would expect the new count from a slurmd that still reports the old one and "
+        "drain the node (\"gres/gpu count reported lower than configured\"); let this run restart slurmd there, or "
+        "install only (--tags install, or hpc_gres_slurmctld_restart=false as well) and restart both in a later run")
+    # install only: slurmctld keeps its file too, nothing drains
+    st["ctl"]["hpc_gres_slurmctld_restart"] = False
+    plan = gate(st=st)
+    assert plan["refusal"] is None and plan["held_controllers"] == ["ctl"]
+    # a count that goes down is clamped by slurmctld until slurmd restarts: it may wait
+    st = state(applied=SLURM % 9)
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    st["n2.lab"]["hpc_gres_slurmd_restart"] = False
+    plan = gate(st=st)
+    assert plan["refusal"] is None and plan["held_nodes"] == ["n2.lab"]
+
+
+def test_a_held_restart_with_nothing_to_install_is_no_change_of_the_run():
+    plan = {"held_nodes": ["n1.lab", "n2.lab"], "held_controllers": ["ctl", "ctl2"]}
+    nodes = {"n1.lab": {"install": False, "recorded": True}, "n2.lab": {"install": True, "recorded": True}}
+    ctls = {"ctl": {"install": False}, "ctl2": {"install": True}}
+    # n2 and ctl2 get new files in this run: their previous ones are the run's to record
+    assert deploy_plan.held_unchanged(plan, nodes, ctls) == {"n1.lab", "ctl"}
+    assert deploy_plan.held_unchanged({}, nodes, ctls) == set()
+
+
+def test_a_slurmctld_restart_held_by_the_inventory_is_refused_where_a_node_restarts_with_a_new_gres_count():
+    for applied, change in ((SLURM % 4, "gpu:a100 4 -> 8"), (SLURM % 9, "gpu:a100 9 -> 8")):
+        st = state(applied=applied)
+        st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+        st["ctl"]["hpc_gres_slurmctld_restart"] = "no"
+        plan = gate(st=st)
+        assert plan["held_controllers"] == ["ctl"] and plan["held_nodes"] == []
+        assert plan["refusal"].startswith(
+            "nothing installed, nothing restarted: host ctl: hpc_gres_slurmctld_restart is false, but n2.lab (%s) "
+            "restarts slurmd in this run: expected slurmctld restarted in this run" % change)
+        assert "hpc_gres_slurmd_restart=false on n2.lab as well" in plan["refusal"]
+        # both held: install only, nothing disagrees
+        st["n2.lab"]["hpc_gres_slurmd_restart"] = False
+        assert gate(st=st)["refusal"] is None
+
+
+def test_a_node_whose_gpu_count_changes_is_named_in_the_report_a_renamed_type_is_not():
+    # slurmctld kills the GPU jobs of a node whose gres/gpu count changes when it restarts (gres.c
+    # _validate_node_gres_cnt; recorded on 22.05.8 both ways: docs/dev/real-slurm-job-loss.md)
+    st = state(applied=SLURM % 4)
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    lines = gate(st=st)["report"]["lines"]
+    assert ("note: the gres/gpu count of n2 changes: slurmctld kills the jobs using it there when it restarts (shard "
+            "and MPS jobs on the GPUs too; \"count mismatch on node\"; batch jobs are requeued and start over, --no-requeue, srun and salloc jobs end "
+            "NODE_FAIL); drain them and let their jobs end first") in lines
+    # a type the node no longer has at the same count: from 23.11 the jobs that asked for it are killed (Slurm commit
+    # 63b13d6e, "gres/gpu type %s not found on node"); 22.05 compares the count only
+    renamed = state(applied=(SLURM % 8).replace("NodeName=n2 Gres=gpu:a100:8", "NodeName=n2 Gres=gpu:h100:8"))
+    notes = [line for line in gate(st=renamed)["report"]["lines"] if line.startswith("note: ")]
+    assert notes == ["note: n2 no longer has gpu:h100: slurmctld kills the jobs that asked for it when it restarts "
+                     "(\"type not found on node\"; batch jobs are requeued and start over, --no-requeue, srun and "
+                     "salloc jobs end NODE_FAIL); drain them and let their jobs end first"]
+    old = dict(RENDER, summary={"slurm_version": "22.05"})
+    for host in ("n1.lab", "n2.lab"):
+        renamed[host][deploy_plan.VERIFY]["daemon_version"]["version"] = "slurm-wlm 22.05.8"
+    renamed["ctl"][deploy_plan.CTLD_VERSIONS]["results"][0]["stdout"] = "slurm-wlm 22.05.8"
+    assert not [line for line in gate(st=renamed, render=old)["report"]["lines"] if line.startswith("note: ")]
+    assert not [line for line in gate()["report"]["lines"] if line.startswith("note: ")]
+    # shards follow the GPUs they share: a shard count alone kills nothing
+    shards = state(applied=(SLURM % 8).replace("Gres=gpu:a100:8\nNodeName=n2", "Gres=gpu:a100:8,shard:16\nNodeName=n2"))
+    rendered = dict(RENDER, files=dict(RENDER["files"], **{"slurm.conf": (SLURM % 8).replace(
+        "Gres=gpu:a100:8\nNodeName=n2", "Gres=gpu:a100:8,shard:32\nNodeName=n2")}))
+    assert not [line for line in gate(st=shards, render=rendered)["report"]["lines"] if line.startswith("note: ")]
+
+
+def test_an_install_only_run_is_not_refused_a_held_restart():
+    st = state(applied=SLURM % 4)
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    st["n2.lab"]["hpc_gres_slurmd_restart"] = False
+    assert "hpc_gres_slurmd_restart is false" in gate(st=st)["refusal"]
+    plan = gate(st=st, steps={"install": True, "restart": False})
+    assert plan["refusal"] is None and plan["held_nodes"] == ["n2.lab"]
+
+
+def test_a_restart_turned_off_with_an_extra_var_string_is_reported_as_held():
+    # -e hpc_gres_slurmctld_restart=false arrives as the string "false": the report reads it as the roles do
+    st = state(applied=SLURM % 4)
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    st["n2.lab"]["hpc_gres_slurmd_restart"] = "false"
+    st["ctl"]["hpc_gres_slurmctld_restart"] = "no"
+    plan = gate(st=st, check_mode=True)
+    assert plan["check_refusal"] is None
+    assert plan["report"]["restarts"] == []
+    assert any("left for a later run: hpc_gres_slurmd_restart is false" in line for line in plan["report"]["lines"])

@@ -111,5 +111,12 @@ def test_late_failure_rolled_back_or_not():
     assert out["lines"][1].startswith("a01: old files again (rolled back)")
     partial = run_outcome(record(), facts, ["ctl"], True)
     assert partial["state"] == "rollback_failed"
-    assert "a01: UNREACHABLE" in partial["lines"][1]
+    assert partial["lines"][1] == "a01: NOT ROLLED BACK (failed or unreachable in this run: not reached by the " \
+        "rollback); last known: old files (nothing installed) [gres.conf, slurm.conf]"
+    # a node that restarted on the new files, then failed: said so, not "unreachable"
+    facts["a01"] = {"hpc_gres_slurmd_done": True, "hpc_gres_slurmd_restarted": True, "hpc_gres_slurmd_install_result": {}}
+    partial = run_outcome(record(), facts, ["ctl"], True)
+    assert partial["lines"][1].startswith("a01: NOT ROLLED BACK (failed or unreachable in this run: not reached by "
+                                          "the rollback); last known: new files, slurmd restarted [gres.conf, "
+                                          "slurm.conf]")
     assert partial["lines"][-1].startswith("to finish this run")

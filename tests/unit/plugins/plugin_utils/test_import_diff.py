@@ -84,3 +84,13 @@ def test_a_site_option_left_out_and_an_autodetect_line_on_a_node_without_gpus():
                             cgroup=CGROUP + "ConstrainSwapSpace=no\n")
     assert found == ["first deploy: gres.conf line 1, node c1: AutoDetect=nvml becomes AutoDetect=off (no effect: "
                      "the node declares no GPU)"]
+
+
+def test_a_site_without_gpus_in_slurm_conf_is_told_so_not_where_to_put_group_vars():
+    # a real site's template (koichi2426/HPC-portal) wrote gres.conf lines but no GresTypes or Gres= in slurm.conf
+    _unused, done = report("NodeName=hpcnode CPUs=8 State=UNKNOWN\nPartitionName=p Nodes=hpcnode Default=YES\n",
+                           "NodeName=hpcnode Name=gpu File=/dev/nvidia[0-1]\n")
+    warnings = [line for line in done["report"] if "hpc_gres_gpus" in line or "declares a GPU" in line]
+    assert warnings and warnings[-1].startswith("WARNING: slurm.conf: no node declares a GPU (Gres=gpu:...), so Slurm "
+                                                "schedules no GPU on this cluster today")
+    assert not any("group_vars or host_vars beside the inventory" in line for line in done["report"])

@@ -119,3 +119,15 @@ def test_a_hostlist_with_a_suffix_fits_23_11_on_and_is_refused_for_22_05_at_its_
         "after ']' is read from Slurm 23.11; slurmctld stops: 'Unable to create NodeAddr list from node[01-02]-ib')",
         "slurm.conf line 5: Nodes=node[01-02]-ib (Slurm 22.05 cannot read the hostlist node[01-02]-ib; a suffix "
         "after ']' is read from Slurm 23.11)"]
+
+
+def test_a_topology_plugin_the_named_release_does_not_ship_is_refused():
+    # a real site's template (arkady-emelyanov/ai-lab) sets TopologyPlugin=topology/block, which came with 23.11
+    src = {"slurm.conf": "ClusterName=lab\nSlurmctldHost=ctl01\nSelectType=select/cons_tres\n"
+                         "TopologyPlugin=topology/block\nNodeName=n1 CPUs=4\nPartitionName=p Nodes=n1 Default=YES\n",
+           "includes": {}, "cgroup.conf": None, "gres.conf": None, "node_gres": {}}
+    with pytest.raises(ImportRefused) as err:
+        run_import(src, [], slurm_version="22.05")
+    assert any("TopologyPlugin" in str(r) and "a topology plugin Slurm 22.05 ships" in str(r)
+               for r in err.value.refusals), [str(r) for r in err.value.refusals]
+    assert run_import(src, [], slurm_version="24.11")["slurm_version"] == "24.11"

@@ -520,3 +520,16 @@ def test_sockets_and_sockets_per_board_together_are_refused_by_name():
     done = imported("GresTypes=gpu\nNodeName=n1 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 Gres=gpu:1\n",
                     "Name=gpu File=/dev/nvidia0\n")
     assert "NodeName=n1 Sockets=2 CoresPerSocket=8" in done["rendered"]["slurm.conf"]
+
+
+def test_gpus_in_slurm_conf_without_any_gres_conf_in_the_source_say_to_copy_it():
+    # a real site's repository (varghele/HuginSLURM) publishes slurm.conf with Gres=gpu:rtx5090:2 and no gres.conf
+    found = refusals("GresTypes=gpu\nNodeName=localhost CPUs=20 RealMemory=220000 Gres=gpu:rtx5090:2\n")
+    assert len(found) == 1 and "slurm.conf declares gpu:rtx5090:2, slurmd registers 0 (no gres.conf line gives it)" \
+        in found[0]
+    assert "no gres.conf was found in the source directory (expected gres.conf beside slurm.conf, or NODE/gres.conf " \
+        "per node): if the nodes have one, copy it there and import again" in found[0]
+    # a gres.conf that does not give the node its GPUs: the drain is the finding
+    found = refusals("GresTypes=gpu\nNodeName=localhost CPUs=20 Gres=gpu:rtx5090:2\n",
+                     "NodeName=other Name=gpu File=/dev/nvidia0\n")
+    assert "slurmctld drains this node today" in found[0] and "no gres.conf was found" not in found[0]

@@ -338,7 +338,9 @@ def test_read_smi_exit_14_infoROM_corrupted_is_read_and_warned(stdout_extra, std
     assert (smi["failure"], smi["reason"]) == (None, None)
     assert len(smi["smi_q"]["gpus"]) == 8
     findings = readiness.readiness_findings(smi_q=smi["smi_q"])["findings"]
-    assert [(f["severity"], f["check"], f["gpu"]) for f in findings] == [("warning", "errors", 1)]
+    # (the recording's GPUs are held down by the power brake: a clocks warning each)
+    assert [(f["severity"], f["check"], f["gpu"]) for f in findings if f["check"] != "clocks"] == [
+        ("warning", "errors", 1)]
 
 
 def test_read_smi_exit_14_without_the_warning_stays_a_failure():

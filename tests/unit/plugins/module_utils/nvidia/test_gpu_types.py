@@ -54,6 +54,14 @@ NAMES = [
     ("NVIDIA GeForce RTX 3090 Ti", "rtx3090ti"),
     ("NVIDIA GeForce RTX 5090", "rtx5090"),
     ("NVIDIA GeForce RTX 2080 Ti", "rtx2080ti"),
+    ("NVIDIA GeForce RTX 2080", "rtx2080"),
+    ("NVIDIA GeForce RTX 3080 Ti", "rtx3080ti"),
+    ("NVIDIA GeForce RTX 4080 SUPER", "rtx4080"),
+    ("NVIDIA GeForce RTX 5080", "rtx5080"),
+    ("NVIDIA GeForce GTX 1080", "gtx1080"),
+    ("GeForce GTX 1080 Ti", "gtx1080ti"),
+    ("NVIDIA TITAN V", "titanv"),
+    ("NVIDIA TITAN Xp", "titanxp"),
     ("NVIDIA B200", "b200"),
     ("NVIDIA GB200", "gb200"),
 ]
@@ -69,6 +77,7 @@ def test_each_real_name_gets_exactly_its_type(name, gtype):
     ("h200", "NVIDIA GH200 480GB"), ("h20", "NVIDIA H200"), ("h100", "NVIDIA H800"), ("b200", "NVIDIA GB200"),
     ("rtx6000", "NVIDIA RTX 6000 Ada Generation"), ("rtx6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition"),
     ("rtx3090", "NVIDIA GeForce RTX 3090 Ti"), ("a2", "NVIDIA RTX A2000"), ("t4", "NVIDIA T1000 8GB"),
+    ("rtx2080", "NVIDIA GeForce RTX 2080 Ti"), ("gtx1080", "GeForce GTX 1080 Ti"), ("rtx3080", "NVIDIA GeForce RTX 3080 Ti"),
 ])
 def test_near_misses_do_not_match(gtype, not_name):
     assert type_matches(gtype, not_name, COMPILED) is False

@@ -208,7 +208,8 @@ Q_VERDICTS = {
     "ecc-errors-sram-uncorrectable-volatile1-aggregate5-excerpt.txt": [("warning", "memory", None)],
     "gh200-1gpu-550-fabric-na.txt": [],
     "gtx680-1gpu-470-persistence-disabled.txt": [("warning", "persistence", 0)],
-    "h100-8gpu-sxm-535-fabric-completed.txt": [],
+    # every GPU held at 86 of 1980 MHz by the power brake (HW Slowdown, HW Power Brake Slowdown Active, not idle)
+    "h100-8gpu-sxm-535-fabric-completed.txt": [("warning", "clocks", n) for n in range(8)],
     "h100-8gpu-sxm-535.183-fabric-completed.txt": [],
     "h100-8gpu-sxm-565-fabric-completed-clique0-recovery-none.txt": [],
     "h100nvl-2gpu-550-pcie.txt": [],
@@ -1073,7 +1074,7 @@ def test_xid_gpu_named_by_index_when_nvidia_smi_is_read():
     events = r.parse_kernel_log(load("kernel-log", "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt"))
     node = q("h100-8gpu-sxm-535-fabric-completed.txt")  # GPU 4 at 00000000:9B:00.0
     result = r.readiness_findings(smi_q=node, kernel_events=events)
-    assert summary(result["findings"]) == [("error", "xid", 4)]
+    assert summary(checks(result, "xid")) == [("error", "xid", 4)]
 
 
 def test_api_mismatch_line_gives_the_client_version():
@@ -1179,3 +1180,81 @@ def test_catalogue_rows_beyond_the_first_table_are_classed_by_their_immediate_ac
     assert verdict["class"] == cls
     findings = r.check_xid(r.parse_kernel_log(line.replace("): 62,", "): %d," % xid)))["findings"]
     assert [f["severity"] for f in findings] == (["error"] if cls != "application" else [])
+
+
+# ------------------------------------------------------------------------------------------------ clocks
+
+
+def test_a_gpu_held_down_by_the_power_brake_is_named_with_its_clock_and_the_way_on():
+    result = r.readiness_findings(smi_q=q("h100-8gpu-sxm-535-fabric-completed.txt"))
+    first = checks(result, "clocks")[0]
+    assert (first["gpu"], first["expected"], first["found"]) == (
+        0, "clocks not held down by a hardware slowdown",
+        "HW Slowdown, HW Power Brake Slowdown Active, SM clock 86 MHz of 1980 MHz")
+    assert first["hint"].startswith("the platform asserts the power brake (power supply or BMC)")
+    # the same flags on a GPU whose clock is at its maximum (GPU 2 of the 535.183 recording): no finding
+    other = q("h100-8gpu-sxm-535.183-fabric-completed.txt")
+    assert "HW Power Brake Slowdown" in other["gpus"][2]["clock_events"]["active"]
+    assert checks(r.readiness_findings(smi_q=other), "clocks") == []
+    assert "clocks" in r.readiness_findings(smi_q=other)["applied"]
+
+
+def test_the_old_throttle_reasons_key_is_read_and_an_idle_gpu_is_not_judged():
+    # The Clocks Throttle Reasons and Clocks blocks of a real V100-SXM2 held by its server's power brake
+    # (l4rz.net/dell-idrac-reverse-engineering, pre-R530 alignment), with the GPU header and the V100's Max Clocks
+    # SM (1530 MHz, its datasheet) added: the excerpt carries neither.
+    text = """GPU 00000000:1A:00.0
+    Clocks Throttle Reasons
+        Idle                              : Not Active
+        Applications Clocks Setting       : Not Active
+        SW Power Cap                      : Not Active
+        HW Slowdown                       : Active
+            HW Thermal Slowdown           : Not Active
+            HW Power Brake Slowdown       : Active
+    Clocks
+        Graphics                          : 382 MHz
+        SM                                : 382 MHz
+        Memory                            : 877 MHz
+        Video                             : 1372 MHz
+    Max Clocks
+        SM                                : 1530 MHz
+"""
+    gpu = smi_q.parse_smi_q(text)["gpus"][0]
+    assert gpu["clock_events"] == {"active": ["HW Power Brake Slowdown", "HW Slowdown"], "idle": False,
+                                   "pstate": None, "sm_mhz": 382, "sm_max_mhz": 1530}
+    assert [f["found"] for f in checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(text)), "clocks")] == [
+        "HW Slowdown, HW Power Brake Slowdown Active, SM clock 382 MHz of 1530 MHz"]
+    thermal = text.replace("HW Thermal Slowdown           : Not Active", "HW Thermal Slowdown           : Active") \
+        .replace("HW Power Brake Slowdown       : Active", "HW Power Brake Slowdown       : Not Active")
+    finding = checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(thermal)), "clocks")[0]
+    assert finding["hint"].startswith("the GPU is too hot")
+    # idle: low clocks are the GPU at rest, whatever the flags
+    idle = text.replace("Idle                              : Not Active", "Idle                              : Active")
+    assert checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(idle)), "clocks") == []
+    # no reason readable (older GeForce drivers print N/A): the check does not apply
+    gtx = r.readiness_findings(smi_q=q("gtx680-1gpu-470-persistence-disabled.txt"))
+    assert gtx["not_applied"]["clocks"] == "no GPU reports its clock event reasons with its SM clocks"
+    # at P8 the clocks rest low whatever Idle says (a real RTX 5090 read Idle Not Active there)
+    rest = text.replace("GPU 00000000:1A:00.0\n", "GPU 00000000:1A:00.0\n    Performance State                     : P8\n")
+    assert checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(rest)), "clocks") == []
+    # the reasons without the clocks (nvidia-smi -q -d PERFORMANCE): not judged
+    bare = text.split("    Clocks\n")[0]
+    assert "clocks" in r.readiness_findings(smi_q=smi_q.parse_smi_q(bare))["not_applied"]
+
+
+def test_retired_pages_at_the_limit_are_an_error_and_many_double_bit_ones_a_warning():
+    # the real V100 recording's GPU 4 (sbe 1) with its counts raised: no recording at the limit was found
+    text = load("nvidia-smi-q", "v100-sxm2-16gb-8gpu-550-retired-pages.txt")
+    block = ("Single Bit ECC                    : 1\n"
+             "        Double Bit ECC                    : 0")
+    assert block in text
+
+    def memory(sbe, dbe):
+        changed = text.replace(block, block.replace(": 1\n", ": %d\n" % sbe).replace(": 0", ": %d" % dbe))
+        return [(f["severity"], f["gpu"], f["found"]) for f in checks(
+            r.readiness_findings(smi_q=smi_q.parse_smi_q(changed)), "memory")]
+
+    assert memory(1, 0) == []
+    assert memory(50, 13) == [("error", 4, "63 retired pages (single bit 50, double bit 13)")]
+    assert memory(2, 16) == [("warning", 4, "16 pages retired for double bit errors")]
+    assert memory(40, 15) == []

@@ -19,6 +19,23 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "SelectType", "select/linear", "26.05", True),
     ("slurm.conf", "SelectType", "select/cray_aries", "23.11", True),
     ("slurm.conf", "SelectType", "select/cray_aries", "24.05", False),
+    # src/plugins/topology/ at each release's tag; "none" read as the default by read_config.c
+    ("slurm.conf", "TopologyPlugin", "topology/block", "22.05", False),
+    ("slurm.conf", "TopologyPlugin", "topology/block", "23.11", True),
+    ("slurm.conf", "TopologyPlugin", "topology/tree", "22.05", True),
+    ("slurm.conf", "TopologyPlugin", "topology/none", "22.05", True),
+    ("slurm.conf", "TopologyPlugin", "topology/none", "24.11", True),
+    ("slurm.conf", "TopologyPlugin", "topology/none", "26.05", True),
+    ("slurm.conf", "TopologyPlugin", "topology/default", "23.02", False),
+    ("slurm.conf", "TopologyPlugin", "topology/default", "25.05", True),
+    ("slurm.conf", "TopologyPlugin", "topology/flat", "24.11", False),
+    ("slurm.conf", "TopologyPlugin", "topology/flat", "25.05", True),
+    ("slurm.conf", "TopologyPlugin", "topology/hypercube", "23.11", False),
+    ("slurm.conf", "TopologyPlugin", "topology/3d_torus", "25.05", False),
+    ("slurm.conf", "TopologyPlugin", "topology/ring", "26.05", True),
+    ("slurm.conf", "TopologyPlugin", "none", "22.05", False),            # 22.05 loads none.so
+    ("slurm.conf", "TopologyPlugin", "none", "23.11", True),
+    ("slurm.conf", "TopologyPlugin", "topology/Tree", "24.11", False),   # topology_Tree.so does not exist
     ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,CR_LLN", "22.05", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core,CR_Memory", "22.05", False),       # two resource kinds
     ("slurm.conf", "SelectTypeParameters", "CR_CPU,CR_ONE_TASK_PER_CORE", "22.05", False),
