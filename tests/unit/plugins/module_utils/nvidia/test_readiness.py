@@ -1238,7 +1238,7 @@ def test_the_old_throttle_reasons_key_is_read_and_an_idle_gpu_is_not_judged():
     rest = text.replace("GPU 00000000:1A:00.0\n", "GPU 00000000:1A:00.0\n    Performance State                     : P8\n")
     assert checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(rest)), "clocks") == []
     # the reasons without the clocks (nvidia-smi -q -d PERFORMANCE): not judged
-    bare = text.split("    Clocks\n")[0]
+    bare = text.split("    Clocks\n", maxsplit=1)[0]
     assert "clocks" in r.readiness_findings(smi_q=smi_q.parse_smi_q(bare))["not_applied"]
 
 
