@@ -915,9 +915,9 @@ SLOWDOWNS = ("HW Slowdown", "HW Power Brake Slowdown", "HW Thermal Slowdown", "S
 
 def check_clocks(smi_q=None, bus_to_index=None):
     """A GPU whose clocks a hardware slowdown holds down (``Clocks Event Reasons``, ``Clocks Throttle Reasons``
-    before R535): one of :data:`SLOWDOWNS` Active while the GPU is not at rest (Idle, P8 or deeper) and its SM
-    clock is below half its
-    maximum (NVML: HW Slowdown reduces "the core clocks by a factor of 2 or more"). A warning: the GPU works, jobs
+    before R535): one of :data:`SLOWDOWNS` Active while the GPU is not at rest (Idle, or P8 or deeper and not
+    busy) and its SM clock is below half its maximum (NVML: HW Slowdown reduces "the core clocks by a factor of 2 or
+    more"). A warning: the GPU works, jobs
     run at a fraction of its speed; NVML also reports HW Slowdown briefly "during PState or clock change", and a
     flag with the clock at its maximum (seen on a real H100) is no finding. Applies when a GPU reports the reasons
     (N/A on older GeForce drivers and vGPUs)."""
@@ -929,12 +929,14 @@ def check_clocks(smi_q=None, bus_to_index=None):
     for gpu in smi_q.get("gpus") or []:
         events = gpu.get("clock_events")
         sm, top = (events or {}).get("sm_mhz"), (events or {}).get("sm_max_mhz")
-        if not events or not sm or not top:  # -q -d PERFORMANCE prints no clocks: nothing to judge by
+        if not events or sm is None or not top:  # -q -d PERFORMANCE prints no clocks: nothing to judge by
             continue
         judged = True
         slow = [reason for reason in SLOWDOWNS if reason in events["active"]]
-        # a GPU at rest (Idle, or P8 and deeper, where a real RTX 5090 read Idle Not Active) has low clocks anyway
-        resting = events.get("idle") or (events.get("pstate") or 0) >= 8
+        # a GPU at rest (Idle, or P8 and deeper unless busy: a real idle RTX 5090 read Idle Not Active there, and a
+        # laptop GPU held by a slowdown was reported busy at P8) has low clocks anyway
+        busy = events.get("busy")
+        resting = events.get("idle") or ((events.get("pstate") or 0) >= 8 and (busy is None or busy < 10))
         if not slow or resting or sm * 2 > top:
             continue
         if "HW Power Brake Slowdown" in slow:

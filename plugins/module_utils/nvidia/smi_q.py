@@ -296,7 +296,8 @@ def _reason_active(value):
 
 
 def _clock_events(tree):
-    """``{"active": [reason names], "idle": bool or None, "pstate": N of PN, "sm_mhz", "sm_max_mhz"}`` from "Clocks Event Reasons"
+    """``{"active": [reason names], "idle": bool or None, "pstate": N of PN, "busy": GPU utilization %, "sm_mhz",
+    "sm_max_mhz"}`` from "Clocks Event Reasons"
     (R535 and later) or "Clocks Throttle Reasons" (before); None when no reason is readable (N/A on GeForce cards
     of older drivers, vGPUs)."""
     section = _find_any(tree, [("Clocks Event Reasons",), ("Clocks Throttle Reasons",)])
@@ -319,7 +320,7 @@ def _clock_events(tree):
         return None
     pstate = re.match(r"^P(\d+)$", value_or_none(find(tree, "Performance State")) or "")
     return {"active": sorted(k for k, v in reasons.items() if v), "idle": reasons.get("Idle"),
-            "pstate": int(pstate.group(1)) if pstate else None,
+            "pstate": int(pstate.group(1)) if pstate else None, "busy": _int(find(tree, "Utilization", "Gpu")),
             "sm_mhz": _int(find(tree, "Clocks", "SM")), "sm_max_mhz": _int(find(tree, "Max Clocks", "SM"))}
 
 

@@ -211,6 +211,10 @@ Q_VERDICTS = {
     # every GPU held at 86 of 1980 MHz by the power brake (HW Slowdown, HW Power Brake Slowdown Active, not idle)
     "h100-8gpu-sxm-535-fabric-completed.txt": [("warning", "clocks", n) for n in range(8)],
     "h100-8gpu-sxm-535.183-fabric-completed.txt": [],
+    # under load (P2, Idle Not Active, SM up to 3105 MHz; two with SW Power Cap Active at the power limit): normal
+    "rtx4090-8gpu-535-five-under-load-p2.txt": [],
+    # clock-gated at rest: SM 0 MHz at P8 (two with SW Power Cap Active)
+    "a40-10gpu-550-p8-sm-0mhz.txt": [],
     "h100-8gpu-sxm-565-fabric-completed-clique0-recovery-none.txt": [],
     "h100nvl-2gpu-550-pcie.txt": [],
     "h200-1gpu-passthrough-550-fabric-completed.txt": [],
@@ -1221,7 +1225,7 @@ def test_the_old_throttle_reasons_key_is_read_and_an_idle_gpu_is_not_judged():
 """
     gpu = smi_q.parse_smi_q(text)["gpus"][0]
     assert gpu["clock_events"] == {"active": ["HW Power Brake Slowdown", "HW Slowdown"], "idle": False,
-                                   "pstate": None, "sm_mhz": 382, "sm_max_mhz": 1530}
+                                   "pstate": None, "busy": None, "sm_mhz": 382, "sm_max_mhz": 1530}
     assert [f["found"] for f in checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(text)), "clocks")] == [
         "HW Slowdown, HW Power Brake Slowdown Active, SM clock 382 MHz of 1530 MHz"]
     thermal = text.replace("HW Thermal Slowdown           : Not Active", "HW Thermal Slowdown           : Active") \
@@ -1237,6 +1241,10 @@ def test_the_old_throttle_reasons_key_is_read_and_an_idle_gpu_is_not_judged():
     # at P8 the clocks rest low whatever Idle says (a real RTX 5090 read Idle Not Active there)
     rest = text.replace("GPU 00000000:1A:00.0\n", "GPU 00000000:1A:00.0\n    Performance State                     : P8\n")
     assert checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(rest)), "clocks") == []
+    # busy at P8 with a slowdown (reported of laptop GPUs held at 210 MHz under load): judged
+    busy = rest.replace("    Clocks\n", "    Utilization\n        Gpu                               : 97 %\n    Clocks\n")
+    assert [f["gpu"] for f in checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(busy)), "clocks")] == [
+        "00000000:1A:00.0"]
     # the reasons without the clocks (nvidia-smi -q -d PERFORMANCE): not judged
     bare = text.split("    Clocks\n", maxsplit=1)[0]
     assert "clocks" in r.readiness_findings(smi_q=smi_q.parse_smi_q(bare))["not_applied"]
@@ -1258,3 +1266,12 @@ def test_retired_pages_at_the_limit_are_an_error_and_many_double_bit_ones_a_warn
     assert memory(50, 13) == [("error", 4, "63 retired pages (single bit 50, double bit 13)")]
     assert memory(2, 16) == [("warning", 4, "16 pages retired for double bit errors")]
     assert memory(40, 15) == []
+
+
+def test_gpus_clock_gated_at_zero_mhz_are_judged_and_at_rest():
+    # real A40s at P8 read "SM : 0 MHz": their clocks are read (the check applies), and they rest
+    result = r.readiness_findings(smi_q=q("a40-10gpu-550-p8-sm-0mhz.txt"))
+    assert "clocks" in result["applied"] and checks(result, "clocks") == []
+    loaded = q("rtx4090-8gpu-535-five-under-load-p2.txt")
+    assert sorted({g["clock_events"]["pstate"] for g in loaded["gpus"]}) == [2, 8]
+    assert checks(r.readiness_findings(smi_q=loaded), "clocks") == []

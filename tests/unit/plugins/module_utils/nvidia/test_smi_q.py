@@ -26,6 +26,8 @@ EXPECTED = {
         ("535.129.03", 1, 1, "00000000:07:00.0", "NVIDIA A10", 0, "Enabled"),
     "a100-sxm4-80gb-4gpu-555-fabric-na.txt":
         ("555.42.02", 4, 4, "00000000:68:00.0", "NVIDIA A100-SXM4-80GB", 3, "Enabled"),
+    "a40-10gpu-550-p8-sm-0mhz.txt":
+        ("550.127.05", 10, 10, "00000000:4F:00.0", "NVIDIA A40", 0, "Enabled"),
     "a100-sxm4-80gb-8gpu-510-remapped-rows-pending-excerpt.txt":
         ("510.73.08", 8, 1, "00000000:10:1C.0", "NVIDIA A100-SXM4-80GB", None, None),
     "ecc-errors-sram-uncorrectable-volatile1-aggregate5-excerpt.txt":
@@ -52,6 +54,8 @@ EXPECTED = {
         (None, None, 1, None, None, None, None),
     "rtx4090-8gpu-535-addressing-mode-unknown-error.txt":
         ("535.154.05", 8, 8, "00000000:01:00.0", "NVIDIA GeForce RTX 4090", 2, "Enabled"),
+    "rtx4090-8gpu-535-five-under-load-p2.txt":
+        ("535.154.05", 8, 8, "00000000:01:00.0", "NVIDIA GeForce RTX 4090", 3, "Enabled"),
     "rtx4090-8gpu-535-healthy.txt":
         ("535.154.05", 8, 8, "00000000:01:00.0", "NVIDIA GeForce RTX 4090", 2, "Enabled"),
     "rtx5090-1gpu-570-reset-status-deprecated-recovery-none.txt":
