@@ -432,6 +432,11 @@ def _restart_enabled(facts, role):
     return boolean(facts.get("hpc_gres_%s_restart" % role, True), strict=False)
 
 
+def _count_changes(counts):
+    """``{gres key: [old, new]}`` (restart_plan's gres_up / gres_down) as ["gpu:a100 4 -> 8", ...]."""
+    return ["%s %d -> %d" % (key, a, b) for key, (a, b) in sorted(counts.items())]
+
+
 def _held_restart_refusals(plan, node_plans, state):
     """Sets ``held_nodes`` and ``held_controllers``: the targeted hosts whose daemon needs a restart that their
     ``hpc_gres_slurmd_restart`` / ``hpc_gres_slurmctld_restart`` false leaves for later. Refuses a held slurmd whose
@@ -454,7 +459,7 @@ def _held_restart_refusals(plan, node_plans, state):
         for name, keys in (changes.get("nodes_changed") or {}).items():
             counts = dict((changes.get("gres_down") or {}).get(name) or {})
             counts.update((changes.get("gres_up") or {}).get(name) or {})
-            parts = ["%s %d -> %d" % (key, a, b) for key, (a, b) in sorted(counts.items())]
+            parts = _count_changes(counts)
             own = [k for k in keys if k not in CTLD_ONLY_NODE_KEYS and k != "gres"]
             parts += [", ".join(own) + " changed"] if own else []
             if parts:
@@ -481,8 +486,7 @@ def _held_restart_refusals(plan, node_plans, state):
     for host in plan["held_nodes"]:
         up = going_up.get(plan["names"][host])
         if up:
-            ups.setdefault(", ".join("%s %d -> %d" % (key, a, b) for key, (a, b) in sorted(up.items())),
-                           []).append(host)
+            ups.setdefault(", ".join(_count_changes(up)), []).append(host)
     refusals += [
         "host %s: hpc_gres_slurmd_restart is false, but the GRES goes up (%s) and slurmctld restarts on %s: expected "
         "slurmd restarted in this run, found it left for later; slurmctld would expect the new count from a slurmd "
