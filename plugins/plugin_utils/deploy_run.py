@@ -61,15 +61,26 @@ def _changed(entry):
     return [name for name, sums in sorted(entry.get("files", {}).items()) if sums.get("changed")]
 
 
+def _reached_text(status):
+    """What a host that answered has, by its phase (``host_status``)."""
+    phase = status.get("phase") or "recorded"
+    return {"recorded": "old files (nothing installed)",
+            "installed": "NEW files installed, daemon NOT restarted",
+            "restarted": "new files" + ("" if status.get("restarted") is None else
+                                        ", slurmd restarted" if status.get("restarted") else
+                                        ", slurmd runs them already or its restart is pending"),
+            "rolled_back": "old files again (rolled back), its daemon runs them",
+            "rollback_failed": "ROLLBACK FAILED: %s" % (status.get("error") or "?")}.get(phase, phase)
+
+
 def host_line(host, entry, status, node):
     """One line for a host of the record: which files it has now, its daemon, slurmctld's view of the node."""
     changed = ", ".join(_changed(entry)) or "no file"
     phase = status.get("phase") or "recorded"
     if status.get("unreachable") and phase == "rollback_failed":
         # failed or unreachable: the play cannot tell which; what it had when it left the run is known
-        last = host_line(host, entry, dict(status.get("before") or {}, unreachable=False), None)
         what = "NOT ROLLED BACK (failed or unreachable in this run: %s); last known: %s" % (
-            status.get("error") or "?", last.split(": ", 1)[1].rsplit(" [", 1)[0])
+            status.get("error") or "?", _reached_text(status.get("before") or {}))
     elif status.get("unreachable"):
         files = {"recorded": "old files (unreachable before the install)",
                  "installed": "NEW files installed, daemon not restarted (unreachable after the install)",
@@ -77,13 +88,7 @@ def host_line(host, entry, status, node):
                  "rolled_back": "old files (unreachable after the rollback)"}.get(phase, phase)
         what = "UNREACHABLE; last received: %s" % files
     else:
-        what = {"recorded": "old files (nothing installed)",
-                "installed": "NEW files installed, daemon NOT restarted",
-                "restarted": "new files" + ("" if status.get("restarted") is None else
-                                            ", slurmd restarted" if status.get("restarted") else
-                                            ", slurmd runs them already or its restart is pending"),
-                "rolled_back": "old files again (rolled back), its daemon runs them",
-                "rollback_failed": "ROLLBACK FAILED: %s" % (status.get("error") or "?")}.get(phase, phase)
+        what = _reached_text(status)
     line = "%s: %s [%s]" % (host, what, changed)
     if node is not None:
         state = node.get("State") or "?"
