@@ -159,7 +159,7 @@ def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
                 record.get("started", "?"), state)]
     hosts = record.get("hosts", {})
     if not hosts:
-        lines.append("no host changed")
+        lines.append("no host changed the files its daemons run with")
     for host in sorted(hosts):
         entry = hosts[host]
         node = (nodes or {}).get(entry.get("node")) if entry.get("node") else None

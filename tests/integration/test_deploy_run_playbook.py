@@ -309,6 +309,67 @@ def test_a_slurmctld_that_does_not_come_back_stops_the_run_before_any_slurmd_res
     assert cluster.lock() is None
 
 
+SYSTEMCTL_STATEFUL = """#!/bin/sh
+# slurmctld's unit for the test: a restart fails while {here}/fail exists (the unit is then failed); show reports it
+echo "$*" >> "{here}/calls"
+case "$1" in
+  show) printf 'Id=slurmctld.service\\nLoadState=loaded\\nActiveState=%s\\nSubState=%s\\nUnitFileState=enabled\\n' \\
+          "$(cat "{here}/state")" "$(cat "{here}/state")"; exit 0 ;;
+  restart|start) if [ -e "{here}/fail" ]; then echo failed > "{here}/state"
+                   echo 'Job for slurmctld.service failed' >&2; exit 1; fi
+                 echo active > "{here}/state"; exit 0 ;;
+esac
+exit 0
+"""
+
+
+def test_the_rollback_of_a_run_whose_slurmctld_did_not_come_back_starts_it_on_the_previous_files(cluster, tmp_path):
+    # the rollback's plan compares the previous files with those slurmctld last started with, which are the same:
+    # without the unit's state it restarted nothing and left slurmctld down
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text(SYSTEMCTL_STATEFUL.format(here=tmp_path))
+    (fake / "systemctl").chmod(0o755)
+    (tmp_path / "state").write_text("active\n")
+    (tmp_path / "fail").write_text("")
+    conf = cluster.tmp / "ctl" / "etc" / "slurm.conf"
+    before = conf.read_text()
+    change = '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 23456}, "hpc_gres_slurmctld_restart": true}'
+    rc, out = cluster.play("deploy-gres.yml", "-e", change, cores=False, path=str(fake))
+    assert rc != 0, out
+    run = run_id(out)
+    assert "did not come back after its restart" in out and "starts slurmctld on them" in out, out[-3000:]
+    assert "MaxJobCount=23456" in conf.read_text()
+    assert (tmp_path / "state").read_text().strip() == "failed"
+    (tmp_path / "fail").unlink()
+    (tmp_path / "calls").write_text("")
+    rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % run,
+                           "-e", "hpc_gres_slurmctld_restart=true", cores=False, path=str(fake))
+    assert rc == 0, out[-3000:]
+    assert "slurmctld on ctl01: not running (failed/failed), starting it on the previous files" in out, out[-3000:]
+    assert (tmp_path / "state").read_text().strip() == "active"
+    # the daemon started on the files it last started with: the rollback's record holds no change
+    assert "(rollback of %s by" % run in out and "no host changed the files its daemons run with" in out
+    # systemd_service starts a unit that is not active rather than restart it
+    assert [line for line in (tmp_path / "calls").read_text().splitlines() if "start " in line] == [
+        "start slurmctld"]
+    assert conf.read_text() == before
+    assert cluster.lock() is None
+    # a slurmctld that runs is only restarted for the change (a deploy, then its rollback)
+    change = '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 34567}, "hpc_gres_slurmctld_restart": true}'
+    rc, out = cluster.play("deploy-gres.yml", "-e", change, cores=False, path=str(fake))
+    assert rc == 0, out[-3000:]
+    good = run_id(out)
+    (tmp_path / "calls").write_text("")
+    rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good,
+                           "-e", "hpc_gres_slurmctld_restart=true", cores=False, path=str(fake))
+    assert rc == 0, out[-3000:]
+    assert "not running" not in out
+    assert [line for line in (tmp_path / "calls").read_text().splitlines() if "start " in line] == [
+        "restart slurmctld"]
+    assert conf.read_text() == before
+
+
 def test_a_restart_the_inventory_holds_is_said_once_and_later_runs_change_nothing(cluster, tmp_path):
     # slurmctld once restarted with an option (recorded as what it runs with), then a change installed with
     # hpc_gres_slurmctld_restart false: the restart stays pending, and a rerun neither records a run nor takes the
