@@ -373,6 +373,8 @@ plan:
       C(nhc) (the text to write, or null when the installed file is right), C(boot) (C(dirs), each C(dest), C(files)
       to write, C(absent) to remove and C(mode); C(reload), when unit files change and systemd runs; C(needed)),
       C(needed) (any of them).
+    - On a node that fails verification, C(installed) and C(new_files) hold only the files that would change, and
+      C(running_files) is left out (nothing is installed or restarted there; the failure output stays short).
   returned: with O(plan)
   type: dict
   sample: {"restart": true, "reasons": ["gres.conf changed"], "install": true, "not_installed": ["gres.conf"],
@@ -493,6 +495,16 @@ def _plan(module, node, gres_text):
         module.fail_json(msg="node %s: plan.health: expected a dict or null, found %r" % (node, health))
     plan["health_install"] = health_plan(health) if health else {"needed": False}
     return plan
+
+
+def _refused_plan(plan):
+    """A refused node's plan as its failure shows it: the installed and new texts of the files that would change
+    (the deploy's report diffs them), not three copies of every file; nothing is installed or restarted there."""
+    installed, new = plan["installed"] or {}, plan["new_files"]
+    changing = [n for n in plan["install_names"] if new.get(n) is not None and installed.get(n) != new.get(n)]
+    slim = {k: v for k, v in plan.items() if k != "running_files"}
+    slim.update(installed={n: installed.get(n) for n in changing}, new_files={n: new[n] for n in changing})
+    return slim
 
 
 _SPOOL_LINE = re.compile(r"(?im)^[ \t]*SlurmdSpoolDir[ \t]*=.*$")
@@ -735,6 +747,8 @@ def main():
         # the table is the message; the bulky facts would bury it in the failure output
         for key in ("table", "hw", "commands", "gres_conf_text"):
             result.pop(key)
+        if "plan" in result:
+            result["plan"] = _refused_plan(result["plan"])
         module.fail_json(msg=table, **result)
     module.exit_json(**result)
 

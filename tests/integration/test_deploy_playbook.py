@@ -22,6 +22,7 @@ from emulated_node import (
 MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 # one task decides: every node verified, the controllers planned, the order; in check mode it also reports
 GATE = "Every node verified, every daemon on the release; plan each controller and the restart order"
+VERIFY = "Verify the rendered files against this node; with a plan, also read what it has and plan the install"
 INSTALL = "Install the new files on the node (staged and renamed; the old ones kept as backups)"
 
 
@@ -125,6 +126,12 @@ def test_a_mig_layout_that_differs_is_refused_by_name_and_nothing_is_installed(t
     assert report["verdicts"]["slurmd"]["gpu-p01"] == (
         "passes verification; would install nothing: the deploy is refused")
     assert report["restarts"] == [] and report["refusal"].startswith("nothing installed, nothing restarted")
+    # the refused node's failure carries only the texts of the files that would change (three copies of every file
+    # buried the table); the report still diffs them
+    plan = tasks[VERIFY]["gpu-m01"]["plan"]
+    assert "running_files" not in plan and "running_files" in tasks[VERIFY]["gpu-p01"]["plan"]
+    assert sorted(plan["new_files"]) == sorted(plan["installed"]) == ["cgroup.conf", "gres.conf", "slurm.conf"]
+    assert "Gres=gpu:3g.40gb:2" in " ".join(added(tasks[GATE]["ctl01"], "/gpu-m01/etc/slurm.conf"))
 
 
 def test_a_gres_change_without_the_controller_in_the_limit_is_refused(tmp_path, cluster):

@@ -382,3 +382,28 @@ def test_bad_rendered_files_are_refused_naming_the_host_and_the_variables(node, 
     assert result["msg"].startswith("host gpu-a01.example.org: hpc_gres_slurmd_files, hpc_gres_slurmd_name: "
                                     "expected the rendered files of the hpc.slurm_gres.hpc_gres_render role")
     assert "found files %s" % ("cgroup.conf" if isinstance(files, dict) else "str 'slurm.conf'") in result["msg"]
+
+
+def test_a_refused_nodes_plan_holds_only_the_files_that_would_change(node, tmp_path):
+    # three copies of every file (installed, running, new) buried the findings table in the failure output
+    node.lose(7)
+    etc, state = tmp_path / "etc", tmp_path / "state"
+    etc.mkdir()
+    state.mkdir()
+    (etc / "slurm.conf").write_text(SLURM_CONF)
+    (etc / "gres.conf").write_text("# an older gres.conf\n" + GRES_CONF)
+    stage_dir = stage(node)
+    files = {"slurm.conf": SLURM_CONF, node.name + "/gres.conf": GRES_CONF}
+    plan = {"files": files, "config_dir": str(etc), "state_dir": str(state)}
+    rc, result = verify(node, stage_dir, check=True, plan=plan)
+    assert rc != 0 and "declares 8 a100, nvidia-smi sees 7" in result["msg"]
+    refused = result["plan"]
+    assert "running_files" not in refused
+    assert refused["new_files"] == {"gres.conf": GRES_CONF}
+    assert refused["installed"] == {"gres.conf": "# an older gres.conf\n" + GRES_CONF}
+    assert refused["install"] and refused["not_installed"] == ["gres.conf"]
+    # a node that passes keeps every file
+    rc, result = verify(Node(tmp_path / "healthy"), stage_dir, check=True, plan=plan)
+    assert rc == 0, result.get("msg")
+    assert sorted(result["plan"]["new_files"]) == sorted(result["plan"]["running_files"]) == [
+        "cgroup.conf", "gres.conf", "slurm.conf"]

@@ -466,6 +466,15 @@ def _lost_text(node):
     return "; nvidia-smi reports: %s" % " | ".join(lost) if lost else ""
 
 
+def _shortfall_effect(node):
+    """What Slurm does with fewer GPUs than gres.conf declares: slurmd counts the GPUs it detects with AutoDetect,
+    else the File= entries (gres.c _my_stat waits 20 s for a missing one, then exits)."""
+    if _autodetect_on(node):
+        return "slurmd detects the GPUs it finds and slurmctld drains the node (count reported lower than configured)"
+    return ("slurmd counts gres.conf's File= entries (AutoDetect is off): while the device file is there the node "
+            "keeps its count and jobs are given the missing GPU; without it slurmd exits after waiting 20 s for it")
+
+
 def _check_present(node):
     """The GPUs (and MIG devices) nvidia-smi sees cover what is declared."""
     out = []
@@ -496,15 +505,14 @@ def _check_present(node):
             "error", "present", None, "%d GPUs of type %s visible to nvidia-smi" % (want, gtype),
             "declares %d %s, nvidia-smi sees %d" % (want, gtype, seen),
             "%sa GPU fell off the bus, is held by a failed driver or is of another model (nvidia-smi names: %s); "
-            "slurmctld would drain the node (count reported lower)%s" % (
-                why, "; ".join(names) or "none", _lost_text(node))))
+            "%s%s" % (why, "; ".join(names) or "none", _shortfall_effect(node), _lost_text(node))))
     whole = [(k, v) for k, v in declared if k not in mig_types]
     total_want = sum(v for _key, v in whole)
     if not per_type_shortfall and total_want > len(gpus):
         out.append(finding(
             "error", "present", None, "%d GPUs visible to nvidia-smi" % total_want,
             "declares %d gpu, nvidia-smi sees %d" % (total_want, len(gpus)),
-            "check nvidia-smi -L and dmesg for Xid / fallen-off-the-bus; slurmctld would drain the node"
+            "check nvidia-smi -L and dmesg for Xid / fallen-off-the-bus; " + _shortfall_effect(node)
             + _lost_text(node)))
     claimed = set(id(s["gpu"]) for s in node.slots if s["gpu"] is not None)
     all_files_known = all(s["gpu"] is not None for s in node.slots)

@@ -120,6 +120,19 @@ def test_lost_gpu_names_the_count():
     assert stale and "minor 7" in stale[0]["found"]
 
 
+def test_a_lost_gpus_hint_says_what_slurm_does_with_autodetect_and_without():
+    # without AutoDetect slurmd counts File= entries: no drain, the dead GPU is handed to jobs (or slurmd exits when
+    # its device file is gone); with it, slurmd counts what NVML finds and slurmctld drains the node
+    off = only(run(facts=hw(count=7)), "present", "error")[0]["hint"]
+    assert "slurmd counts gres.conf's File= entries (AutoDetect is off)" in off and "drain" not in off
+    gres = GRES.replace("AutoDetect=off", "AutoDetect=nvml")
+    nvml = only(run(gres=gres, facts=hw(count=7)), "present", "error")[0]["hint"]
+    assert "slurmctld drains the node (count reported lower than configured)" in nvml
+    untyped = only(run(slurm=SLURM.replace("gpu:a100:8", "gpu:8"), gres=GRES.replace(" Type=a100", ""),
+                       facts=hw(count=6)), "present", "error")[0]["hint"]
+    assert "File= entries" in untyped and "drain" not in untyped
+
+
 def test_lost_gpu_with_untyped_gres_counts_the_total():
     slurm = SLURM.replace("gpu:a100:8", "gpu:8")
     gres = GRES.replace(" Type=a100", "")
