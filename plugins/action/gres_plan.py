@@ -22,7 +22,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import (
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
-STAGES = ("gate", "restarted", "registered", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
+STAGES = ("gate", "jobs", "restarted", "registered", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
           "maintenance", "health_library", "restart_batch")
 MAINTENANCE_PHASES = ("lock", "resume", "reboot", "failure", "summary")
 ARGUMENT_SPEC = dict(
@@ -78,7 +78,7 @@ ARGUMENT_SPEC = dict(
     task=dict(type="str"),
     result=dict(type="raw"),
 )
-REQUIRED_IF = [("stage", "restarted", ("plan",)), ("stage", "registered", ("plan",)), ("stage", "confirmed", ("plan",)),
+REQUIRED_IF = [("stage", "jobs", ("plan", "read")), ("stage", "restarted", ("plan",)), ("stage", "registered", ("plan",)), ("stage", "confirmed", ("plan",)),
                ("stage", "controller", ("files", "read")), ("stage", "summary", ("record",)),
                ("stage", "mig_status", ("host", "check", "step", "reason", "read")),
                ("stage", "waves", ("slurm_nodes", "target_hosts", "reason")), ("stage", "maintenance", ("phase",)),
@@ -136,6 +136,8 @@ class ActionModule(ActionBase):
                 elif report is not None:
                     report.pop("diffs")
                     result.update(report=report, report_lines=report.pop("lines"))
+            elif stage == "jobs":
+                plan = {"refusal": deploy_plan.jobs_refusal(plan, args["read"])}
             elif stage == "restarted":
                 state = host_values(hostvars, plan.get("targets", []), deploy_plan.STAGE_FACTS["restarted"])
                 plan = deploy_plan.restarted(plan, state)

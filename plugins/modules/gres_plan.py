@@ -23,6 +23,9 @@ description:
     targeted node has files other than the render installed. Nothing is installed anywhere then. In check mode the
     refusal is deferred (C(plan.check_refusal)) and RV(report_lines) say what the deploy would do, with the diffs
     grouped by hostlist; a real run the gate lets through gets RV(report_lines) saying what it does."
+  - "O(stage=jobs): after the gate, from slurmctld's one read O(read) (M(hpc.slurm_gres.slurm_node)) of the nodes in
+    the gate's C(plan.job_loss) (those whose jobs slurmctld ends when it restarts with the new files: a GRES count or
+    CPU layout that changes, a GPU type removed from 23.11), the refusal while any of them runs a job."
   - "O(stage=restarted): C(plan.failed_nodes), the targeted nodes whose slurmd restart did not finish."
   - "O(stage=registered): from slurmctld's one read O(read) of every targeted node (M(hpc.slurm_gres.slurm_node)
     with O(hpc.slurm_gres.slurm_node#module:nodes)), C(plan.confirm_hosts), the hosts to confirm one by one
@@ -64,7 +67,7 @@ options:
     description: Which decision to make.
     type: str
     required: true
-    choices: [gate, restarted, registered, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance,
+    choices: [gate, jobs, restarted, registered, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance,
               health_library, restart_batch]
   plan:
     description: The RV(plan) of the gate (O(stage=restarted), V(registered), V(confirmed), V(changes)); of O(stage=waves) for
@@ -94,7 +97,8 @@ options:
   read:
     description: O(stage=controller) and V(mig_status), the host's M(hpc.slurm_gres.config_tree) read of its files;
       O(stage=registered), the M(hpc.slurm_gres.slurm_node) read of every targeted node (skipped or failed - every
-      node is confirmed one by one); O(stage=restart_batch), its read of the batch's nodes before the restarts.
+      node is confirmed one by one); O(stage=restart_batch), its read of the batch's nodes before the restarts;
+      O(stage=jobs), its read of the nodes in the gate's C(plan.job_loss).
     type: dict
   targeted_nodes:
     description: O(stage=controller), the Slurm nodes this run restarts; a Gres change of any other is refused.

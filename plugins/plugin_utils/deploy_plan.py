@@ -327,6 +327,7 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                        "add the slurmctld group to --limit" % ", ".join(plan["names"][h] for h in plan["gres_changing"]))
     if reasons:
         plan["refusal"] = "nothing installed, nothing restarted: " + "; ".join(reasons)
+    plan["job_loss"] = {} if allow_state_change or not steps["restart"] else job_loss(plan, release)
     if check_mode:
         plan["check_refusal"], plan["refusal"] = plan["refusal"], None
         plan["report"] = check_report.check_report(_report_entries(plan, state, files), plan["check_refusal"],
@@ -425,6 +426,69 @@ def _gres_kill_notes(plan, release):
                      "not found on node\"; %s" % (hostlist.collect_hostlist(sorted(names, key=natural_key)),
                                                   "s" if len(names) == 1 else "ve", keys, requeue))
     return lines
+
+
+def job_loss(plan, release):
+    """``{node name: [why]}``: the nodes whose jobs slurmctld ends when it restarts in this run with the new files.
+    A GRES count that changes, a type the node no longer has (from 23.11; restart_plan.gres_jobs_killed), or a CPU
+    layout that changes (read_config.c: "change in socket/core configuration of allocated nodes")."""
+    out = {}
+    for host, ctl in plan["controller_plans"].items():
+        if not (ctl.get("restart_before") or ctl.get("restart_after")) or host in plan.get("held_controllers", ()):
+            continue
+        conf = ctl.get("slurm_conf") or {}
+        killed = gres_jobs_killed(conf, release)
+        for name in killed["count"]:
+            counts = dict((conf.get("gres_up") or {}).get(name) or {}, **((conf.get("gres_down") or {}).get(name) or {}))
+            out.setdefault(name, set()).add("its GRES count changes (%s)" % ", ".join(_count_changes(counts)))
+        for name, keys in killed["types"].items():
+            out.setdefault(name, set()).add("it no longer has %s" % ", ".join(keys))
+        for name, keys in (conf.get("nodes_changed") or {}).items():
+            if set(keys) & LAYOUT_KEYS:
+                out.setdefault(name, set()).add("its CPU layout changes")
+    return {name: sorted(why) for name, why in out.items()}
+
+
+BUSY_STATES = frozenset(("ALLOCATED", "MIXED", "COMPLETING"))
+
+
+def node_jobs(node):
+    """What of a node read from slurmctld (scontrol.parse_show_node) says jobs run there, or None."""
+    try:
+        cpus = int(node.get("CPUAlloc") or 0)
+    except ValueError:
+        cpus = 0
+    flags = set(f.upper() for f in node.get("state_flags") or ())
+    if (node.get("state_base") or "").upper() in BUSY_STATES or "COMPLETING" in flags or cpus > 0:
+        return "State=%s CPUAlloc=%s%s" % (node.get("State"), node.get("CPUAlloc", "?"),
+                                           " AllocTRES=%s" % node["AllocTRES"] if node.get("AllocTRES") else "")
+    return None
+
+
+def jobs_refusal(plan, read):
+    """The refusal of a run whose slurmctld restart would end jobs (``plan["job_loss"]``) on nodes slurmctld shows
+    busy in its one read (slurm_node's result ``read``); None when no such node has a job."""
+    hosts = {name: host for host, name in (plan.get("names") or {}).items()}
+    if read.get("failed") or not isinstance(read.get("nodes"), dict):
+        names = hostlist.collect_hostlist(sorted(plan.get("job_loss") or (), key=natural_key))
+        return ("nothing installed, nothing restarted: slurmctld: running jobs: expected to read %s from slurmctld "
+                "(their GRES count or CPU layout changes, and slurmctld ends their jobs when it restarts), found "
+                "scontrol failing: %s; start slurmctld and deploy again, or, when no job can run there, deploy with "
+                "-e hpc_gres_deploy_allow_state_change=true" % (names, str(read.get("msg") or "no answer")[:300]))
+    nodes = read["nodes"]
+    busy = [(name, why, node_jobs(nodes[name])) for name, why in sorted((plan.get("job_loss") or {}).items())
+            if nodes.get(name) and node_jobs(nodes[name])]
+    if not busy:
+        return None
+    names = hostlist.collect_hostlist(sorted((b[0] for b in busy), key=natural_key))
+    parts = ["host %s (node %s): running jobs: expected none on a node where %s, as slurmctld ends them when it "
+             "restarts (batch jobs are requeued and start over, --no-requeue, srun and salloc jobs end NODE_FAIL), "
+             "found %s" % (hosts.get(name, name), name, " and ".join(why), jobs)
+             for name, why, jobs in sorted(busy, key=lambda b: natural_key(b[0]))]
+    return ("nothing installed, nothing restarted: %s; drain them (scontrol update nodename=%s state=drain "
+            "reason=\"GRES change\"), wait until squeue -w %s shows no job and deploy again, then resume them "
+            "(scontrol update nodename=%s state=resume); or deploy with -e hpc_gres_deploy_allow_state_change=true "
+            "to let slurmctld end those jobs" % ("; ".join(parts), names, names, names))
 
 
 def _restart_enabled(facts, role):

@@ -23,8 +23,10 @@ if [ "$n" -gt 0 ]; then
   echo $((n - 1)) > "{fail}"; echo "slurm_load_node error: Unable to contact slurm controller" >&2; exit 1
 fi
 [ "$1" = ping ] && {{ echo "Slurmctld(primary) at ctl01 is UP"; exit 0; }}
-echo "NodeName=gpu-p01 Arch=x86_64 CoresPerSocket=32 CPUAlloc=0 CPUTot=128 Gres=gpu:a100:8(S:0-1) RealMemory=1000 \\
-Sockets=2 State=IDLE ThreadsPerCore=2 SlurmdStartTime=2026-12-01T10:00:00"
+state=IDLE; cpus=0
+[ -e "{busy}" ] && {{ state=MIXED; cpus=16; }}
+echo "NodeName=gpu-p01 Arch=x86_64 CoresPerSocket=32 CPUAlloc=$cpus CPUTot=128 Gres=gpu:a100:8(S:0-1) RealMemory=1000 \\
+Sockets=2 State=$state ThreadsPerCore=2 SlurmdStartTime=2026-12-01T10:00:00"
 """
 
 
@@ -34,14 +36,15 @@ class Cluster(object):
         self.node = Node(tmp_path / "p01", name="gpu-p01")
         self.fail = str(tmp_path / "scontrol-failures")
         self.scontrol = str(tmp_path / "scontrol")
+        self.busy = str(tmp_path / "scontrol-busy")  # while it exists, the node runs jobs
         with open(self.scontrol, "w") as handle:
-            handle.write(SCONTROL.format(fail=self.fail))
+            handle.write(SCONTROL.format(fail=self.fail, busy=self.busy))
         os.chmod(self.scontrol, 0o755)
         self.runs = str(tmp_path / "runs")
         self.etc = tmp_path / "p01" / "etc"
 
-    def inventory(self, cores=True, ctl_unreachable=False):
-        gpus = [{"index": i, "type": "a100"} for i in range(8)]
+    def inventory(self, cores=True, ctl_unreachable=False, gpus=8):
+        count, gpus = gpus, [{"index": i, "type": "a100"} for i in range(gpus)]
         if cores:
             for gpu in gpus:
                 gpu["cores"] = "0-31" if gpu["index"] < 4 else "32-63"
@@ -65,7 +68,7 @@ class Cluster(object):
                    "hpc_gres_slurmctld_state_dir": str(self.tmp / "ctl" / "state"),
                    "hpc_gres_slurmd_scontrol": self.scontrol, "hpc_gres_slurmctld_scontrol": self.scontrol,
                    "hpc_gres_run_scontrol": self.scontrol, "hpc_gres_run_root": self.runs}
-        directory = self.tmp / ("inv-%s-%s" % ("cores" if cores else "nocores", int(ctl_unreachable)))
+        directory = self.tmp / ("inv-%s-%s-%d" % ("cores" if cores else "nocores", int(ctl_unreachable), count))
         directory.mkdir(exist_ok=True)
         path = write_inventory(directory, [self.node], {self.node.name: host}, cluster)
         if ctl_unreachable:
@@ -77,14 +80,14 @@ class Cluster(object):
                 yaml.safe_dump(inventory, handle)
         return path
 
-    def play(self, playbook, *extra, cores=True, scontrol_failures=0, ctl_unreachable=False, path=None):
+    def play(self, playbook, *extra, cores=True, scontrol_failures=0, ctl_unreachable=False, path=None, gpus=8):
         with open(self.fail, "w") as handle:
             handle.write(str(scontrol_failures))
         env = dict(self.node.env, NVSMI_EMU_ROOT=self.node.root, NVSMI_EMU_DEV_ROOT=self.node.dev_root,
                    ANSIBLE_NOCOLOR="1")
         if path:
             env["PATH"] = path + os.pathsep + env.get("PATH", os.environ.get("PATH", ""))
-        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores, ctl_unreachable),
+        argv = [ANSIBLE_PLAYBOOK, "-i", self.inventory(cores, ctl_unreachable, gpus),
                 os.path.join(ROOT, "playbooks", playbook), "-e", "hpc_gres_deploy_smoke_test=false"] + list(extra)
         proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900, check=False)
         out = " ".join((proc.stdout + proc.stderr).split())
@@ -368,6 +371,42 @@ def test_the_rollback_of_a_run_whose_slurmctld_did_not_come_back_starts_it_on_th
     assert [line for line in (tmp_path / "calls").read_text().splitlines() if "start " in line] == [
         "restart slurmctld"]
     assert conf.read_text() == before
+
+
+def test_jobs_on_a_node_whose_gpu_count_changes_refuse_the_deploy_until_it_is_drained_or_allowed(cluster, tmp_path):
+    # slurmctld kills the GPU jobs of a node whose gres/gpu count changes when it restarts (recorded on 22.05.8,
+    # tests/integration/test_slurm_job_loss.py): one scontrol read of that node, refused while it runs jobs
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text(SYSTEMCTL_STATEFUL.format(here=tmp_path))
+    (fake / "systemctl").chmod(0o755)
+    (tmp_path / "state").write_text("active\n")
+    seven = '{"hpc_gres_slurmctld_restart": true}'
+    before = cluster.gres()
+    with open(cluster.busy, "w"):
+        pass
+    try:
+        for args in ((), ("--check",)):
+            rc, out = cluster.play("deploy-gres.yml", "-e", seven, *args, cores=False, path=str(fake), gpus=7)
+            assert rc != 0, out[-3000:]
+            assert ("nothing installed, nothing restarted: host gpu-p01 (node gpu-p01): running jobs: expected none "
+                    "on a node where its GRES count changes (gpu:a100 8 -> 7), as slurmctld ends them when it restarts"
+                    in out), out[-3000:]
+            assert "found State=MIXED CPUAlloc=16" in out and "squeue -w gpu-p01 shows no job" in out
+            assert cluster.gres() == before and cluster.lock() is None
+        rc, out = cluster.play("deploy-gres.yml", "-e", seven, "--check", "-e",
+                               "hpc_gres_deploy_allow_state_change=true", cores=False, path=str(fake), gpus=7)
+        assert rc == 0, out[-3000:]
+        assert "running jobs" not in out and "slurmctld kills the jobs using it there" in out
+    finally:
+        os.unlink(cluster.busy)
+    rc, out = cluster.play("deploy-gres.yml", "-e", seven, "--check", cores=False, path=str(fake), gpus=7)
+    assert rc == 0, out[-3000:]
+    assert "running jobs" not in out
+    assert "TASK [Read the nodes whose jobs slurmctld's restart would end (one scontrol call)]" in out
+    # nothing changes: nothing read
+    rc, out = cluster.play("deploy-gres.yml", "--check", cores=False)
+    assert rc == 0 and "slurmctld's restart would end (one scontrol call)] *** skipping" in out, out[-3000:]
 
 
 def test_a_restart_the_inventory_holds_is_said_once_and_later_runs_change_nothing(cluster, tmp_path):

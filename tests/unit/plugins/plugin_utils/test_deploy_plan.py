@@ -573,3 +573,61 @@ def test_a_restart_turned_off_with_an_extra_var_string_is_reported_as_held():
     assert plan["check_refusal"] is None
     assert plan["report"]["restarts"] == []
     assert any("left for a later run: hpc_gres_slurmd_restart is false" in line for line in plan["report"]["lines"])
+
+
+def busy_node(name, state="MIXED", cpus="16", tres="cpu=16,mem=64G,gres/gpu=2"):
+    base, flags = (state.split("+", 1) + [""])[:2]
+    return {"name": name, "State": state, "state_base": base, "state_flags": flags.split("+") if flags else [],
+            "CPUAlloc": cpus, "AllocTRES": tres}
+
+
+def test_jobs_on_a_node_whose_gpu_count_or_cpu_layout_changes_refuse_the_run_until_drained_or_allowed():
+    # slurmctld ends them when it restarts (gres.c count mismatch, recorded on 22.05.8; read_config.c for the layout):
+    # the gate names those nodes, one scontrol read says whether jobs run there
+    st = state(applied=SLURM % 4)
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    plan = gate(st=st)
+    assert plan["refusal"] is None
+    assert plan["job_loss"] == {"n2": ["its GRES count changes (gpu:a100 4 -> 8)"]}
+    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {"n2": busy_node("n2")}})
+    assert refusal == (
+        "nothing installed, nothing restarted: host n2.lab (node n2): running jobs: expected none on a node where its "
+        "GRES count changes (gpu:a100 4 -> 8), as slurmctld ends them when it restarts (batch jobs are requeued and "
+        "start over, --no-requeue, srun and salloc jobs end NODE_FAIL), found State=MIXED CPUAlloc=16 "
+        "AllocTRES=cpu=16,mem=64G,gres/gpu=2; drain them (scontrol update nodename=n2 state=drain reason=\"GRES "
+        "change\"), wait until squeue -w n2 shows no job and deploy again, then resume them (scontrol update "
+        "nodename=n2 state=resume); or deploy with -e hpc_gres_deploy_allow_state_change=true to let slurmctld end "
+        "those jobs")
+    # a node that is idle, drained and empty, powered down or unknown to slurmctld has none
+    for node in (busy_node("n2", "IDLE", "0", ""), busy_node("n2", "IDLE+DRAIN", "0", None),
+                 busy_node("n2", "IDLE+CLOUD+POWERED_DOWN", "0"), None):
+        assert deploy_plan.jobs_refusal(plan, {"nodes": {"n2": node}}) is None
+    # draining (jobs still run), completing, or only CPUs allocated (no GPU TRES accounted): refused
+    for node in (busy_node("n2", "MIXED+DRAIN"), busy_node("n2", "IDLE+COMPLETING", "0", None),
+                 busy_node("n2", "ALLOCATED", "128", "cpu=128")):
+        assert deploy_plan.jobs_refusal(plan, {"nodes": {"n2": node}}).startswith("nothing installed")
+    # allowed, an install-only run, a slurmctld restart the inventory holds: nothing to read
+    assert gate(st=st, allow_state_change=True)["job_loss"] == {}
+    assert gate(st=st, steps={"install": True, "restart": False})["job_loss"] == {}
+    st["ctl"]["hpc_gres_slurmctld_restart"] = False
+    st["n2.lab"]["hpc_gres_slurmd_restart"] = False
+    assert gate(st=st)["job_loss"] == {}
+    # a layout change and a count change on two nodes: one refusal naming both, in hostlist order
+    layout = (SLURM % 8).replace("NodeName=n1 Gres", "NodeName=n1 Sockets=2 CoresPerSocket=8 Gres")
+    st = state(applied=layout.replace("gpu:a100:8\nNodeName=n2", "gpu:a100:8\nNodeName=n2").replace(
+        "NodeName=n2 Gres=gpu:a100:8", "NodeName=n2 Gres=gpu:a100:4"))
+    st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
+    plan = gate(st=st)
+    assert plan["job_loss"] == {"n1": ["its CPU layout changes"], "n2": ["its GRES count changes (gpu:a100 4 -> 8)"]}
+    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {"n1": busy_node("n1", "ALLOCATED", "16", None),
+                                                        "n2": busy_node("n2")}})
+    assert refusal.startswith("nothing installed, nothing restarted: host n1.lab (node n1): running jobs: expected "
+                              "none on a node where its CPU layout changes")
+    assert "scontrol update nodename=n[1-2] state=drain" in refusal and "squeue -w n[1-2]" in refusal
+    # slurmctld does not answer: refused, naming the nodes it could not read
+    failed = {"failed": True, "msg": "slurm_load_node error: Unable to contact slurm controller (connect failure)"}
+    assert deploy_plan.jobs_refusal(plan, failed) == (
+        "nothing installed, nothing restarted: slurmctld: running jobs: expected to read n[1-2] from slurmctld (their "
+        "GRES count or CPU layout changes, and slurmctld ends their jobs when it restarts), found scontrol failing: "
+        "slurm_load_node error: Unable to contact slurm controller (connect failure); start slurmctld and deploy "
+        "again, or, when no job can run there, deploy with -e hpc_gres_deploy_allow_state_change=true")
