@@ -1,7 +1,7 @@
 """What slurmctld does to jobs when slurm.conf changes under them, on a real Slurm (the loopback instance): the facts
-the deploy's gate refuses (a partition removed) and notes (a node's CPU layout or GPU count changed) on. The collection's own
-rule is run on the same two files, so a Slurm release that behaves otherwise, or a rule that misses the change,
-fails here. Recorded first by hand on 22.05.8 (docs/dev/real-slurm-job-loss.md)."""
+the deploy's gate refuses on (a partition removed; jobs on a node whose CPU layout or GPU count changes). The
+collection's own rule is run on the same two files and node states, so a Slurm release that behaves otherwise, or a
+rule that misses the change, fails here. Recorded first by hand on 22.05.8 (docs/dev/real-slurm-job-loss.md)."""
 import os
 import re
 import subprocess
@@ -15,7 +15,8 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan 
     partitions_removed,
     slurm_conf_changes,
 )
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_plan import LAYOUT_KEYS
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_show_node
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_plan import LAYOUT_KEYS, jobs_refusal, node_jobs
 
 EXTRA = "PartitionName=extra Nodes=ALL MaxTime=INFINITE State=UP\n"
 
@@ -59,6 +60,11 @@ def edit_conf(slurm, old, new):
     return before, before.replace(old, new)
 
 
+def test_an_idle_node_has_no_job_for_the_deploys_refusal(slurm):
+    nodes = parse_show_node(slurm.scontrol("show", "node", slurm_loopback.NODE).stdout)
+    assert nodes[slurm_loopback.NODE]["state_base"] == "IDLE" and node_jobs(nodes[slurm_loopback.NODE]) is None
+
+
 def test_a_partition_slurmctld_no_longer_has_fails_its_jobs_even_on_a_reconfigure(slurm):
     doomed = sbatch(slurm, "-p", "extra", "-c", "2")
     kept = sbatch(slurm, "-p", "main", "-c", "2")
@@ -99,6 +105,11 @@ def test_a_gpu_count_change_kills_the_gpu_jobs_of_the_node_at_the_restart(slurm)
         wait_job(slurm, job_id, lambda s: s["JobState"] == "RUNNING", "RUNNING")
     before, after = edit_conf(slurm, "Gres=gpu:a100:2,gpu:h100:2", "Gres=gpu:a100:1,gpu:h100:2")
     assert gres_jobs_killed(slurm_conf_changes(before, after), "22.05")["count"] == {slurm_loopback.NODE: ["gpu"]}
+    # the deploy's refusal reads the node as this slurmctld shows it with these jobs running
+    nodes = parse_show_node(slurm.scontrol("show", "node", slurm_loopback.NODE).stdout)
+    assert node_jobs(nodes[slurm_loopback.NODE]), nodes
+    plan = {"names": {}, "job_loss": {slurm_loopback.NODE: ["its GRES count changes (gpu:a100 2 -> 1)"]}}
+    assert "running jobs: expected none on a node where its GRES count changes" in jobs_refusal(plan, {"nodes": nodes})
     slurm.write_gres_conf(a100=1)
     slurm.restart_slurmctld()
     for job_id in (on_a100, on_h100):
