@@ -13,6 +13,7 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import VALUE_KEYWORDS
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import release_for
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.plugin_tables import SHIPPED
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import parse_version
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import describe
 
@@ -296,6 +297,61 @@ def _topology_plugin(value, version):
         "default) with 25.05; topology/hypercube went with 23.11, topology/3d_torus with 25.05" % value)
 
 
+# slurm.conf options that name plugins (a comma list for the *Plugins and AuthAltTypes), to their type under
+# src/plugins/ (plugin_tables.py). SelectType and TopologyPlugin have their own rules above; MpiDefault names
+# built libraries (pmix_v4), not directories.
+PLUGIN_OPTIONS = {
+    "AccountingStorageType": "accounting_storage", "AcctGatherEnergyType": "acct_gather_energy",
+    "AcctGatherFilesystemType": "acct_gather_filesystem", "AcctGatherInterconnectType": "acct_gather_interconnect",
+    "AcctGatherProfileType": "acct_gather_profile", "AuthAltTypes": "auth", "AuthType": "auth",
+    "BurstBufferType": "burst_buffer", "CertmgrType": "certmgr", "CliFilterPlugins": "cli_filter", "CredType": "cred",
+    "HashPlugin": "hash", "JobAcctGatherType": "jobacct_gather", "JobCompType": "jobcomp",
+    "JobContainerType": "job_container", "JobSubmitPlugins": "job_submit", "MCSPlugin": "mcs",
+    "NamespaceType": "namespace", "NodeFeaturesPlugins": "node_features", "PreemptType": "preempt",
+    "PrEpPlugins": "prep", "PriorityType": "priority", "ProctrackType": "proctrack", "SchedulerType": "sched",
+    "SwitchType": "switch", "TaskPlugin": "task", "TLSType": "tls",
+}
+
+
+def _shipped_in(ptype, name):
+    """The releases of plugin_tables that ship ``ptype/name``, oldest first."""
+    return [release for release in sorted(SHIPPED, key=parse_version) if name in SHIPPED[release].get(ptype, ())]
+
+
+def _plugin(option):
+    ptype = PLUGIN_OPTIONS[option]
+
+    def judge(value, version):
+        """A plugin some release ships but not the target one (a site's own plugin, unknown to every release, and
+        a value containing "none", which read_config.c reads as no plugin, are not judged)."""
+        release = release_for(version)
+        kind, prefixes = ptype, (ptype,)
+        if ptype in ("job_container", "namespace"):
+            # 25.11 loads JobContainerType as NamespaceType, either prefix as namespace/ (namespace.c)
+            prefixes = ("job_container", "namespace")
+            kind = "namespace" if SHIPPED.get(release, {}).get("namespace") else "job_container"
+        shipped = SHIPPED.get(release, {}).get(kind, ())
+        for entry in value.split(","):
+            entry = entry.strip()
+            prefix, _sep, name = entry.rpartition("/")
+            if "none" in entry.lower() or (prefix and prefix.lower() not in prefixes) or name in shipped:
+                continue
+            found = [t for t in prefixes if _shipped_in(t, name)]
+            if not found:
+                continue
+            releases = _shipped_in(found[0], name)
+            when = ("from Slurm %s on" % releases[0] if parse_version(releases[0]) > parse_version(release)
+                    else "up to Slurm %s" % releases[-1])
+            return ("a %s plugin Slurm %s ships (%s)" % (kind, release, ", ".join(
+                "%s/%s" % (kind, n) for n in shipped if n != "none") or "none"),
+                "%s/%s ships %s only (src/plugins/%s/ at each release's tag): the daemons that load it log "
+                "\"Couldn't find the specified plugin name for %s/%s looking at all files\" (plugin.c) and fail to "
+                "initialize it; set %s for the release in hpc_gres_slurm_version"
+                % (found[0], name, when, found[0], found[0], name, option))
+        return None
+    return judge
+
+
 VERSIONED_SHAPES = {
     ("slurm.conf", "SelectType"): _select_type,
     ("slurm.conf", "TopologyPlugin"): _topology_plugin,
@@ -304,6 +360,7 @@ VERSIONED_SHAPES = {
     ("cgroup.conf", "CgroupPlugin"): _cgroup_plugin,
     ("gres.conf", "AutoDetect"): _autodetect,
 }
+VERSIONED_SHAPES.update({("slurm.conf", option): _plugin(option) for option in PLUGIN_OPTIONS})
 
 
 def check(table, option, value, version):

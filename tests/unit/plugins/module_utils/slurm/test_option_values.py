@@ -1,5 +1,10 @@
 """Values Slurm's parser reads again (log levels, times, partition states, ...): refused as read_config.c does."""
+import os
+import subprocess
+import sys
+
 import pytest
+import testpaths
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values import check, relation_problems
 
@@ -36,6 +41,26 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "TopologyPlugin", "none", "22.05", False),            # 22.05 loads none.so
     ("slurm.conf", "TopologyPlugin", "none", "23.11", True),
     ("slurm.conf", "TopologyPlugin", "topology/Tree", "24.11", False),   # topology_Tree.so does not exist
+    # plugins a release ships (src/plugins/TYPE/ at its tag, plugin_tables.py): one of another release is refused,
+    # a site's own plugin and "none" are not judged
+    ("slurm.conf", "SwitchType", "switch/nvidia_imex", "23.11", False),     # GB200 IMEX channels: 24.05 on
+    ("slurm.conf", "SwitchType", "switch/nvidia_imex", "24.05", True),
+    ("slurm.conf", "SwitchType", "switch/none", "26.05", True),
+    ("slurm.conf", "ProctrackType", "proctrack/cray_aries", "23.11", True),
+    ("slurm.conf", "ProctrackType", "proctrack/cray_aries", "24.05", False),
+    ("slurm.conf", "TaskPlugin", "task/affinity,task/cgroup", "26.05", True),
+    ("slurm.conf", "TaskPlugin", "affinity,cray_aries", "24.11", False),    # task.c strips the task/ prefix
+    ("slurm.conf", "AuthType", "auth/slurm", "22.05", False),               # 23.11 on
+    ("slurm.conf", "AuthAltTypes", "auth/jwt", "22.05", True),
+    ("slurm.conf", "JobSubmitPlugins", "lua,site_own", "22.05", True),
+    ("slurm.conf", "NodeFeaturesPlugins", "node_features/knl_generic", "25.11", False),
+    ("slurm.conf", "AccountingStorageType", "accounting_storage/ctld_relay", "23.11", False),
+    ("slurm.conf", "MCSPlugin", "mcs/label", "24.11", True),
+    # 25.11 loads JobContainerType as NamespaceType, job_container/tmpfs as namespace/tmpfs (namespace.c)
+    ("slurm.conf", "JobContainerType", "job_container/tmpfs", "26.05", True),
+    ("slurm.conf", "JobContainerType", "job_container/cncu", "24.05", False),
+    ("slurm.conf", "JobContainerType", "job_container/linux", "24.11", False),
+    ("slurm.conf", "NamespaceType", "namespace/linux", "25.11", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,CR_LLN", "22.05", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core,CR_Memory", "22.05", False),       # two resource kinds
     ("slurm.conf", "SelectTypeParameters", "CR_CPU,CR_ONE_TASK_PER_CORE", "22.05", False),
@@ -145,3 +170,24 @@ def test_combinations_slurm_stops_on_or_ignores_a_value_of(table, settings, vers
 ])
 def test_combinations_slurm_accepts(table, settings, version):
     assert relation_problems(table, settings, version) == []
+
+
+def test_the_plugin_table_is_what_the_slurm_source_fixtures_generate():
+    root = testpaths.ROOT
+    proc = subprocess.run([sys.executable, os.path.join(root, "scripts", "derive-slurm-plugins.py"), "generate",
+                           "--fixtures", os.path.join(root, "tests", "fixtures", "slurm-source"), "--output",
+                           os.path.join(root, "plugins", "module_utils", "slurm", "plugin_tables.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_plugin_of_another_release_names_when_it_ships_and_what_the_target_has():
+    expected, found, hint = check("slurm.conf", "SwitchType", "switch/nvidia_imex", "23.11")
+    assert expected == "a switch plugin Slurm 23.11 ships (switch/cray_aries, switch/hpe_slingshot)"
+    assert found == "'switch/nvidia_imex' (string)"
+    assert hint.startswith("switch/nvidia_imex ships from Slurm 24.05 on only (src/plugins/switch/ at each release's "
+                           "tag): the daemons that load it log \"Couldn't find the specified plugin name for "
+                           "switch/nvidia_imex looking at all files\"")
+    assert "ships up to Slurm 23.11 only" in check("slurm.conf", "ProctrackType", "proctrack/cray_aries", "24.11")[2]
+    assert "namespace/linux ships from Slurm 25.11 on" in check("slurm.conf", "JobContainerType",
+                                                                "job_container/linux", "24.11")[2]
