@@ -25,7 +25,7 @@ description:
     grouped by hostlist; a real run the gate lets through gets RV(report_lines) saying what it does."
   - "O(stage=jobs): after the gate, from slurmctld's one read O(read) (M(hpc.slurm_gres.slurm_node)) of the nodes in
     the gate's C(plan.job_loss) (those whose jobs slurmctld ends when it restarts with the new files: a GRES count or
-    CPU layout that changes, a GPU type removed from 23.11), the refusal while any of them runs a job."
+    cores that change, a GPU type removed from 23.11), the refusal while any of them runs such a job."
   - "O(stage=restarted): C(plan.failed_nodes), the targeted nodes whose slurmd restart did not finish."
   - "O(stage=registered): from slurmctld's one read O(read) of every targeted node (M(hpc.slurm_gres.slurm_node)
     with O(hpc.slurm_gres.slurm_node#module:nodes)), C(plan.confirm_hosts), the hosts to confirm one by one

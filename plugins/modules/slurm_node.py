@@ -42,6 +42,11 @@ options:
     type: list
     elements: str
     default: []
+  details:
+    description: With O(state=read) and O(nodes), read with C(scontrol -d), which adds each node's C(GresUsed)
+      (the GRES its jobs hold).
+    type: bool
+    default: false
   expected_gres:
     description: With O(state=read), node name to a dict of GRES key to count (C(gpu:a100) to 4); RV(verdicts) is
       then returned.
@@ -260,7 +265,7 @@ def read(module):
                              rc=rc, stdout=out, stderr=err)
         nodes = parse_show_node(out)
     else:
-        nodes, error = scontrol.nodes(names)
+        nodes, error = scontrol.nodes(names, details=module.params["details"])
         if error:
             module.fail_json(msg=error)
     result = {"changed": False, "nodes": nodes}
@@ -406,6 +411,7 @@ def main():
         argument_spec=dict(
             state=dict(type="str", choices=["read", "registered", "drained", "resumed"], default="read"),
             nodes=dict(type="list", elements="str", default=[]),
+            details=dict(type="bool", default=False),
             expected_gres=dict(type="dict"),
             node=dict(type="str"),
             registrations=dict(type="dict"),

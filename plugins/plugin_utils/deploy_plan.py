@@ -29,12 +29,14 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import config_modes
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan import (
     CTLD_ONLY_NODE_KEYS,
+    SHARED_GRES,
     gpus_lost,
     gres_jobs_killed,
     nodes_removed,
     partitions_removed,
     state_changes,
 )
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_gres_used
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import version_problems
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import check_report
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.smoke import smoke_plan
@@ -145,12 +147,6 @@ def controller_plan(files, read, targeted_nodes=None, mode="files", include_file
                              wanted.get("group", "root")) for n in names if new[n] is not None),
         site={"slurm.conf": installed.get("slurm.conf"), "cgroup.conf": installed.get("cgroup.conf")})
     return plan
-
-
-# NodeName keys of a node's CPU layout whose change makes slurmctld abort the jobs running there at its restart
-# (valid_job_resources compares sockets and cores; a ThreadsPerCore change alone aborted nothing on 22.05.8,
-# docs/dev/real-slurm-job-loss.md); restart_plan's lower-case names.
-LAYOUT_KEYS = frozenset(("boards", "sockets", "socketsperboard", "corespersocket"))
 
 
 ALLOW = "-e hpc_gres_deploy_allow_state_change=true"
@@ -337,13 +333,13 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
                                                    None if serial is None else str(serial),
                                                    check_mode=False, would=not steps["install"],
                                                    header=_run_header(steps))
-    # slurmctld aborts the jobs running on a node whose CPU layout changed when it restarts (read_config.c)
+    # slurmctld aborts the jobs running on a node whose cores changed when it restarts (job_resources.c)
     layout = sorted({name for p in plan["controller_plans"].values()
-                     for name, keys in ((p.get("slurm_conf") or {}).get("nodes_changed") or {}).items()
-                     if set(keys) & LAYOUT_KEYS}, key=natural_key)
+                     for name in (p.get("slurm_conf") or {}).get("cores_changed") or {}}, key=natural_key)
     if plan.get("report") and layout:
         plan["report"]["lines"].append(
-            "note: the CPU layout of %s changes: slurmctld aborts the jobs running there when it restarts (\"change in "
+            "note: the cores (Sockets x CoresPerSocket) of %s change: slurmctld aborts the jobs running there when it "
+            "restarts (\"change in "
             "socket/core configuration of allocated nodes\"); drain them and let their jobs end first"
             % hostlist.collect_hostlist(layout))
     # and kills the jobs of a GRES whose count on the node changes, or of a type the node no longer has (gres.c)
@@ -429,66 +425,113 @@ def _gres_kill_notes(plan, release):
 
 
 def job_loss(plan, release):
-    """``{node name: [why]}``: the nodes whose jobs slurmctld ends when it restarts in this run with the new files.
-    A GRES count that changes, a type the node no longer has (from 23.11; restart_plan.gres_jobs_killed), or a CPU
-    layout that changes (read_config.c: "change in socket/core configuration of allocated nodes")."""
+    """``{node name: {"why": [text], "gres": [names], "cores": bool}}``: the nodes whose jobs slurmctld ends when it
+    restarts in this run with the new files. ``gres``: a GRES count that changes, or a type the node no longer has
+    (from 23.11; restart_plan.gres_jobs_killed): the jobs holding that GRES, or shards or MPS of it, are killed
+    (gres.c); ``cores``: Sockets x CoresPerSocket change (restart_plan.node_cores): every job running there is
+    aborted (job_resources.c valid_job_resources)."""
     out = {}
+
+    def entry(name):
+        return out.setdefault(name, {"why": set(), "gres": set(), "cores": False})
+
     for host, ctl in plan["controller_plans"].items():
         if not (ctl.get("restart_before") or ctl.get("restart_after")) or host in plan.get("held_controllers", ()):
             continue
         conf = ctl.get("slurm_conf") or {}
         killed = gres_jobs_killed(conf, release)
-        for name in killed["count"]:
+        for name, kinds in killed["count"].items():
             counts = dict((conf.get("gres_up") or {}).get(name) or {}, **((conf.get("gres_down") or {}).get(name) or {}))
-            out.setdefault(name, set()).add("its GRES count changes (%s)" % ", ".join(_count_changes(counts)))
+            entry(name)["why"].add("its GRES count changes (%s)" % ", ".join(_count_changes(counts)))
+            entry(name)["gres"].update(kinds)
         for name, keys in killed["types"].items():
-            out.setdefault(name, set()).add("it no longer has %s" % ", ".join(keys))
-        for name, keys in (conf.get("nodes_changed") or {}).items():
-            if set(keys) & LAYOUT_KEYS:
-                out.setdefault(name, set()).add("its CPU layout changes")
-    return {name: sorted(why) for name, why in out.items()}
+            entry(name)["why"].add("it no longer has %s" % ", ".join(keys))
+            entry(name)["gres"].update(key.split(":")[0] for key in keys)
+        for name, (old, new) in (conf.get("cores_changed") or {}).items():
+            entry(name)["why"].add("its cores change (Sockets x CoresPerSocket %s -> %s)" % (old, new))
+            entry(name)["cores"] = True
+    return {name: {"why": sorted(e["why"]), "gres": sorted(e["gres"]), "cores": e["cores"]}
+            for name, e in out.items()}
 
 
-BUSY_STATES = frozenset(("ALLOCATED", "MIXED", "COMPLETING"))
+def _alloc_tres(text):
+    """``{TRES name: number}`` of ``AllocTRES=cpu=4,mem=8G,gres/gpu=2`` (a size counts as 1)."""
+    out = {}
+    for item in (text or "").split(","):
+        key, _sep, value = item.partition("=")
+        if key.strip():
+            out[key.strip().lower()] = int(value) if value.isdigit() else (1 if value and value[0] != "0" else 0)
+    return out
 
 
-def node_jobs(node):
-    """What of a node read from slurmctld (scontrol.parse_show_node) says jobs run there, or None."""
+def node_jobs(node, loss=None):
+    """What of a node read from slurmctld (``scontrol -d show node``, scontrol.parse_show_node) shows jobs that
+    ``loss`` (a job_loss entry; every job when None) would end, or None.
+
+    Any job: ALLOCATED or MIXED, CPUs allocated, or any TRES allocated (a suspended job keeps its memory and GRES
+    while 22.05 shows the node IDLE). A job already completing is not revalidated (read_config.c). GRES only: the
+    node's ``GresUsed`` of those GRES and of the shards and MPS they carry; without it, ``gres/NAME`` in AllocTRES;
+    when neither says, any job."""
     try:
         cpus = int(node.get("CPUAlloc") or 0)
     except ValueError:
         cpus = 0
-    flags = set(f.upper() for f in node.get("state_flags") or ())
-    if (node.get("state_base") or "").upper() in BUSY_STATES or "COMPLETING" in flags or cpus > 0:
-        return "State=%s CPUAlloc=%s%s" % (node.get("State"), node.get("CPUAlloc", "?"),
-                                           " AllocTRES=%s" % node["AllocTRES"] if node.get("AllocTRES") else "")
-    return None
+    tres = _alloc_tres(node.get("AllocTRES"))
+    busy = ((node.get("state_base") or "").upper() in ("ALLOCATED", "MIXED") or cpus > 0
+            or any(v for v in tres.values()))
+    found = "State=%s CPUAlloc=%s%s%s" % (
+        node.get("State"), node.get("CPUAlloc", "?"),
+        " AllocTRES=%s" % node["AllocTRES"] if node.get("AllocTRES") else "",
+        " GresUsed=%s" % node["GresUsed"] if node.get("GresUsed") else "")
+    if not busy:
+        return None
+    if loss is None or loss.get("cores") or not loss.get("gres"):
+        return found
+    names = set(loss["gres"]) | set(SHARED_GRES)
+    used = parse_gres_used(node.get("GresUsed"))
+    if used is not None:
+        return found if any(used.get(n) for n in names) else None
+    if any(k.startswith("gres/") for k in tres):
+        return found if any(v for k, v in tres.items() if k.split("/", 1)[-1].split(":")[0] in names
+                            and k.startswith("gres/")) else None
+    return found
 
 
 def jobs_refusal(plan, read):
     """The refusal of a run whose slurmctld restart would end jobs (``plan["job_loss"]``) on nodes slurmctld shows
-    busy in its one read (slurm_node's result ``read``); None when no such node has a job."""
-    hosts = {name: host for host, name in (plan.get("names") or {}).items()}
+    busy in its one read (slurm_node's result ``read``); None when no such node has such a job. Nodes are grouped
+    by what changes on them."""
+    loss = plan.get("job_loss") or {}
     if read.get("failed") or not isinstance(read.get("nodes"), dict):
-        names = hostlist.collect_hostlist(sorted(plan.get("job_loss") or (), key=natural_key))
+        names = hostlist.collect_hostlist(sorted(loss, key=natural_key))
         return ("nothing installed, nothing restarted: slurmctld: running jobs: expected to read %s from slurmctld "
-                "(their GRES count or CPU layout changes, and slurmctld ends their jobs when it restarts), found "
+                "(their GRES count or cores change, and slurmctld ends their jobs when it restarts), found "
                 "scontrol failing: %s; start slurmctld and deploy again, or, when no job can run there, deploy with "
                 "-e hpc_gres_deploy_allow_state_change=true" % (names, str(read.get("msg") or "no answer")[:300]))
     nodes = read["nodes"]
-    busy = [(name, why, node_jobs(nodes[name])) for name, why in sorted((plan.get("job_loss") or {}).items())
-            if nodes.get(name) and node_jobs(nodes[name])]
-    if not busy:
+    groups = {}
+    for name in sorted(loss, key=natural_key):
+        found = node_jobs(nodes[name], loss[name]) if nodes.get(name) else None
+        if found:
+            groups.setdefault(" and ".join(loss[name]["why"]), []).append((name, found))
+    if not groups:
         return None
-    names = hostlist.collect_hostlist(sorted((b[0] for b in busy), key=natural_key))
-    parts = ["host %s (node %s): running jobs: expected none on a node where %s, as slurmctld ends them when it "
-             "restarts (batch jobs are requeued and start over, --no-requeue, srun and salloc jobs end NODE_FAIL), "
-             "found %s" % (hosts.get(name, name), name, " and ".join(why), jobs)
-             for name, why, jobs in sorted(busy, key=lambda b: natural_key(b[0]))]
-    return ("nothing installed, nothing restarted: %s; drain them (scontrol update nodename=%s state=drain "
-            "reason=\"GRES change\"), wait until squeue -w %s shows no job and deploy again, then resume them "
-            "(scontrol update nodename=%s state=resume); or deploy with -e hpc_gres_deploy_allow_state_change=true "
-            "to let slurmctld end those jobs" % ("; ".join(parts), names, names, names))
+    hosts = {name: host for host, name in (plan.get("names") or {}).items()}
+    busy = sorted((n for members in groups.values() for n, _found in members), key=natural_key)
+    names = hostlist.collect_hostlist(busy)
+    parts = []
+    for why, members in sorted(groups.items(), key=lambda g: natural_key(g[1][0][0])):
+        shown = ["%s (host %s) %s" % (n, hosts.get(n, n), found) for n, found in members[:5]]
+        more = " and %d more" % (len(members) - 5) if len(members) > 5 else ""
+        parts.append("node%s %s: running jobs: expected none where %s, found %s%s" % (
+            "s" if len(members) > 1 else "", hostlist.collect_hostlist([n for n, _f in members]), why,
+            "; ".join(shown), more))
+    return ("nothing installed, nothing restarted: %s. slurmctld ends those jobs when it restarts with the new "
+            "slurm.conf (batch jobs are requeued and start over, --no-requeue, srun and salloc jobs end NODE_FAIL): "
+            "drain the nodes (scontrol update nodename=%s state=drain reason=\"GRES change\"), wait until squeue -w "
+            "%s shows no job and deploy again, then resume them (scontrol update nodename=%s state=resume); or "
+            "deploy with -e hpc_gres_deploy_allow_state_change=true to let slurmctld end those jobs"
+            % ("; ".join(parts), names, names, names))
 
 
 def _restart_enabled(facts, role):

@@ -23,10 +23,10 @@ if [ "$n" -gt 0 ]; then
   echo $((n - 1)) > "{fail}"; echo "slurm_load_node error: Unable to contact slurm controller" >&2; exit 1
 fi
 [ "$1" = ping ] && {{ echo "Slurmctld(primary) at ctl01 is UP"; exit 0; }}
-state=IDLE; cpus=0
-[ -e "{busy}" ] && {{ state=MIXED; cpus=16; }}
+state=IDLE; cpus=0; used=0
+[ -e "{busy}" ] && {{ state=MIXED; cpus=16; used=$(cat "{busy}"); }}
 echo "NodeName=gpu-p01 Arch=x86_64 CoresPerSocket=32 CPUAlloc=$cpus CPUTot=128 Gres=gpu:a100:8(S:0-1) RealMemory=1000 \\
-Sockets=2 State=$state ThreadsPerCore=2 SlurmdStartTime=2026-12-01T10:00:00"
+Sockets=2 State=$state ThreadsPerCore=2 SlurmdStartTime=2026-12-01T10:00:00 GresUsed=gpu:a100:$used(IDX:N/A)"
 """
 
 
@@ -36,7 +36,7 @@ class Cluster(object):
         self.node = Node(tmp_path / "p01", name="gpu-p01")
         self.fail = str(tmp_path / "scontrol-failures")
         self.scontrol = str(tmp_path / "scontrol")
-        self.busy = str(tmp_path / "scontrol-busy")  # while it exists, the node runs jobs
+        self.busy = str(tmp_path / "scontrol-busy")  # while it exists, the node runs jobs holding this many GPUs
         with open(self.scontrol, "w") as handle:
             handle.write(SCONTROL.format(fail=self.fail, busy=self.busy))
         os.chmod(self.scontrol, 0o755)
@@ -383,21 +383,26 @@ def test_jobs_on_a_node_whose_gpu_count_changes_refuse_the_deploy_until_it_is_dr
     (tmp_path / "state").write_text("active\n")
     seven = '{"hpc_gres_slurmctld_restart": true}'
     before = cluster.gres()
-    with open(cluster.busy, "w"):
-        pass
+    with open(cluster.busy, "w") as handle:
+        handle.write("2")
     try:
         for args in ((), ("--check",)):
             rc, out = cluster.play("deploy-gres.yml", "-e", seven, *args, cores=False, path=str(fake), gpus=7)
             assert rc != 0, out[-3000:]
-            assert ("nothing installed, nothing restarted: host gpu-p01 (node gpu-p01): running jobs: expected none "
-                    "on a node where its GRES count changes (gpu:a100 8 -> 7), as slurmctld ends them when it restarts"
-                    in out), out[-3000:]
-            assert "found State=MIXED CPUAlloc=16" in out and "squeue -w gpu-p01 shows no job" in out
+            assert ("nothing installed, nothing restarted: node gpu-p01: running jobs: expected none where its GRES "
+                    "count changes (gpu:a100 8 -> 7), found gpu-p01 (host gpu-p01) State=MIXED CPUAlloc=16 "
+                    "GresUsed=gpu:a100:2(IDX:N/A). slurmctld ends those jobs when it restarts" in out), out[-3000:]
+            assert "squeue -w gpu-p01 shows no job" in out
             assert cluster.gres() == before and cluster.lock() is None
         rc, out = cluster.play("deploy-gres.yml", "-e", seven, "--check", "-e",
                                "hpc_gres_deploy_allow_state_change=true", cores=False, path=str(fake), gpus=7)
         assert rc == 0, out[-3000:]
         assert "running jobs" not in out and "slurmctld kills the jobs using it there" in out
+        # jobs that hold no GPU there keep running through a GPU count change: not refused
+        with open(cluster.busy, "w") as handle:
+            handle.write("0")
+        rc, out = cluster.play("deploy-gres.yml", "-e", seven, "--check", cores=False, path=str(fake), gpus=7)
+        assert rc == 0 and "running jobs" not in out, out[-3000:]
     finally:
         os.unlink(cluster.busy)
     rc, out = cluster.play("deploy-gres.yml", "-e", seven, "--check", cores=False, path=str(fake), gpus=7)

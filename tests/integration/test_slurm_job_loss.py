@@ -16,7 +16,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.restart_plan 
     slurm_conf_changes,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_show_node
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_plan import LAYOUT_KEYS, jobs_refusal, node_jobs
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.deploy_plan import jobs_refusal, node_jobs
 
 EXTRA = "PartitionName=extra Nodes=ALL MaxTime=INFINITE State=UP\n"
 
@@ -60,9 +60,20 @@ def edit_conf(slurm, old, new):
     return before, before.replace(old, new)
 
 
-def test_an_idle_node_has_no_job_for_the_deploys_refusal(slurm):
-    nodes = parse_show_node(slurm.scontrol("show", "node", slurm_loopback.NODE).stdout)
-    assert nodes[slurm_loopback.NODE]["state_base"] == "IDLE" and node_jobs(nodes[slurm_loopback.NODE]) is None
+def test_the_deploys_refusal_reads_an_idle_node_and_a_cpu_only_job_as_slurmctld_shows_them(slurm):
+    def read():
+        return parse_show_node(slurm.scontrol("-d", "show", "node", slurm_loopback.NODE).stdout)[slurm_loopback.NODE]
+
+    gres_loss = {"why": ["x"], "gres": ["gpu"], "cores": False}
+    idle = read()
+    assert idle["state_base"] == "IDLE" and node_jobs(idle) is None and node_jobs(idle, gres_loss) is None, idle
+    cpu_only = sbatch(slurm, "-c", "2")
+    wait_job(slurm, cpu_only, lambda s: s["JobState"] == "RUNNING", "RUNNING")
+    busy = read()
+    # a GPU count change leaves a CPU-only job running (gres.c revalidates the jobs holding GPUs): not refused;
+    # a cores change ends it: refused
+    assert node_jobs(busy, gres_loss) is None, busy
+    assert node_jobs(busy, {"why": ["x"], "gres": [], "cores": True}).startswith("State=MIXED"), busy
 
 
 def test_a_partition_slurmctld_no_longer_has_fails_its_jobs_even_on_a_reconfigure(slurm):
@@ -85,8 +96,8 @@ def test_a_core_count_change_aborts_the_jobs_running_on_the_node_at_the_restart(
     running = sbatch(slurm, "-c", "4")
     wait_job(slurm, running, lambda s: s["JobState"] == "RUNNING", "RUNNING")
     before, after = edit_conf(slurm, "CoresPerSocket=4", "CoresPerSocket=8")
-    changed = slurm_conf_changes(before, after)["nodes_changed"][slurm_loopback.NODE]
-    assert set(changed) & LAYOUT_KEYS  # the deploy's report names the node
+    # the deploy's report names the node, its refusal counts every job there
+    assert slurm_conf_changes(before, after)["cores_changed"] == {slurm_loopback.NODE: [8, 16]}
     slurm.restart_slurmctld()
     requeued = wait_job(slurm, running, lambda s: s["Restarts"] != "0" or s["JobState"] != "RUNNING",
                         "the abort of the running job")
@@ -94,6 +105,20 @@ def test_a_core_count_change_aborts_the_jobs_running_on_the_node_at_the_restart(
     with open(os.path.join(slurm.dir, "slurmctld.log")) as handle:
         assert ("Aborting JobId=%s due to change in socket/core configuration of allocated nodes" % running
                 in handle.read())
+
+
+def test_the_same_cores_split_otherwise_abort_nothing_at_the_restart(slurm):
+    # valid_job_resources compares Sockets x CoresPerSocket: 2 x 4 read as 4 x 2 keeps the job (the deploy does not
+    # refuse it either)
+    running = sbatch(slurm, "-c", "2")
+    wait_job(slurm, running, lambda s: s["JobState"] == "RUNNING", "RUNNING")
+    before, after = edit_conf(slurm, "Sockets=2 CoresPerSocket=4", "Sockets=4 CoresPerSocket=2")
+    assert slurm_conf_changes(before, after)["cores_changed"] == {}
+    slurm.restart_slurmctld()
+    time.sleep(5)
+    assert job(slurm, running) == {"JobState": "RUNNING", "Restarts": "0"}, slurm.log_tail()
+    with open(os.path.join(slurm.dir, "slurmctld.log")) as handle:
+        assert "Aborting JobId=%s" % running not in handle.read()
 
 
 def test_a_gpu_count_change_kills_the_gpu_jobs_of_the_node_at_the_restart(slurm):
@@ -105,11 +130,12 @@ def test_a_gpu_count_change_kills_the_gpu_jobs_of_the_node_at_the_restart(slurm)
         wait_job(slurm, job_id, lambda s: s["JobState"] == "RUNNING", "RUNNING")
     before, after = edit_conf(slurm, "Gres=gpu:a100:2,gpu:h100:2", "Gres=gpu:a100:1,gpu:h100:2")
     assert gres_jobs_killed(slurm_conf_changes(before, after), "22.05")["count"] == {slurm_loopback.NODE: ["gpu"]}
-    # the deploy's refusal reads the node as this slurmctld shows it with these jobs running
-    nodes = parse_show_node(slurm.scontrol("show", "node", slurm_loopback.NODE).stdout)
-    assert node_jobs(nodes[slurm_loopback.NODE]), nodes
-    plan = {"names": {}, "job_loss": {slurm_loopback.NODE: ["its GRES count changes (gpu:a100 2 -> 1)"]}}
-    assert "running jobs: expected none on a node where its GRES count changes" in jobs_refusal(plan, {"nodes": nodes})
+    # the deploy's refusal reads the node as this slurmctld shows it (scontrol -d) with these jobs running
+    nodes = parse_show_node(slurm.scontrol("-d", "show", "node", slurm_loopback.NODE).stdout)
+    loss = {"why": ["its GRES count changes (gpu:a100 2 -> 1)"], "gres": ["gpu"], "cores": False}
+    assert "GresUsed=gpu:a100:1" in node_jobs(nodes[slurm_loopback.NODE], loss), nodes
+    plan = {"names": {}, "job_loss": {slurm_loopback.NODE: loss}}
+    assert "running jobs: expected none where its GRES count changes" in jobs_refusal(plan, {"nodes": nodes})
     slurm.write_gres_conf(a100=1)
     slurm.restart_slurmctld()
     for job_id in (on_a100, on_h100):

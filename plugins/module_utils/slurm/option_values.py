@@ -325,24 +325,31 @@ def _plugin(option):
         """A plugin some release ships but not the target one (a site's own plugin, unknown to every release, and
         a value containing "none", which read_config.c reads as no plugin, are not judged)."""
         release = release_for(version)
-        kind, prefixes = ptype, (ptype,)
+        kinds = accepted = (ptype,)
+        kind = ptype
         if ptype in ("job_container", "namespace"):
-            # 25.11 loads JobContainerType as NamespaceType, either prefix as namespace/ (namespace.c)
-            prefixes = ("job_container", "namespace")
+            # 25.11 loads JobContainerType as NamespaceType, either prefix as namespace/ (namespace.c); before,
+            # job_container.c strips job_container/ only
+            kinds = ("job_container", "namespace")
             kind = "namespace" if SHIPPED.get(release, {}).get("namespace") else "job_container"
+            accepted = kinds if kind == "namespace" else ("job_container",)
         shipped = SHIPPED.get(release, {}).get(kind, ())
         for entry in value.split(","):
             entry = entry.strip()
             prefix, _sep, name = entry.rpartition("/")
-            if "none" in entry.lower() or (prefix and prefix.lower() not in prefixes) or name in shipped:
+            prefix = prefix.lower()
+            if "none" in entry.lower() or (prefix and prefix not in kinds):
                 continue
-            found = [t for t in prefixes if _shipped_in(t, name)]
+            if (not prefix or prefix in accepted) and name in shipped:
+                continue
+            found = [t for t in ((prefix,) if prefix else ()) + kinds if _shipped_in(t, name)]
             if not found:
                 continue
             releases = _shipped_in(found[0], name)
             when = ("from Slurm %s on" % releases[0] if parse_version(releases[0]) > parse_version(release)
                     else "up to Slurm %s" % releases[-1])
-            return ("a %s plugin Slurm %s ships (%s)" % (kind, release, ", ".join(
+            article = "an" if kind[0] in "aeiou" else "a"
+            return ("%s %s plugin Slurm %s ships (%s)" % (article, kind, release, ", ".join(
                 "%s/%s" % (kind, n) for n in shipped if n != "none") or "none"),
                 "%s/%s ships %s only (src/plugins/%s/ at each release's tag): the daemons that load it log "
                 "\"Couldn't find the specified plugin name for %s/%s looking at all files\" (plugin.c) and fail to "

@@ -49,16 +49,40 @@ def _defs(parts):
     return {name: partition_definition(part) for name, part in parts.items()}
 
 
+def node_cores(node):
+    """Sockets x CoresPerSocket of a node definition (conf.node_definition) as slurmctld derives them
+    (read_config.c _build_single_nodeline_info, 22.05 to 26.05): SocketsPerBoard wins over Sockets; without either,
+    Sockets is CPUs / (CoresPerSocket x ThreadsPerCore) when that divides, else Boards; a 0 reads as 1. None when
+    a value is not a number."""
+    def number(key):
+        value = node.get(key)
+        return None if value is None else (int(str(value).strip()) or 1)
+
+    try:
+        cores, threads, boards = number("corespersocket") or 1, number("threadspercore") or 1, number("boards") or 1
+        sockets, per_board, cpus = number("sockets"), number("socketsperboard"), number("cpus")
+    except ValueError:
+        return None
+    if per_board is not None:
+        sockets = boards * per_board
+    elif sockets is None:
+        sockets = cpus // (cores * threads) if cpus and cpus >= cores * threads and not cpus % (cores * threads) \
+            else boards
+    return sockets * cores
+
+
 def slurm_conf_changes(old_text, new_text):
     """Compare two slurm.conf texts by meaning, not bytes.
 
     Returns ``{"changed": bool, "bytes_changed": bool, "options": [keys], "nodes_added": [...],
-    "nodes_removed": [...], "nodes_changed": {node: [keys]}, "gres_up": {node: {key: [old, new]}},
-    "gres_down": {node: {key: [old, new]}}, "partitions_changed": bool}``. ``old_text`` None (no file) counts as
-    everything added.
+    "nodes_removed": [...], "nodes_changed": {node: [keys]}, "cores_changed": {node: [old, new]},
+    "gres_up": {node: {key: [old, new]}}, "gres_down": {node: {key: [old, new]}}, "partitions_changed": bool}``.
+    ``cores_changed``: Sockets x CoresPerSocket (node_cores), which slurmctld compares with each running job's cores
+    on the node at its restart (job_resources.c valid_job_resources: "Aborting JobId ... due to change in
+    socket/core configuration of allocated nodes"). ``old_text`` None (no file) counts as everything added.
     """
     result = {"changed": False, "bytes_changed": old_text != new_text, "options": [], "nodes_added": [],
-              "nodes_removed": [], "nodes_changed": {}, "gres_up": {}, "gres_down": {},
+              "nodes_removed": [], "nodes_changed": {}, "cores_changed": {}, "gres_up": {}, "gres_down": {},
               "partitions_changed": False}
     if old_text == new_text:
         return result
@@ -73,6 +97,9 @@ def slurm_conf_changes(old_text, new_text):
         keys = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         if keys:
             result["nodes_changed"][name] = keys
+            cores = [node_cores(before), node_cores(after)]
+            if cores[0] != cores[1]:
+                result["cores_changed"][name] = cores
         up, down = {}, {}
         for key in set(before.get("gres", {})) | set(after.get("gres", {})):
             a, b = before.get("gres", {}).get(key, 0), after.get("gres", {}).get(key, 0)

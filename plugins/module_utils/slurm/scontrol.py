@@ -198,6 +198,20 @@ REBOOT_ISSUED_SUFFIX = " : reboot issued"
 KEPT_DRAIN_SUFFIXES = (NOT_RESPONDING_SUFFIX, REBOOT_ISSUED_SUFFIX)
 
 
+_GRES_USED_ITEM = re.compile(r"(?:^|,)([A-Za-z0-9_]+)(?::[^:(),]*)?:([0-9]+)")
+
+
+def parse_gres_used(text):
+    """``{gres name: count in use}`` from ``scontrol -d show node``'s ``GresUsed=`` (``gpu:a100:2(IDX:0,2),
+    shard:a100:0(0/8,0/8)``); None when there is none (no ``-d``)."""
+    if text is None:
+        return None
+    used = {}
+    for name, count in _GRES_USED_ITEM.findall(text):
+        used[name.lower()] = used.get(name.lower(), 0) + int(count)
+    return used
+
+
 def same_drain_reason(reason, ours):
     """True when ``reason`` is the drain ``ours``, also after slurmctld appended `` : Not responding`` or
     `` : reboot issued`` (or both) to it."""
@@ -356,18 +370,18 @@ class Scontrol(object):
             return None, "scontrol show node %s failed (rc %d): %s" % (name, rc, (err or out).strip())
         return parse_show_node(out).get(name), None
 
-    def nodes(self, names):
+    def nodes(self, names, details=False):
         """``({name: record or None}, error or None)`` for several nodes in one call (a hostlist expression).
 
         scontrol prints the nodes it knows and ``Node X not found`` for the others, with rc 1; an error without
-        any such line (slurmctld unreachable) is returned as the error.
+        any such line (slurmctld unreachable) is returned as the error. ``details``: ``scontrol -d`` (``GresUsed``).
         """
         from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import slurm_hostlist
         names = list(names)
         if not names:
             return {}, None
         # a form every release reads: the scontrol here may be older than 23.11 (no "node[01-02]-ib")
-        rc, out, err = self.run("-o", "show", "node", slurm_hostlist(names))
+        rc, out, err = self.run(*(["-d"] if details else []) + ["-o", "show", "node", slurm_hostlist(names)])
         records = parse_show_node(out)
         if rc != 0 and not _NOT_FOUND_RE.search((out or "") + (err or "")):
             return None, "scontrol show node failed (rc %d): %s" % (rc, (err or out).strip())

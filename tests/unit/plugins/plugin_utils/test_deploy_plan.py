@@ -224,9 +224,23 @@ def test_a_node_whose_cpu_layout_changes_is_named_in_the_report():
     new = dict(RENDER, files=dict(RENDER["files"], **{
         "slurm.conf": SLURM.replace("NodeName=n1 ", "NodeName=n1 Sockets=2 CoresPerSocket=32 ") % 8}))
     lines = gate(st=state(applied=running), render=new)["report"]["lines"]
-    assert ("note: the CPU layout of n1 changes: slurmctld aborts the jobs running there when it restarts (\"change "
-            "in socket/core configuration of allocated nodes\"); drain them and let their jobs end first") in lines
-    assert not any("CPU layout" in line for line in gate()["report"]["lines"])
+    assert ("note: the cores (Sockets x CoresPerSocket) of n1 change: slurmctld aborts the jobs running there when it "
+            "restarts (\"change in socket/core configuration of allocated nodes\"); drain them and let their jobs end "
+            "first") in lines
+    assert not any("CoresPerSocket" in line for line in gate()["report"]["lines"])
+    # valid_job_resources compares Sockets x CoresPerSocket: the same cores split otherwise abort nothing, a
+    # ThreadsPerCore change does when Sockets is worked out from CPUs (read_config.c)
+    for old_line, new_line, aborts in (
+            ("Sockets=2 CoresPerSocket=16 ", "Sockets=4 CoresPerSocket=8 ", False),
+            ("Boards=2 SocketsPerBoard=1 CoresPerSocket=8 ", "Sockets=2 CoresPerSocket=8 ", False),
+            ("CPUs=64 ", "CPUs=128 ", True),
+            ("CPUs=128 CoresPerSocket=32 ThreadsPerCore=2 ", "CPUs=128 CoresPerSocket=32 ThreadsPerCore=1 ", True),
+            ("Sockets=2 CoresPerSocket=32 ThreadsPerCore=2 ", "Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 ", False)):
+        running = SLURM.replace("NodeName=n1 ", "NodeName=n1 " + old_line) % 8
+        new = dict(RENDER, files=dict(RENDER["files"], **{
+            "slurm.conf": SLURM.replace("NodeName=n1 ", "NodeName=n1 " + new_line) % 8}))
+        lines = gate(st=state(applied=running), render=new)["report"]["lines"]
+        assert any("CoresPerSocket) of n1 change" in line for line in lines) is aborts, (old_line, new_line)
 
 
 def test_gate_names_the_gres_each_node_must_register_with_by_node_name():
@@ -575,59 +589,80 @@ def test_a_restart_turned_off_with_an_extra_var_string_is_reported_as_held():
     assert any("left for a later run: hpc_gres_slurmd_restart is false" in line for line in plan["report"]["lines"])
 
 
-def busy_node(name, state="MIXED", cpus="16", tres="cpu=16,mem=64G,gres/gpu=2"):
+def busy_node(name, state="MIXED", cpus="16", tres="cpu=16,mem=64G,gres/gpu=2", used=None):
     base, flags = (state.split("+", 1) + [""])[:2]
-    return {"name": name, "State": state, "state_base": base, "state_flags": flags.split("+") if flags else [],
+    node = {"name": name, "State": state, "state_base": base, "state_flags": flags.split("+") if flags else [],
             "CPUAlloc": cpus, "AllocTRES": tres}
+    if used is not None:
+        node["GresUsed"] = used
+    return node
 
 
-def test_jobs_on_a_node_whose_gpu_count_or_cpu_layout_changes_refuse_the_run_until_drained_or_allowed():
-    # slurmctld ends them when it restarts (gres.c count mismatch, recorded on 22.05.8; read_config.c for the layout):
-    # the gate names those nodes, one scontrol read says whether jobs run there
+def test_jobs_on_a_node_whose_gpu_count_or_cores_change_refuse_the_run_until_drained_or_allowed():
+    # slurmctld ends them when it restarts (gres.c count mismatch, recorded on 22.05.8; job_resources.c for the
+    # cores): the gate names those nodes, one scontrol -d read says whether such jobs run there
     st = state(applied=SLURM % 4)
     st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
     plan = gate(st=st)
     assert plan["refusal"] is None
-    assert plan["job_loss"] == {"n2": ["its GRES count changes (gpu:a100 4 -> 8)"]}
-    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {"n2": busy_node("n2")}})
+    assert plan["job_loss"] == {"n2": {"why": ["its GRES count changes (gpu:a100 4 -> 8)"], "gres": ["gpu"],
+                                       "cores": False}}
+    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {"n2": busy_node("n2", used="gpu:a100:2(IDX:0-1)")}})
     assert refusal == (
-        "nothing installed, nothing restarted: host n2.lab (node n2): running jobs: expected none on a node where its "
-        "GRES count changes (gpu:a100 4 -> 8), as slurmctld ends them when it restarts (batch jobs are requeued and "
-        "start over, --no-requeue, srun and salloc jobs end NODE_FAIL), found State=MIXED CPUAlloc=16 "
-        "AllocTRES=cpu=16,mem=64G,gres/gpu=2; drain them (scontrol update nodename=n2 state=drain reason=\"GRES "
-        "change\"), wait until squeue -w n2 shows no job and deploy again, then resume them (scontrol update "
-        "nodename=n2 state=resume); or deploy with -e hpc_gres_deploy_allow_state_change=true to let slurmctld end "
-        "those jobs")
-    # a node that is idle, drained and empty, powered down or unknown to slurmctld has none
+        "nothing installed, nothing restarted: node n2: running jobs: expected none where its GRES count changes "
+        "(gpu:a100 4 -> 8), found n2 (host n2.lab) State=MIXED CPUAlloc=16 AllocTRES=cpu=16,mem=64G,gres/gpu=2 "
+        "GresUsed=gpu:a100:2(IDX:0-1). slurmctld ends those jobs when it restarts with the new slurm.conf (batch jobs "
+        "are requeued and start over, --no-requeue, srun and salloc jobs end NODE_FAIL): drain the nodes (scontrol "
+        "update nodename=n2 state=drain reason=\"GRES change\"), wait until squeue -w n2 shows no job and deploy "
+        "again, then resume them (scontrol update nodename=n2 state=resume); or deploy with -e "
+        "hpc_gres_deploy_allow_state_change=true to let slurmctld end those jobs")
+
+    def refused(node):
+        return deploy_plan.jobs_refusal(plan, {"nodes": {"n2": node}}) is not None
+
+    # idle, drained and empty, powered down, unknown to slurmctld, only completing: nothing to end
     for node in (busy_node("n2", "IDLE", "0", ""), busy_node("n2", "IDLE+DRAIN", "0", None),
-                 busy_node("n2", "IDLE+CLOUD+POWERED_DOWN", "0"), None):
-        assert deploy_plan.jobs_refusal(plan, {"nodes": {"n2": node}}) is None
-    # draining (jobs still run), completing, or only CPUs allocated (no GPU TRES accounted): refused
-    for node in (busy_node("n2", "MIXED+DRAIN"), busy_node("n2", "IDLE+COMPLETING", "0", None),
-                 busy_node("n2", "ALLOCATED", "128", "cpu=128")):
-        assert deploy_plan.jobs_refusal(plan, {"nodes": {"n2": node}}).startswith("nothing installed")
+                 busy_node("n2", "IDLE+CLOUD+POWERED_DOWN", "0", None), busy_node("n2", "IDLE+COMPLETING", "0", None)):
+        assert not refused(node), node
+    assert deploy_plan.jobs_refusal(plan, {"nodes": {"n2": None}}) is None
+    # a GRES change ends the jobs holding that GRES (or shards of it) only: a CPU-only job keeps running
+    assert not refused(busy_node("n2", used="gpu:a100:0(IDX:N/A)"))
+    assert refused(busy_node("n2", used="gpu:a100:0(IDX:N/A),shard:a100:2(2/8,0/8)"))
+    assert not refused(busy_node("n2", tres="cpu=4,mem=8G,gres/gpu=0"))
+    assert refused(busy_node("n2", "MIXED+DRAIN", tres="cpu=4,mem=8G,gres/gpu:a100=1"))
+    # neither GresUsed nor a gres/ TRES: any job counts
+    assert refused(busy_node("n2", "ALLOCATED", "128", "cpu=128"))
+    # a suspended job: 22.05 shows the node IDLE with no CPU allocated, its memory and GPUs still held
+    assert refused(busy_node("n2", "IDLE", "0", "mem=64G,gres/gpu=4"))
     # allowed, an install-only run, a slurmctld restart the inventory holds: nothing to read
     assert gate(st=st, allow_state_change=True)["job_loss"] == {}
     assert gate(st=st, steps={"install": True, "restart": False})["job_loss"] == {}
     st["ctl"]["hpc_gres_slurmctld_restart"] = False
     st["n2.lab"]["hpc_gres_slurmd_restart"] = False
     assert gate(st=st)["job_loss"] == {}
-    # a layout change and a count change on two nodes: one refusal naming both, in hostlist order
+    # cores and a count on two nodes: every job on the first counts (GresUsed or not), one refusal per change
     layout = (SLURM % 8).replace("NodeName=n1 Gres", "NodeName=n1 Sockets=2 CoresPerSocket=8 Gres")
-    st = state(applied=layout.replace("gpu:a100:8\nNodeName=n2", "gpu:a100:8\nNodeName=n2").replace(
-        "NodeName=n2 Gres=gpu:a100:8", "NodeName=n2 Gres=gpu:a100:4"))
+    st = state(applied=layout.replace("NodeName=n2 Gres=gpu:a100:8", "NodeName=n2 Gres=gpu:a100:4"))
     st["n2.lab"][deploy_plan.VERIFY] = verified({"restart": True, "gres_changed": True}, host="n2.lab")
     plan = gate(st=st)
-    assert plan["job_loss"] == {"n1": ["its CPU layout changes"], "n2": ["its GRES count changes (gpu:a100 4 -> 8)"]}
-    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {"n1": busy_node("n1", "ALLOCATED", "16", None),
-                                                        "n2": busy_node("n2")}})
-    assert refusal.startswith("nothing installed, nothing restarted: host n1.lab (node n1): running jobs: expected "
-                              "none on a node where its CPU layout changes")
+    assert plan["job_loss"]["n1"] == {"why": ["its cores change (Sockets x CoresPerSocket 16 -> 1)"], "gres": [],
+                                      "cores": True}
+    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {
+        "n1": busy_node("n1", "ALLOCATED", "16", "cpu=16", used="gpu:a100:0(IDX:N/A)"), "n2": busy_node("n2")}})
+    assert refusal.startswith("nothing installed, nothing restarted: node n1: running jobs: expected none where its "
+                              "cores change (Sockets x CoresPerSocket 16 -> 1), found n1 (host n1.lab) State=ALLOCATED")
+    assert "; node n2: running jobs: expected none where its GRES count changes" in refusal
     assert "scontrol update nodename=n[1-2] state=drain" in refusal and "squeue -w n[1-2]" in refusal
+    # many nodes of one change: one group, five shown
+    plan = {"names": {}, "job_loss": {"g%02d" % i: {"why": ["x"], "gres": ["gpu"], "cores": False}
+                                      for i in range(1, 13)}}
+    refusal = deploy_plan.jobs_refusal(plan, {"nodes": {"g%02d" % i: busy_node("g%02d" % i) for i in range(1, 13)}})
+    assert refusal.count("running jobs") == 1 and "nodes g[01-12]: running jobs" in refusal
+    assert "g05 (host g05)" in refusal and "g06 (host" not in refusal and " and 7 more." in refusal
     # slurmctld does not answer: refused, naming the nodes it could not read
     failed = {"failed": True, "msg": "slurm_load_node error: Unable to contact slurm controller (connect failure)"}
     assert deploy_plan.jobs_refusal(plan, failed) == (
-        "nothing installed, nothing restarted: slurmctld: running jobs: expected to read n[1-2] from slurmctld (their "
-        "GRES count or CPU layout changes, and slurmctld ends their jobs when it restarts), found scontrol failing: "
+        "nothing installed, nothing restarted: slurmctld: running jobs: expected to read g[01-12] from slurmctld "
+        "(their GRES count or cores change, and slurmctld ends their jobs when it restarts), found scontrol failing: "
         "slurm_load_node error: Unable to contact slurm controller (connect failure); start slurmctld and deploy "
         "again, or, when no job can run there, deploy with -e hpc_gres_deploy_allow_state_change=true")

@@ -61,6 +61,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "JobContainerType", "job_container/cncu", "24.05", False),
     ("slurm.conf", "JobContainerType", "job_container/linux", "24.11", False),
     ("slurm.conf", "NamespaceType", "namespace/linux", "25.11", True),
+    ("slurm.conf", "JobContainerType", "namespace/tmpfs", "24.11", False),  # job_container.c strips job_container/
     ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,CR_LLN", "22.05", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core,CR_Memory", "22.05", False),       # two resource kinds
     ("slurm.conf", "SelectTypeParameters", "CR_CPU,CR_ONE_TASK_PER_CORE", "22.05", False),
@@ -191,3 +192,6 @@ def test_a_plugin_of_another_release_names_when_it_ships_and_what_the_target_has
     assert "ships up to Slurm 23.11 only" in check("slurm.conf", "ProctrackType", "proctrack/cray_aries", "24.11")[2]
     assert "namespace/linux ships from Slurm 25.11 on" in check("slurm.conf", "JobContainerType",
                                                                 "job_container/linux", "24.11")[2]
+    assert "namespace/tmpfs ships from Slurm 25.11 on" in check("slurm.conf", "JobContainerType",
+                                                                "namespace/tmpfs", "24.11")[2]
+    assert check("slurm.conf", "AuthType", "auth/slurm", "22.05")[0].startswith("an auth plugin Slurm 22.05 ships")

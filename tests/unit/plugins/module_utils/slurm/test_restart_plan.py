@@ -2,6 +2,7 @@
 import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import restart_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import node_definition, parse_slurm_conf
 
 HEAD = """ClusterName=demo
 SlurmctldHost=ctl
@@ -166,3 +167,19 @@ def test_a_first_deploys_reasons_read_the_same_on_every_node():
                           "slurm.conf: clustername, grestypes, slurmctldhost, taskplugin changed",
                           "slurm.conf: nodes added (cpu[01-03],gpu-a[01-02],gpu-h01)"]
     assert restart_plan._some(["o%d" % i for i in range(30)]) == "o0, o1, o2, o3, o4, o5, o6, o7 and 22 more"
+
+
+@pytest.mark.parametrize("line, cores", [
+    ("Sockets=2 CoresPerSocket=16 ThreadsPerCore=2", 32),
+    ("Boards=2 SocketsPerBoard=2 CoresPerSocket=8", 32),        # SocketsPerBoard wins, times Boards
+    ("Sockets=4 SocketsPerBoard=1 CoresPerSocket=8", 8),        # both given: SocketsPerBoard is used
+    ("CPUs=128 CoresPerSocket=32 ThreadsPerCore=2", 64),        # Sockets = CPUs / (cores x threads) = 2
+    ("CPUs=128 CoresPerSocket=32 ThreadsPerCore=1", 128),
+    ("CPUs=100 CoresPerSocket=32 ThreadsPerCore=2", 32),        # does not divide: Sockets = Boards = 1
+    ("CPUs=64", 64),                                            # one core per socket by default
+    ("Sockets=0 CoresPerSocket=0", 1),                          # 0 read as 1
+    ("Sockets=2 CoresPerSocket=x", None),
+])
+def test_node_cores_are_worked_out_as_read_config_does(line, cores):
+    node = parse_slurm_conf(HEAD + "NodeName=n1 %s\n" % line)["nodes"]["n1"]
+    assert restart_plan.node_cores(node_definition(node)) == cores

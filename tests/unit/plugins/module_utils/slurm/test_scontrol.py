@@ -367,3 +367,15 @@ def test_a_node_slurmctld_has_no_registration_of_is_waited_for():
     bare = dict(node)
     del bare["SlurmdStartTime"]
     assert scontrol.registration_verdict(bare, {"gpu:a100": 8})["status"] == "ok"
+
+
+def test_gres_used_counts_each_gres_name_of_a_real_detail_output():
+    # Hebrew University's scontrol -d show node (huji1711 fixture): what the deploy's job refusal reads
+    used = {name: scontrol.parse_gres_used(node.get("GresUsed"))
+            for name, node in nodes_of("huji1711-detail-gresused-idx-vmem-drain.txt").items()}
+    wanted = [{"gpu": 8}, {"gpu": 0, "vmem": 0}, {"gpu": 4}, {"gpu": 0}]
+    assert all(w in used.values() for w in wanted), used
+    # shards are named on their own, an index list with commas is not a count
+    assert scontrol.parse_gres_used("gpu:a100:2(IDX:0,2),gpu:h100:0(IDX:N/A),shard:a100:3(1/8,2/8)") == {
+        "gpu": 2, "shard": 3}
+    assert scontrol.parse_gres_used(None) is None
