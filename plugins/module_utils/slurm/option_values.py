@@ -13,7 +13,7 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import VALUE_KEYWORDS
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import release_for
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.plugin_tables import SHIPPED
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.plugin_tables import REMOVED_BEFORE, SHIPPED
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import parse_version
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import describe
 
@@ -297,6 +297,35 @@ def _topology_plugin(value, version):
         "default) with 25.05; topology/hypercube went with 23.11, topology/3d_torus with 25.05" % value)
 
 
+_CPU_UNITS = ("none", "sockets", "cores", "threads")
+
+
+def _task_plugin_param(value, version):
+    """read_config.c (22.05 to 26.05): one of none/sockets/cores/threads, verbose, autobind= once, SlurmdOffSpec,
+    OOMKillStep from 24.11; anything else is "Bad TaskPluginParam" and slurmctld stops."""
+    known = ["none", "sockets", "cores", "threads", "verbose", "autobind=none|threads|cores|sockets", "SlurmdOffSpec"]
+    if parse_version(version) >= (24, 11):
+        known.append("OOMKillStep")
+    units, autobind, said = 0, 0, None
+    for token in filter(None, value.split(",")):
+        lower = token.lower()
+        if lower in _CPU_UNITS:
+            units += 1
+            said = None if units == 1 else "Bad TaskPluginParam: %s" % token
+        elif lower.startswith("autobind="):
+            autobind += 1
+            said = ("Bad TaskPluginParam: autobind already set" if autobind > 1 else None) or (
+                None if lower[len("autobind="):] in _CPU_UNITS
+                else "Bad TaskPluginParam autobind value: %s" % token[len("autobind="):])
+        elif lower not in ("verbose", "slurmdoffspec") and not (lower == "oomkillstep" and "OOMKillStep" in known):
+            said = "Bad TaskPluginParam: %s" % token
+        if said:
+            return ("TaskPluginParam keywords Slurm %s reads (%s; one CPU unit and one autobind at most)"
+                    % (release_for(version), ", ".join(known)),
+                    "slurmctld stops on it (\"%s\", read_config.c)" % said)
+    return None
+
+
 # slurm.conf options that name plugins (a comma list for the *Plugins and AuthAltTypes), to their type under
 # src/plugins/ (plugin_tables.py). SelectType and TopologyPlugin have their own rules above; MpiDefault names
 # built libraries (pmix_v4), not directories.
@@ -313,9 +342,19 @@ PLUGIN_OPTIONS = {
 }
 
 
+# A plugin built in another type's directory: cred.c (23.11 on) loads CredType=cred/slurm from auth/slurm.
+_BUILT_IN = {("cred", "slurm"): "auth"}
+
+
 def _shipped_in(ptype, name):
-    """The releases of plugin_tables that ship ``ptype/name``, oldest first."""
-    return [release for release in sorted(SHIPPED, key=parse_version) if name in SHIPPED[release].get(ptype, ())]
+    """The releases of plugin_tables that ship ``ptype/name``, oldest first; for a plugin removed before the first
+    of them (REMOVED_BEFORE), the last series that shipped it."""
+    source = _BUILT_IN.get((ptype, name), ptype)
+    releases = [release for release in sorted(SHIPPED, key=parse_version)
+                if name in SHIPPED[release].get(source, ())]
+    if not releases and name in REMOVED_BEFORE.get(ptype, {}):
+        return [REMOVED_BEFORE[ptype][name]]
+    return releases
 
 
 def _plugin(option):
@@ -333,7 +372,9 @@ def _plugin(option):
             kinds = ("job_container", "namespace")
             kind = "namespace" if SHIPPED.get(release, {}).get("namespace") else "job_container"
             accepted = kinds if kind == "namespace" else ("job_container",)
-        shipped = SHIPPED.get(release, {}).get(kind, ())
+        shipped = set(SHIPPED.get(release, {}).get(kind, ()))
+        shipped.update(n for (t, n), source in _BUILT_IN.items() if t == kind and n in SHIPPED.get(release, {}).get(
+            source, ()))
         for entry in value.split(","):
             entry = entry.strip()
             prefix, _sep, name = entry.rpartition("/")
@@ -350,11 +391,11 @@ def _plugin(option):
                     else "up to Slurm %s" % releases[-1])
             article = "an" if kind[0] in "aeiou" else "a"
             return ("%s %s plugin Slurm %s ships (%s)" % (article, kind, release, ", ".join(
-                "%s/%s" % (kind, n) for n in shipped if n != "none") or "none"),
+                "%s/%s" % (kind, n) for n in sorted(shipped) if n != "none") or "none"),
                 "%s/%s ships %s only (src/plugins/%s/ at each release's tag): the daemons that load it log "
                 "\"Couldn't find the specified plugin name for %s/%s looking at all files\" (plugin.c) and fail to "
                 "initialize it; set %s for the release in hpc_gres_slurm_version"
-                % (found[0], name, when, found[0], found[0], name, option))
+                % (found[0], name, when, _BUILT_IN.get((found[0], name), found[0]), found[0], name, option))
         return None
     return judge
 
@@ -363,6 +404,7 @@ VERSIONED_SHAPES = {
     ("slurm.conf", "SelectType"): _select_type,
     ("slurm.conf", "TopologyPlugin"): _topology_plugin,
     ("slurm.conf", "SelectTypeParameters"): _select_type_parameters,
+    ("slurm.conf", "TaskPluginParam"): _task_plugin_param,
     ("slurm.conf", "EpilogMsgTime"): _epilog_msg_time,
     ("cgroup.conf", "CgroupPlugin"): _cgroup_plugin,
     ("gres.conf", "AutoDetect"): _autodetect,

@@ -89,7 +89,8 @@ def lookup(name, key, version=None):
         kind, note, since = _state(changes, release)
         if kind == "defunct":
             return _raise(expected, "%s (defunct since Slurm %s)" % (key, since), note or
-                          "Slurm %s stops with 'The option \"%s\" is defunct'" % (release, spelled))
+                          "Slurm %s ignores it and logs 'The option \"%s\" is defunct, please remove it' (read_config.c "
+                          "_defunct_option); remove it" % (release, spelled))
         if kind == "renamed":
             successor = _SUCCESSOR_RE.search(note or "")
             return _raise(expected, "%s (%s)" % (key, "renamed" if successor else "obsolete"),

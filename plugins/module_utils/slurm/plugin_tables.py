@@ -3,7 +3,8 @@
 
 ``SHIPPED[release][type]`` is the sorted names of the plugins of that type the release ships (a
 ``none`` directory included where it still exists; read_config.c reads a value containing "none" as no
-plugin from 23.11 on). ``SOURCES[release]`` is the tag read."""
+plugin from 23.11 on). ``SOURCES[release]`` is the tag read. ``REMOVED_BEFORE[type][name]``: the last
+series from 17.02 on that shipped a plugin none of them ships."""
 
 SOURCES = {
     "22.05": "slurm-22-05-11-1",
@@ -234,4 +235,19 @@ SHIPPED = {
         "task": ("affinity", "cgroup"),
         "tls": ("none", "s2n"),
     },
+}
+
+# Plugins of the series before the first above that none of them ships: the last series that shipped each (tags
+# read: slurm-17-02-11-1, slurm-17-11-13-2, slurm-18-08-9-1, slurm-19-05-8-1, slurm-20-02-7-1, slurm-20-11-9-1,
+# slurm-21-08-8-2).
+REMOVED_BEFORE = {
+    "accounting_storage": {"filetxt": "20.02"},
+    "acct_gather_energy": {"cray": "18.08", "cray_aries": "20.02", "rsmi": "21.08"},
+    "burst_buffer": {"cray": "18.08", "generic": "20.11"},
+    "job_submit": {"cray": "18.08"},
+    "preempt": {"job_prio": "17.11"},
+    "proctrack": {"cray": "18.08", "lua": "18.08", "sgi_job": "18.08"},
+    "sched": {"hold": "20.11"},
+    "switch": {"cray": "18.08", "generic": "20.02", "nrt": "18.08"},
+    "task": {"cray": "18.08"},
 }

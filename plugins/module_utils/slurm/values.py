@@ -291,11 +291,29 @@ def format_value(value):
     raise ValueError("value cannot be written into a Slurm file: %r" % (value,))
 
 
+_LEADING_ZERO_RE = re.compile(r"\A-?0[0-9]+\Z")
+
+
+def _octal_problem(value, kind):
+    """Slurm reads integers with strtoul/strtol base 0 (parse_value.c): a leading 0 makes the number octal, so
+    "03600" is 1920 there; an 8 or a 9 after it is no number at all."""
+    digits = value.lstrip("-")
+    if any(ch in "89" for ch in digits):
+        meaning = "not a number there (8 and 9 are not octal digits)"
+    else:
+        meaning = "%s%d there" % ("-" if value.startswith("-") else "", int(digits, 8))
+    return ("an integer without a leading 0 (%s in Slurm)" % kind, describe(value),
+            "Slurm reads a number with a leading 0 as octal (strtoul base 0, parse_value.c): %s is %s; write the "
+            "decimal number Slurm should run with" % (value, meaning))
+
+
 def check_typed_value(value, kind):
     """A value for an option of parser type `kind` (options.py): uint16/32/64, long, boolean, float, double.
 
     Returns (text to write, None) or (None, (expected, found, hint)). String kinds are checked by the caller.
     """
+    if isinstance(value, str) and kind in tuple(UINT_MAX) + ("long",) and _LEADING_ZERO_RE.match(value):
+        return None, _octal_problem(value, kind)
     if kind in UINT_MAX:
         if isinstance(value, str) and value.upper() in ("INFINITE", "UNLIMITED"):
             return value.upper(), None

@@ -61,7 +61,25 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "JobContainerType", "job_container/cncu", "24.05", False),
     ("slurm.conf", "JobContainerType", "job_container/linux", "24.11", False),
     ("slurm.conf", "NamespaceType", "namespace/linux", "25.11", True),
+    # removed before 22.05 (src/plugins/ at 17.02 to 21.08): slurmctld 22.05.8 "fatal: failed to initialize
+    # accounting_storage plugin" (a real site's slurm.conf, sites round 6)
+    ("slurm.conf", "AccountingStorageType", "accounting_storage/filetxt", "22.05", False),
+    ("slurm.conf", "SchedulerType", "sched/hold", "24.11", False),
+    ("slurm.conf", "JobCompType", "jobcomp/filetxt", "26.05", True),
+    # cred/slurm is built in auth/slurm (23.11 on; cred.c)
+    ("slurm.conf", "CredType", "cred/slurm", "22.05", False),
+    ("slurm.conf", "CredType", "cred/slurm", "23.11", True),
+    ("slurm.conf", "CredType", "auth/slurm", "24.11", True),
     ("slurm.conf", "JobContainerType", "namespace/tmpfs", "24.11", False),  # job_container.c strips job_container/
+    # read_config.c: slurmctld 22.05.8 "Bad TaskPluginParam: Sched" (two real sites' slurm.conf, sites round 6)
+    ("slurm.conf", "TaskPluginParam", "Sched", "22.05", False),
+    ("slurm.conf", "TaskPluginParam", "cores,verbose", "22.05", True),
+    ("slurm.conf", "TaskPluginParam", "Cores,Autobind=Threads,SlurmdOffSpec", "26.05", True),
+    ("slurm.conf", "TaskPluginParam", "cores,threads", "24.11", False),
+    ("slurm.conf", "TaskPluginParam", "autobind=cores,autobind=none", "24.11", False),
+    ("slurm.conf", "TaskPluginParam", "autobind=boards", "24.11", False),
+    ("slurm.conf", "TaskPluginParam", "OOMKillStep", "24.05", False),
+    ("slurm.conf", "TaskPluginParam", "OOMKillStep", "24.11", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core_Memory,CR_LLN", "22.05", True),
     ("slurm.conf", "SelectTypeParameters", "CR_Core,CR_Memory", "22.05", False),       # two resource kinds
     ("slurm.conf", "SelectTypeParameters", "CR_CPU,CR_ONE_TASK_PER_CORE", "22.05", False),
@@ -195,3 +213,10 @@ def test_a_plugin_of_another_release_names_when_it_ships_and_what_the_target_has
     assert "namespace/tmpfs ships from Slurm 25.11 on" in check("slurm.conf", "JobContainerType",
                                                                 "namespace/tmpfs", "24.11")[2]
     assert check("slurm.conf", "AuthType", "auth/slurm", "22.05")[0].startswith("an auth plugin Slurm 22.05 ships")
+    assert "ships up to Slurm 20.02 only (src/plugins/accounting_storage/" in check(
+        "slurm.conf", "AccountingStorageType", "accounting_storage/filetxt", "22.05")[2]
+    assert "cred/slurm ships from Slurm 23.11 on only (src/plugins/auth/" in check(
+        "slurm.conf", "CredType", "cred/slurm", "23.02")[2]
+    assert check("slurm.conf", "TaskPluginParam", "Sched", "22.05")[2] == (
+        "slurmctld stops on it (\"Bad TaskPluginParam: Sched\", read_config.c)")
+    assert "autobind already set" in check("slurm.conf", "TaskPluginParam", "autobind=cores,autobind=none", "24.11")[2]

@@ -132,3 +132,15 @@ def test_a_value_is_described_by_its_plain_type_not_ansibles_subclass():
     assert values.describe(_AnsibleTaggedStr("a100")) == "'a100' (string)"
     assert values.describe(True) == "True (bool)" and values.describe(3) == "3 (int)"
     assert values.describe(("a",)) == "('a',) (tuple)"
+
+
+def test_a_number_with_a_leading_zero_is_refused_with_what_slurm_reads_it_as():
+    # parse_value.c reads integers with strtoul/strtol base 0: HealthCheckInterval=03600 ran as 1920 s (a real
+    # site's slurm.conf, sites round 6; scontrol show config on slurmctld 22.05.8: "HealthCheckInterval = 1920 sec")
+    text, problem = values.check_typed_value("03600", "uint16")
+    assert text is None and problem[0] == "an integer without a leading 0 (uint16 in Slurm)"
+    assert "03600 is 1920 there" in problem[2]
+    assert "not a number there" in values.check_typed_value("0089", "uint32")[1][2]
+    assert "-010 is -8 there" in values.check_typed_value("-010", "long")[1][2]
+    assert values.check_typed_value("0", "uint16") == ("0", None)
+    assert values.check_typed_value(3600, "uint16") == ("3600", None)
