@@ -18,13 +18,18 @@ Two steps, as scripts/derive-slurm-options.py:
 tests/unit/plugins/module_utils/slurm/test_option_values.py runs step 2 with --check semantics.
 """
 import argparse
+import importlib.util
 import os
 import re
-import subprocess
 import sys
 import textwrap
 
-SERIES = ("22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05")
+# the series, and how a series' last tag is found, are derive-slurm-options.py's
+_SPEC = importlib.util.spec_from_file_location(
+    "derive_slurm_options", os.path.join(os.path.dirname(os.path.abspath(__file__)), "derive-slurm-options.py"))
+_OPTIONS = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(_OPTIONS)
+SERIES = _OPTIONS.SERIES
 # Older series, read only for the names they shipped: a site's slurm.conf from before 22.05 can name a plugin removed
 # since (AccountingStorageType=accounting_storage/filetxt, gone in 20.11), which stops slurmctld all the same.
 EARLIER_SERIES = ("17.02", "17.11", "18.08", "19.05", "20.02", "20.11", "21.08")
@@ -37,30 +42,15 @@ NOT_PLUGINS = ("common", "common_xkcp")
 FIXTURE = "plugins.txt"
 
 
-def _git(repo, *args):
-    return subprocess.run(["git", "-C", repo] + list(args), check=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL).stdout.decode()
-
-
-def latest_tag(repo, series):
-    major, minor = series.split(".")
-    prefix = "slurm-%s-%s-" % (major, minor)
-    pattern = re.compile(re.escape(prefix) + r"\d+-\d+$")
-    tags = [t for t in _git(repo, "tag", "--list", prefix + "*").split() if pattern.match(t)]
-    if not tags:
-        return None
-    return max(tags, key=lambda t: [int(x) for x in t[len(prefix):].split("-")])
-
-
 def extract(repo, fixtures):
     for series in EARLIER_SERIES + SERIES:
-        tag = latest_tag(repo, series)
+        tag = _OPTIONS.latest_tag(repo, series)
         if tag is None:
             print("no tag for %s, skipped" % series, file=sys.stderr)
             continue
         names = []
         for ptype in TYPES:
-            listed = _git(repo, "ls-tree", "-d", "--name-only", tag, "src/plugins/%s/" % ptype).split()
+            listed = _OPTIONS._git(repo, "ls-tree", "-d", "--name-only", tag, "src/plugins/%s/" % ptype).split()
             names += ["%s/%s" % (ptype, path.rsplit("/", 1)[1]) for path in listed
                       if path.rsplit("/", 1)[1] not in NOT_PLUGINS]
         outdir = os.path.join(fixtures, series)

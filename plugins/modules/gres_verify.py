@@ -409,7 +409,11 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import 
     verify_node,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import deploy_files, node_plan
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import (
+    changed_files,
+    deploy_files,
+    node_plan,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.gres_conf import deferred_gres, node_gres_conf
 
 
@@ -501,7 +505,7 @@ def _refused_plan(plan):
     """A refused node's plan as its failure shows it: the installed and new texts of the files that would change
     (the deploy's report diffs them), not three copies of every file; nothing is installed or restarted there."""
     installed, new = plan["installed"] or {}, plan["new_files"]
-    changing = [n for n in plan["install_names"] if new.get(n) is not None and installed.get(n) != new.get(n)]
+    changing = changed_files(installed, new, plan["install_names"])
     slim = {k: v for k, v in plan.items() if k != "running_files"}
     slim.update(installed={n: installed.get(n) for n in changing}, new_files={n: new[n] for n in changing})
     return slim

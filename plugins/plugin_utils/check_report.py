@@ -18,6 +18,7 @@ import difflib
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.hostlist import collect_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import changed_files
 
 NODE_FILES = ("slurm.conf", "cgroup.conf", "gres.conf")
 CONTROLLER_FILES = ("slurm.conf", "cgroup.conf")
@@ -34,11 +35,6 @@ def node_new_files(files, node_name, gres_conf_text=None):
     verification wrote it) or None when it has no GPUs."""
     gres = gres_conf_text if gres_conf_text is not None else files.get(node_name + "/gres.conf")
     return {"slurm.conf": files.get("slurm.conf"), "cgroup.conf": files.get("cgroup.conf"), "gres.conf": gres}
-
-
-def changed_files(installed, new, names):
-    """Files (of ``names``) whose new text differs from the installed one; a file with no new text is left alone."""
-    return [name for name in names if new.get(name) is not None and (installed or {}).get(name) != new.get(name)]
 
 
 def _lines(text):

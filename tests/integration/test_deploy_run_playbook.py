@@ -113,6 +113,21 @@ def run_id(out):
     return out.split(": lock taken on", 1)[0].rsplit("run ", 1)[1]
 
 
+def fake_systemctl(tmp_path, script):
+    """A directory holding ``systemctl`` with ``script``, to put first on PATH."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text(script)
+    (fake / "systemctl").chmod(0o755)
+    return fake
+
+
+def stateful_systemctl(tmp_path):
+    """fake_systemctl with SYSTEMCTL_STATEFUL, slurmctld active."""
+    (tmp_path / "state").write_text("active\n")
+    return fake_systemctl(tmp_path, SYSTEMCTL_STATEFUL.format(here=tmp_path))
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     cluster = Cluster(tmp_path_factory.mktemp("run"))
@@ -293,10 +308,7 @@ def test_an_interrupted_run_of_this_machine_is_taken_over_and_finished(cluster):
 def test_a_slurmctld_that_does_not_come_back_stops_the_run_before_any_slurmd_restart(cluster, tmp_path):
     # an option change restarts slurmctld before the nodes; its restart fails (a systemctl that cannot restart it):
     # the run stops there with where it stands and the ways on, instead of a bare module error
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "systemctl").write_text("#!/bin/sh\necho 'Job for slurmctld.service failed' >&2\nexit 1\n")
-    (fake / "systemctl").chmod(0o755)
+    fake = fake_systemctl(tmp_path, "#!/bin/sh\necho 'Job for slurmctld.service failed' >&2\nexit 1\n")
     change = '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 12345}, "hpc_gres_slurmctld_restart": true}'
     rc, out = cluster.play("deploy-gres.yml", "-e", change, cores=False, path=str(fake))
     assert rc != 0, out
@@ -329,11 +341,7 @@ exit 0
 def test_the_rollback_of_a_run_whose_slurmctld_did_not_come_back_starts_it_on_the_previous_files(cluster, tmp_path):
     # the rollback's plan compares the previous files with those slurmctld last started with, which are the same:
     # without the unit's state it restarted nothing and left slurmctld down
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "systemctl").write_text(SYSTEMCTL_STATEFUL.format(here=tmp_path))
-    (fake / "systemctl").chmod(0o755)
-    (tmp_path / "state").write_text("active\n")
+    fake = stateful_systemctl(tmp_path)
     (tmp_path / "fail").write_text("")
     conf = cluster.tmp / "ctl" / "etc" / "slurm.conf"
     before = conf.read_text()
@@ -376,11 +384,7 @@ def test_the_rollback_of_a_run_whose_slurmctld_did_not_come_back_starts_it_on_th
 def test_jobs_on_a_node_whose_gpu_count_changes_refuse_the_deploy_until_it_is_drained_or_allowed(cluster, tmp_path):
     # slurmctld kills the GPU jobs of a node whose gres/gpu count changes when it restarts (recorded on 22.05.8,
     # tests/integration/test_slurm_job_loss.py): one scontrol read of that node, refused while it runs jobs
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "systemctl").write_text(SYSTEMCTL_STATEFUL.format(here=tmp_path))
-    (fake / "systemctl").chmod(0o755)
-    (tmp_path / "state").write_text("active\n")
+    fake = stateful_systemctl(tmp_path)
     seven = '{"hpc_gres_slurmctld_restart": true}'
     before = cluster.gres()
     with open(cluster.busy, "w") as handle:
@@ -418,12 +422,9 @@ def test_a_restart_the_inventory_holds_is_said_once_and_later_runs_change_nothin
     # slurmctld once restarted with an option (recorded as what it runs with), then a change installed with
     # hpc_gres_slurmctld_restart false: the restart stays pending, and a rerun neither records a run nor takes the
     # lock for it (each later no-op deploy did, since the recorded files never catch up)
-    fake = tmp_path / "bin"
-    fake.mkdir()
     # what ansible.builtin.service reads (systemctl show UNIT) and a restart that succeeds
-    (fake / "systemctl").write_text("#!/bin/sh\n[ \"$1\" = show ] && printf 'Id=slurmctld.service\\nLoadState=loaded"
+    fake = fake_systemctl(tmp_path, "#!/bin/sh\n[ \"$1\" = show ] && printf 'Id=slurmctld.service\\nLoadState=loaded"
                                     "\\nActiveState=active\\nSubState=running\\nUnitFileState=enabled\\n'\nexit 0\n")
-    (fake / "systemctl").chmod(0o755)
     rc, out = cluster.play("deploy-gres.yml", "-e", '{"hpc_gres_slurm_conf_options": {"MaxJobCount": 777}, '
                            '"hpc_gres_slurmctld_restart": true}', cores=False, path=str(fake))
     assert rc == 0, out[-3000:]

@@ -136,3 +136,8 @@ def controller_plan(new, applied, targeted_nodes=None, mode="files", include_fil
             plan["reasons"] = sorted(set(plan["reasons"]) | set(reasons))
             plan.update(restart_before=True, restart_after=False, reconfigure=False)
     return plan
+
+
+def changed_files(installed, new, names):
+    """Files (of ``names``) whose new text differs from the installed one; a file with no new text is left alone."""
+    return [name for name in names if new.get(name) is not None and (installed or {}).get(name) != new.get(name)]

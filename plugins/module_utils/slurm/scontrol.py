@@ -198,17 +198,16 @@ REBOOT_ISSUED_SUFFIX = " : reboot issued"
 KEPT_DRAIN_SUFFIXES = (NOT_RESPONDING_SUFFIX, REBOOT_ISSUED_SUFFIX)
 
 
-_GRES_USED_ITEM = re.compile(r"(?:^|,)([A-Za-z0-9_]+)(?::[^:(),]*)?:([0-9]+)")
-
-
 def parse_gres_used(text):
     """``{gres name: count in use}`` from ``scontrol -d show node``'s ``GresUsed=`` (``gpu:a100:2(IDX:0,2),
-    shard:a100:0(0/8,0/8)``); None when there is none (no ``-d``)."""
+    shard:a100:0(0/8,0/8)``, the shape of ``Gres=``: parse_gres_field), every type of a name together; None when
+    there is none (no ``-d``)."""
     if text is None:
         return None
     used = {}
-    for name, count in _GRES_USED_ITEM.findall(text):
-        used[name.lower()] = used.get(name.lower(), 0) + int(count)
+    for key, count in parse_gres_field(text).items():
+        name = key.split(":", 1)[0]
+        used[name] = used.get(name, 0) + count
     return used
 
 
