@@ -84,10 +84,16 @@ def build_cluster_model(hostvars, groups, cluster, cluster_host="localhost", whe
                 "hostlist range holds at most that many names)" % MAX_NODES, "%d hosts" % len(slurmd_hosts))
         slurmd_hosts = []
 
+    checked = {}
     for host in sorted(hostvars, key=natural_key):
         hv = hostvars[host] or {}
         for key in sorted(k for k in hv if isinstance(k, str)):
             problem = namespace.unknown(key)
+            if problem is None:
+                problem = checked.get((key, id(hv[key])))
+                if problem is None:
+                    # hosts of a group share their group_vars' value objects (inventory_vars.py)
+                    problem = checked[(key, id(hv[key]))] = namespace.bad_role_value(key, hv[key]) or ()
             if problem:
                 col.add(host, key, *problem)
         if host not in slurmd_set and hv.get("hpc_gres_gpus"):

@@ -5,16 +5,20 @@
 Other roles' variables (``slurm_*``, ``openhpc_*``, ...) are never read and never refused. Inside the namespace
 every name is known: the inventory schema (``model_schema``), the roles' options (their ``meta/argument_specs.yml``,
 read here so that the two cannot drift), the playbooks' extra variables and the facts the plays set. A name in the
-namespace that is none of these is a typo and is refused, with the closest known name as a hint. The only variables
-read outside the namespace are three of AWX's own job variables, to refuse a sliced AWX job
+namespace that is none of these is a typo and is refused, with the closest known name as a hint. A role option set in
+the inventory or with ``-e`` must also have a value its role's argument spec accepts (``bad_role_value``). The only
+variables read outside the namespace are three of AWX's own job variables, to refuse a sliced AWX job
 (``awx_slicing.JOB_VARS``).
 """
 import difflib
 import functools
 import os
+import re
 
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.values import describe
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import CLUSTER_VARS, HOST_VARS, NAMESPACE
 
 # Extra variables of the playbooks (-e, or the inventory), each documented in the playbook that reads it.
@@ -93,23 +97,63 @@ STATE_VARS = (
 _ROLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "roles")
 
 
+# What ansible-core's argument check of a role reads from an option's spec (the rest documents it).
+_CHECKED_KEYS = ("type", "elements", "choices", "options")
+
+
 @functools.lru_cache(maxsize=1)
-def role_options():
-    """Every option of every entry point of the collection's roles (their meta/argument_specs.yml)."""
-    names = set()
+def role_option_specs():
+    """{option: (role, spec)} for every option of every entry point of the collection's roles (their
+    meta/argument_specs.yml; an option has one spec in every entry point that takes it, a unit test checks)."""
+    specs = {}
     try:
         roles = sorted(os.listdir(_ROLES_DIR))
     except OSError:
-        return frozenset()
+        return specs
     for role in roles:
         path = os.path.join(_ROLES_DIR, role, "meta", "argument_specs.yml")
         if not os.path.isfile(path):
             continue
         with open(path, encoding="utf-8") as handle:
-            specs = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
-        for entry in specs.values():
-            names.update((entry or {}).get("options") or {})
-    return frozenset(names)
+            entries = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+        for entry in entries.values():
+            for name, spec in ((entry or {}).get("options") or {}).items():
+                specs.setdefault(name, (role, {k: v for k, v in (spec or {}).items() if k in _CHECKED_KEYS}))
+    return specs
+
+
+def role_options():
+    """Every option of every entry point of the collection's roles."""
+    return frozenset(role_option_specs())
+
+
+def bad_role_value(name, value):
+    """(expected, found, hint) for a role option set to a value its role's argument check refuses, else None.
+
+    The playbooks import the roles' task files by name (``tasks_from: NAME.yml``), for which ansible-core runs no
+    argument check: a check per host is a process per host on the control machine. The render reads every host's
+    variables once anyway, and checks the role options it finds there with the same validator instead."""
+    known = role_option_specs().get(name)
+    if known is None:
+        return None
+    role, spec = known
+    errors = ArgumentSpecValidator({name: spec}).validate({name: value}).error_messages
+    if not errors:
+        return None
+    wanted = "a %s" % spec.get("type", "str")
+    if spec.get("elements"):
+        wanted += " of %s" % spec["elements"]
+    if spec.get("choices"):
+        wanted = "one of %s" % ", ".join(str(c) for c in spec["choices"])
+        why = "not one of them"
+    elif wanted == "a bool":
+        why = "not a boolean (true/false, yes/no, on/off, 1/0)"  # Ansible lists them in a set's random order
+    else:
+        # "argument 'NAME' is of type str and we were unable to convert to int: WHY" -> WHY
+        why = "; ".join(e.split(": ", 1)[1] if "unable to convert" in e and ": " in e else e for e in errors)
+        why = re.sub(r"<class '(\w+)'>", r"a \1", why)
+    return ("%s, as role %s declares it (roles/%s/meta/argument_specs.yml)" % (wanted, role, role),
+            "%s: %s" % (describe(value), why), None)
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,6 +6,7 @@ in check mode with its diff; restarts are off here (no systemd, no Slurm), and n
 deploy of the same shape, on real Slurm, is the molecule scenario deploy-mig.
 """
 import os
+import re
 
 import pytest
 
@@ -140,3 +141,16 @@ def test_a_gres_change_without_the_controller_in_the_limit_is_refused(tmp_path, 
     assert ("the Gres of gpu-p01 changes, which needs slurmctld restarted, but no slurmctld host is targeted"
             in flat(out))
     assert INSTALL not in tasks
+
+
+def test_a_role_option_the_role_would_misread_is_refused_before_any_node_is_read(tmp_path, cluster):
+    # the deploy imports the roles' task files by name, which ansible-core gives no argument check: without the
+    # render's check, hpc_gres_slurmd_restart=maybe went through `| bool` as false (a deprecation warning only) and
+    # the deploy left every slurmd unrestarted
+    rc, tasks, out = deploy(tmp_path, cluster, MIG_LAYOUT, "-e", "hpc_gres_slurmd_restart=maybe")
+    assert rc != 0
+    text = flat(out)
+    assert re.search(r"hpc_gres_slurmd_restart: expected a bool, as role hpc_gres_slurmd declares it \(roles/"
+                     r"hpc_gres_slurmd/meta/argument_specs.yml\), found 'maybe' \(string\): not a boolean", text), text
+    assert VERIFY not in tasks and INSTALL not in tasks
+    assert written(tmp_path) == []

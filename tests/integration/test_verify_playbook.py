@@ -71,6 +71,9 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
         tasks[VERIFY]["gpu-a01"]["gres_conf_text"]
     assert stage_dirs(tmp_path) == []
     assert all(not r.get("changed") for results in tasks.values() for r in results.values())
+    # one task per node: no argument check per host (the render checked the role's options once)
+    assert [name for name, results in tasks.items() if not results.get("gpu-a01", {"skipped": True}).get("skipped")
+            ] == [VERIFY]
     # only the node's own files travel to it, not every node's gres.conf of the render
     for node in ("gpu-a01", "gpu-a02"):
         assert sorted(tasks[VERIFY][node]["invocation"]["module_args"]["files"]) == ["%s/gres.conf" % node,
@@ -139,6 +142,20 @@ def test_a_limit_without_localhost_renders_once_with_the_cluster_variables(tmp_p
     shown = tasks["Show the summary"]["gpu-a02"]["msg"]
     assert shown[0].startswith("cluster verify: 2 nodes"), shown  # hpc_gres_cluster_name read from localhost
     assert SUMMARY not in tasks  # the localhost play is outside the limit
+
+
+def test_a_role_option_with_a_bad_value_is_refused_by_the_render_naming_host_and_variable(tmp_path, two_nodes):
+    rc, tasks, out = run(tmp_path, two_nodes, "-e", "hpc_gres_verify_readiness=sometimes",
+                         gpu_a02={"hpc_gres_verify_type_patterns": ["a100"]})
+    assert rc != 0
+    assert VERIFY not in tasks  # refused before any node was asked
+    text = flat(out)
+    assert ("host gpu-a02: hpc_gres_verify_type_patterns: expected a dict, as role hpc_gres_verify declares it "
+            "(roles/hpc_gres_verify/meta/argument_specs.yml), found ['a100'] (list): a list cannot be converted to "
+            "a dict") in text, text
+    # an extra variable is every host's: named once, for all of them
+    assert re.search(r"hpc_gres_verify_readiness: expected a bool, as role hpc_gres_verify declares it .*found "
+                     r"'sometimes' \(string\): not a boolean", text), text
 
 
 def test_check_mode_verifies_too(tmp_path, two_nodes):

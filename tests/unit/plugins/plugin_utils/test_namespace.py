@@ -4,6 +4,7 @@ import glob
 import os
 import re
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import NAMESPACE
@@ -55,3 +56,64 @@ def test_other_roles_variables_are_neither_read_nor_refused():
                                 {"slurm_cluster_name": "theirs"})
     assert model["cluster_name"] == "cluster" and [n["name"] for n in model["nodes"]] == ["n1"]
     assert model["partitions"][0]["name"] == "main"
+
+
+def test_each_role_option_has_one_spec_in_every_entry_point_that_takes_it():
+    import yaml
+
+    seen = {}
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "meta", "argument_specs.yml")):
+        with open(path, encoding="utf-8") as handle:
+            entries = yaml.safe_load(handle)["argument_specs"]
+        for entry, spec in entries.items():
+            for name, option in (spec.get("options") or {}).items():
+                checked = {k: v for k, v in option.items() if k in ("type", "elements", "choices", "options")}
+                seen.setdefault(name, []).append((path, entry, checked))
+    differ = {name: specs for name, specs in seen.items() if len({repr(s[2]) for s in specs}) > 1}
+    assert not differ
+    assert {name: spec for name, (role, spec) in namespace.role_option_specs().items()} == {
+        name: specs[0][2] for name, specs in seen.items()}
+
+
+def test_a_role_option_with_a_value_its_argument_spec_refuses_is_named_with_its_type_and_role():
+    expected, found, hint = namespace.bad_role_value("hpc_gres_verify_checks", "maybe")
+    assert expected == "a bool, as role hpc_gres_verify declares it (roles/hpc_gres_verify/meta/argument_specs.yml)"
+    assert found == "'maybe' (string): not a boolean (true/false, yes/no, on/off, 1/0)" and hint is None
+    expected, found, _hint = namespace.bad_role_value("hpc_gres_verify_type_patterns", ["a100"])
+    assert expected.startswith("a dict, as role hpc_gres_verify ")
+    assert found == "['a100'] (list): a list cannot be converted to a dict"
+    expected, found, _hint = namespace.bad_role_value("hpc_gres_maintenance_reboot", "sometimes")
+    assert expected.startswith("one of auto, slurm, ansible, none, as role hpc_gres_maintenance ")
+    assert found == "'sometimes' (string): not one of them"
+    expected, found, _hint = namespace.bad_role_value("hpc_gres_slurmd_register_timeout", "5m")
+    assert expected.startswith("a int, ") and found.startswith("'5m' (string): ")
+
+
+def test_what_the_argument_check_accepts_is_accepted():
+    # as ansible-core's argument check converts them: -e gives strings
+    for name, value in (("hpc_gres_verify_checks", "false"), ("hpc_gres_verify_checks", "yes"),
+                        ("hpc_gres_verify_checks", True), ("hpc_gres_slurmd_register_timeout", "300"),
+                        ("hpc_gres_verify_type_patterns", {"a100": "A100"}), ("hpc_gres_verify_nvidia_smi", "/x"),
+                        ("hpc_gres_verify_checks", None), ("hpc_gres_maintenance_reboot", "slurm"),
+                        ("hpc_gres_gpus", "not a role option: the model checks it")):
+        assert namespace.bad_role_value(name, value) is None, (name, value)
+
+
+def test_the_render_refuses_a_bad_role_option_on_every_host_that_has_it_and_judges_each_value_once(monkeypatch):
+    calls = []
+    real = namespace.bad_role_value
+    monkeypatch.setattr(namespace, "bad_role_value", lambda name, value: calls.append(name) or real(name, value))
+    shared = "maybe"
+    node = {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 2, "hpc_gres_gpus": [{"index": 0}],
+            "hpc_gres_verify_checks": shared, "hpc_gres_verify_nvidia_smi": "/usr/bin/nvidia-smi"}
+    hostvars = {"ctl": {}, "n1": dict(node), "n2": dict(node), "n3": dict(node, hpc_gres_verify_checks=True)}
+    try:
+        build_cluster_model(hostvars, {"slurmctld": ["ctl"], "slurmd": ["n1", "n2", "n3"]}, {})
+    except GresError as exc:
+        problems = [(p.host, p.field) for p in exc.problems]
+    else:
+        raise AssertionError("not refused")
+    assert problems == [("n1", "hpc_gres_verify_checks"), ("n2", "hpc_gres_verify_checks")]
+    # n1 and n2 share their value objects (as hosts of one group do); n3 has a value of its own
+    assert sorted(c for c in calls if c.startswith("hpc_gres_verify")) == [
+        "hpc_gres_verify_checks", "hpc_gres_verify_checks", "hpc_gres_verify_nvidia_smi"]
