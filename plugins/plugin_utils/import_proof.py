@@ -13,6 +13,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     parse_slurm_conf,
     partition_definition,
 )
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import defunct
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import hostlist_form_problem, release_of
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout, import_release
@@ -88,8 +89,10 @@ def compare(imported, files, source, deferred=None):
     extra = sorted(set(new["nodes"]) - set(old["nodes"]))
     if extra:
         diffs.append("rendered slurm.conf has nodes the site's has not: %s" % ", ".join(extra))
+    dropped = imported.get("dropped") or {}
     old_opts = {k: v for k, v in old["options"].items() if k not in DERIVED
-                and not (k in IGNORED_OPTIONS and str(v).strip() == IGNORED_OPTIONS[k][0])}
+                and not (k in IGNORED_OPTIONS and str(v).strip() == IGNORED_OPTIONS[k][0])
+                and k not in dropped.get("slurm.conf", ())}
     new_opts = {k: v for k, v in new["options"].items() if k not in DERIVED}
     for key in sorted(set(old_opts) | set(new_opts)):
         if old_opts.get(key) != new_opts.get(key):
@@ -112,7 +115,8 @@ def compare(imported, files, source, deferred=None):
     if _controllers(old) != _controllers(new):
         diffs.append("controllers %s != rendered %s" % (_controllers(old), _controllers(new)))
     if source.get("cgroup.conf") is not None:
-        old_cg = cgroup_options(source["cgroup.conf"])
+        old_cg = {k: v for k, v in cgroup_options(source["cgroup.conf"]).items()
+                  if k not in dropped.get("cgroup.conf", ())}
         new_cg = cgroup_options(files["cgroup.conf"])
         if old_cg != new_cg:
             diffs.append("cgroup.conf %s != rendered %s" % (old_cg, new_cg))
@@ -272,6 +276,35 @@ def _release(imported, source, header, slurm_version, version_note, attempts):
     return chosen, import_release.assumed_line(chosen, fits, found, version_note)
 
 
+# The imported options a release reads only to log "The option ... is defunct" and ignore (read_config.c
+# _defunct_option): per file, the inventory variable that holds them.
+_DEFUNCT_FILES = (("slurm.conf", "hpc_gres_slurm_conf_options"), ("cgroup.conf", "hpc_gres_cgroup_conf_options"))
+
+
+def _drop_defunct(imported, release):
+    """Leave out of ``imported`` the options ``release`` ignores as defunct (a Debian 12 cgroup.conf's
+    ``CgroupAutomount=yes`` on a cluster that runs 23.11 or later), each with a note; the proof then leaves them out
+    of its comparison (``imported["dropped"]``). The render refuses them in an inventory: Slurm would log an error at
+    every start. Returns whether any was dropped."""
+    dropped = imported.setdefault("dropped", {})
+    for conf_name, variable in _DEFUNCT_FILES:
+        options = imported["cluster"].get(variable) or {}
+        for key in [k for k, v in options.items() if v is not None]:
+            found = defunct(conf_name, key, release)
+            if found is None:
+                continue
+            spelled, since, note = found
+            where = imported["provenance"].get((None, "%s.%s" % (variable, key.lower())), conf_name)
+            imported["report"].append(
+                "%s: %s=%s not imported: defunct since Slurm %s%s; Slurm %s ignores it and logs 'The option \"%s\" is "
+                "defunct, please remove it from %s.', so the rendered %s leaves it out" % (
+                    where, key, options[key], since, " (%s)" % note if note else "", release, spelled, conf_name,
+                    conf_name))
+            del options[key]
+            dropped.setdefault(conf_name, set()).add(key.lower())
+    return bool(dropped)
+
+
 def run_import(source, header, hosts=None, slurm_version=None, repairs=None, version_note=None):
     """Import, lay out, read the layout back the way Ansible does, render, compare.
 
@@ -293,6 +326,8 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
                                          % (slurm_version,))])
     attempts = {}
     release, release_line = _release(imported, source, header, slurm_version, version_note, attempts)
+    if _drop_defunct(imported, release):
+        attempts.pop(release, None)
     attempt = attempts.get(release) or _Attempt(imported, header, release, source=source)
     if attempt.refusals:
         raise ImportRefused(attempt.refusals, notes=[release_line])

@@ -20,6 +20,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists imp
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText, read_back_problems
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import render_tres
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import (
     gres_types,
     node_autodetect,
@@ -361,6 +362,8 @@ def render_all(model):
         files[conf.name] = text
         problems.extend(read_back_problems(conf.name, text, conf.meant, model.get("cluster_host", CLUSTER)))
         problems.extend(key_problems(conf, version))
+        if conf.name == "slurm.conf" and mode != "include":  # include mode: the site's slurm.conf sets accounting
+            problems.extend(render_tres.weight_problems(conf, model.get("cluster_host", CLUSTER)))
     if not problems:
         gres_texts = {name: files[conf.name] for name, conf in node_confs.items()}
         problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))

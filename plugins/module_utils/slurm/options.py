@@ -72,6 +72,17 @@ def table(name, version=None):
     return cached
 
 
+def defunct(name, key, version=None):
+    """(Slurm's spelling, the release it became defunct in, the release-notes line or None) when that release parses
+    `key` of table `name` only to log "The option ... is defunct" and ignore it; else None."""
+    release = release_for(version)
+    history = {k.lower(): (k, v) for k, v in HISTORY[name].items()}.get(str(key).lower())
+    if history is None:
+        return None
+    kind, note, since = _state(history[1], release)
+    return (history[0], since, note) if kind == "defunct" else None
+
+
 def lookup(name, key, version=None):
     """(Slurm's spelling, type) of `key` in table `name` for that release; OptionError when it does not read it."""
     release = release_for(version)

@@ -411,9 +411,9 @@ def test_cores_without_the_nodes_layout_are_carried_as_written():
     ("Include nodes.conf\n", None, {"nodes.conf": "# nodes\nMetricsType=metrics/none\nNodeName=n1\n"}, "25.05",
      "nodes.conf line 2: hpc_gres_slurm_conf_options.MetricsType: expected a slurm.conf option that Slurm 25.05 "
      "reads, found MetricsType (added in Slurm 25.11)"),
-    ("NodeName=n1\n", "# site\nConstrainDevices=yes\nCgroupAutomount=yes\n", None, "24.11",
-     "cgroup.conf line 3: hpc_gres_cgroup_conf_options.CgroupAutomount: expected a cgroup.conf option that Slurm "
-     "24.11 reads, found CgroupAutomount (defunct since Slurm 23.11)"),
+    ("NodeName=n1\n", "# site\nConstrainDevices=yes\nConstrainKmemSpace=no\n", None, "24.11",
+     "cgroup.conf line 3: hpc_gres_cgroup_conf_options.ConstrainKmemSpace: expected a cgroup.conf option that Slurm "
+     "24.11 reads, found ConstrainKmemSpace (removed in Slurm 23.11)"),
     ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=8 Gres=gpu:2\n", None, None, "24.11",
      "gres.conf line 2, node n1: hpc_gres_gpus[1].cores: expected Cores covering whole sockets (Slurm 24.11"),
 ])
@@ -423,6 +423,33 @@ def test_the_collections_own_refusals_name_the_file_and_line_the_value_came_from
         else None
     found = refusals(slurm, gres, slurm_version=release, cgroup=cgroup, includes=includes)
     assert any(r.startswith(expected) for r in found), found
+
+
+def test_an_option_the_named_release_ignores_as_defunct_is_left_out_with_a_note():
+    # Slurm 23.11+ parses CgroupAutomount only to log "The option ... is defunct" (cgroup.c _defunct_option) and
+    # runs on; a removed option (ConstrainKmemSpace, above) stops it and is still refused
+    cgroup = "# site\nConstrainDevices=yes\nCgroupAutomount=yes\n"
+    slurm = "NodeName=n1\nMaxStepCount=40000\nAccountingStorageLoc=/var/log/slurm/acct\n"
+    done = run_import(source(slurm, cgroup=cgroup), [], slurm_version="24.11")
+    slurm_note, cgroup_note = [line for line in done["report"] if "not imported: defunct" in line]
+    assert cgroup_note.startswith("cgroup.conf line 3: CgroupAutomount=yes not imported: defunct since Slurm 23.11 "
+                                  "(Remove CgroupAutomount= option from cgroup.conf.")
+    assert cgroup_note.endswith("Slurm 24.11 ignores it and logs 'The option \"CgroupAutomount\" is defunct, please "
+                                "remove it from cgroup.conf.', so the rendered cgroup.conf leaves it out")
+    assert slurm_note.startswith("slurm.conf line 8: AccountingStorageLoc=/var/log/slurm/acct not imported: defunct "
+                                 "since Slurm 22.05")
+    assert slurm_note.endswith("from slurm.conf.', so the rendered slurm.conf leaves it out")
+    assert "CgroupAutomount" not in done["rendered"]["cgroup.conf"]
+    assert "ConstrainDevices=yes" in done["rendered"]["cgroup.conf"]
+    assert "AccountingStorageLoc" not in done["rendered"]["slurm.conf"]
+    assert "MaxStepCount=40000" in done["rendered"]["slurm.conf"]
+    assert "CgroupAutomount" not in load(done["files"], "group_vars/all.yml")["hpc_gres_cgroup_conf_options"]
+    assert any(line.startswith("first deploy: cgroup.conf line 3: CgroupAutomount=yes is left out")
+               for line in done["report"]), done["report"]
+    # not named: the option still tells the release apart (a Debian 12 site's stock cgroup.conf) and is kept
+    guessed = run_import(source("NodeName=n1\n", cgroup=cgroup), [])
+    assert guessed["slurm_version"] == "22.05" and "CgroupAutomount=yes" in guessed["rendered"]["cgroup.conf"]
+    assert not [line for line in guessed["report"] if "not imported: defunct" in line]
 
 
 def test_cores_slurmd_drops_are_left_out_only_when_asked_and_then_listed_as_a_change():

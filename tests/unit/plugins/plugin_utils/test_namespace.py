@@ -4,6 +4,8 @@ import glob
 import os
 import re
 
+import pytest
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import namespace
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
@@ -107,13 +109,9 @@ def test_the_render_refuses_a_bad_role_option_on_every_host_that_has_it_and_judg
     node = {"hpc_gres_node_sockets": 1, "hpc_gres_node_cores_per_socket": 2, "hpc_gres_gpus": [{"index": 0}],
             "hpc_gres_verify_checks": shared, "hpc_gres_verify_nvidia_smi": "/usr/bin/nvidia-smi"}
     hostvars = {"ctl": {}, "n1": dict(node), "n2": dict(node), "n3": dict(node, hpc_gres_verify_checks=True)}
-    try:
+    with pytest.raises(GresError) as err:
         build_cluster_model(hostvars, {"slurmctld": ["ctl"], "slurmd": ["n1", "n2", "n3"]}, {})
-    except GresError as exc:
-        problems = [(p.host, p.field) for p in exc.problems]
-    else:
-        raise AssertionError("not refused")
-    assert problems == [("n1", "hpc_gres_verify_checks"), ("n2", "hpc_gres_verify_checks")]
+    assert [(p.host, p.field) for p in err.value.problems] == [("n1", "hpc_gres_verify_checks"), ("n2", "hpc_gres_verify_checks")]
     # n1 and n2 share their value objects (as hosts of one group do); n3 has a value of its own
     assert sorted(c for c in calls if c.startswith("hpc_gres_verify")) == [
         "hpc_gres_verify_checks", "hpc_gres_verify_checks", "hpc_gres_verify_nvidia_smi"]

@@ -112,3 +112,13 @@ def test_history_records_removals_and_defunct_options_with_their_release():
 def test_an_option_renamed_in_a_later_release_is_read_before_it():
     assert options.lookup("slurm.conf", "JobContainerType", "25.05") == ("JobContainerType", "string")
     assert HISTORY["slurm.conf"]["JobContainerType"][-1][:2] == ("25.11", "renamed")
+
+
+def test_defunct_names_the_options_a_release_parses_only_to_ignore():
+    spelled, since, note = options.defunct("cgroup.conf", "cgroupautomount", "24.11")
+    assert (spelled, since) == ("CgroupAutomount", "23.11") and note.startswith("Remove CgroupAutomount= option")
+    assert options.defunct("cgroup.conf", "CgroupAutomount", "23.02") is None  # still read then
+    assert options.defunct("cgroup.conf", "ConstrainKmemSpace", "24.11") is None  # removed: Slurm stops on it
+    assert options.defunct("slurm.conf", "AccountingStorageLoc", "22.05")[:2] == ("AccountingStorageLoc", "22.05")
+    assert options.defunct("slurm.conf", "NoSuchOption", "24.11") is None
+    assert options.defunct("slurm.conf", "SchedulerAuth", "24.05") is None  # defunct in 22.05, gone from 24.05
