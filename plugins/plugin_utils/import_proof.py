@@ -285,8 +285,9 @@ def _drop_defunct(imported, release):
     """Leave out of ``imported`` the options ``release`` ignores as defunct (a Debian 12 cgroup.conf's
     ``CgroupAutomount=yes`` on a cluster that runs 23.11 or later), each with a note; the proof then leaves them out
     of its comparison (``imported["dropped"]``). The render refuses them in an inventory: Slurm would log an error at
-    every start. Returns whether any was dropped."""
+    every start. Returns the notes (a refusal for another reason shows them too)."""
     dropped = imported.setdefault("dropped", {})
+    notes = []
     for conf_name, variable in _DEFUNCT_FILES:
         options = imported["cluster"].get(variable) or {}
         for key in [k for k, v in options.items() if v is not None]:
@@ -295,14 +296,15 @@ def _drop_defunct(imported, release):
                 continue
             spelled, since, note = found
             where = imported["provenance"].get((None, "%s.%s" % (variable, key.lower())), conf_name)
-            imported["report"].append(
+            notes.append(
                 "%s: %s=%s not imported: defunct since Slurm %s%s; Slurm %s ignores it and logs 'The option \"%s\" is "
                 "defunct, please remove it from %s.', so the rendered %s leaves it out" % (
                     where, key, options[key], since, " (%s)" % note if note else "", release, spelled, conf_name,
                     conf_name))
             del options[key]
             dropped.setdefault(conf_name, set()).add(key.lower())
-    return bool(dropped)
+    imported["report"].extend(notes)
+    return notes
 
 
 def run_import(source, header, hosts=None, slurm_version=None, repairs=None, version_note=None):
@@ -326,18 +328,19 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
                                          % (slurm_version,))])
     attempts = {}
     release, release_line = _release(imported, source, header, slurm_version, version_note, attempts)
-    if _drop_defunct(imported, release):
+    dropped = _drop_defunct(imported, release)
+    if dropped:
         attempts.pop(release, None)
     attempt = attempts.get(release) or _Attempt(imported, header, release, source=source)
     if attempt.refusals:
-        raise ImportRefused(attempt.refusals, notes=[release_line])
+        raise ImportRefused(attempt.refusals, notes=[release_line] + dropped)
     report = []
     old_tres, new_tres = _tres(imported["conf"]), _tres(parse_slurm_conf(attempt.rendered["slurm.conf"]))
     if old_tres != new_tres:
         # keep the site's accounting: the collection's GPU TRES only when the admin asks for them
         attempt = _Attempt(imported, header, release, gpu_tres=False, source=source)
         if attempt.refusals:
-            raise ImportRefused(attempt.refusals, notes=[release_line])
+            raise ImportRefused(attempt.refusals, notes=[release_line] + dropped)
         line = imported["provenance"].get((None, "hpc_gres_slurm_conf_options.accountingstoragetres"), "slurm.conf")
         added = [e for e in new_tres.split(",") if e.lower() not in old_tres.lower().split(",")]
         report.append("%s: AccountingStorageTRES%s kept as the site has it (hpc_gres_accounting_gpu_tres: false in "
@@ -347,7 +350,7 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
     deferred = deferred_gres(attempt.model)
     diffs = compare(imported, attempt.rendered, source, deferred)
     if diffs:
-        raise ImportRefused([_proof_refusal(imported, d) for d in diffs], notes=[release_line])
+        raise ImportRefused([_proof_refusal(imported, d) for d in diffs], notes=[release_line] + dropped)
     report = [release_line] + list(imported["report"]) + report + [
         _warning(imported, attempt.nodes, w) for w in attempt.model.get("warnings") or ()]
     report.extend(first_deploy_changes(imported, attempt.rendered, source))

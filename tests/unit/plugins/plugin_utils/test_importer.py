@@ -446,6 +446,11 @@ def test_an_option_the_named_release_ignores_as_defunct_is_left_out_with_a_note(
     assert "CgroupAutomount" not in load(done["files"], "group_vars/all.yml")["hpc_gres_cgroup_conf_options"]
     assert any(line.startswith("first deploy: cgroup.conf line 3: CgroupAutomount=yes is left out")
                for line in done["report"]), done["report"]
+    # refused for another reason: the note still comes with the refusal
+    with pytest.raises(ImportRefused) as err:
+        run_import(source(slurm, cgroup=cgroup + "ConstrainKmemSpace=no\n"), [], slurm_version="24.11")
+    assert [str(r).split(": ")[1] for r in err.value.refusals] == ["hpc_gres_cgroup_conf_options.ConstrainKmemSpace"]
+    assert any(note.startswith("cgroup.conf line 3: CgroupAutomount=yes not imported") for note in err.value.notes)
     # not named: the option still tells the release apart (a Debian 12 site's stock cgroup.conf) and is kept
     guessed = run_import(source("NodeName=n1\n", cgroup=cgroup), [])
     assert guessed["slurm_version"] == "22.05" and "CgroupAutomount=yes" in guessed["rendered"]["cgroup.conf"]
