@@ -363,7 +363,7 @@ def render_all(model):
         problems.extend(read_back_problems(conf.name, text, conf.meant, model.get("cluster_host", CLUSTER)))
         problems.extend(key_problems(conf, version))
         if conf.name == "slurm.conf" and mode != "include":  # include mode: the site's slurm.conf sets accounting
-            problems.extend(render_tres.weight_problems(conf, model.get("cluster_host", CLUSTER)))
+            problems.extend(render_tres.weight_problems(conf, model.get("cluster_host", CLUSTER), uses_slurmdbd(model)))
     if not problems:
         gres_texts = {name: files[conf.name] for name, conf in node_confs.items()}
         problems = consistency_problems(files["slurm.conf"], gres_texts, deferred_gres(model))

@@ -25,22 +25,20 @@ def _tres_key(text):
     return kind.lower(), name.lower()
 
 
-def tracked_tres(settings):
-    """{(type, name)} slurmctld tracks without slurmdbd, from the rendered slurm.conf's options; None with slurmdbd
-    (the database decides)."""
-    lowered = {str(k).lower(): str(v) for k, v in settings.items()}
-    if lowered.get("accountingstoragetype", "").strip().lower() == "accounting_storage/slurmdbd":
-        return None
-    entries = list(DEFAULT_TRES) + [e for e in lowered.get("accountingstoragetres", "").split(",") if e.strip()]
+def tracked_tres(accounting_tres):
+    """{(type, name)} slurmctld tracks without slurmdbd: the default TRES and those of AccountingStorageTRES (as
+    written in slurm.conf, or None)."""
+    entries = list(DEFAULT_TRES) + [e for e in (accounting_tres or "").split(",") if e.strip()]
     return {_tres_key(e) for e in entries}
 
 
-def weight_problems(conf, fallback_host):
-    """Problems for TRES weights of the slurm.conf ``conf`` (a writer.ConfText) that slurmctld does not track."""
-    settings = {line[0][0]: line[0][1] for line in conf.meant if len(line) == 1}
-    tracked = tracked_tres(settings)
-    if tracked is None:
+def weight_problems(conf, fallback_host, slurmdbd):
+    """Problems for TRES weights of the slurm.conf ``conf`` (a writer.ConfText) that slurmctld does not track;
+    none with slurmdbd (model_access.uses_slurmdbd: the database decides)."""
+    if slurmdbd:
         return []
+    tracked = tracked_tres(next((value for line in conf.meant for key, value, _origin in line[:1]
+                                 if key.lower() == "accountingstoragetres"), None))
     problems = []
     for line in conf.meant:
         weights_key = WEIGHT_KEYS.get(line[0][0].lower())

@@ -75,12 +75,16 @@ def table(name, version=None):
 def defunct(name, key, version=None):
     """(Slurm's spelling, the release it became defunct in, the release-notes line or None) when that release parses
     `key` of table `name` only to log "The option ... is defunct" and ignore it; else None."""
-    release = release_for(version)
-    history = {k.lower(): (k, v) for k, v in HISTORY[name].items()}.get(str(key).lower())
+    history = _history(name, key)
     if history is None:
         return None
-    kind, note, since = _state(history[1], release)
+    kind, note, since = _state(history[1], release_for(version))
     return (history[0], since, note) if kind == "defunct" else None
+
+
+def _history(name, key):
+    """(Slurm's spelling, change history) of `key` in table `name`, case-insensitively; None when never known."""
+    return {k.lower(): (k, v) for k, v in HISTORY[name].items()}.get(str(key).lower())
 
 
 def lookup(name, key, version=None):
@@ -94,7 +98,7 @@ def lookup(name, key, version=None):
             "node": "a NodeName= line option", "partition": "a PartitionName= line option",
             "gres.conf": "a gres.conf option"}[name]
     expected = "%s that Slurm %s reads" % (what, release)
-    history = {k.lower(): (k, v) for k, v in HISTORY[name].items()}.get(str(key).lower())
+    history = _history(name, key)
     if history:
         spelled, changes = history
         kind, note, since = _state(changes, release)

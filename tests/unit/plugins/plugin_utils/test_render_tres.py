@@ -7,7 +7,9 @@ the eight default TRES, and License/matlab=1 with AccountingStorageTRES=license/
 import pytest
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.writer import ConfText
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import render_tres
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_access import uses_slurmdbd
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import render_all
 
@@ -63,7 +65,11 @@ def test_with_slurmdbd_the_database_decides():
 
 
 def test_tracked_tres_reads_the_rendered_options_as_slurm_does():
-    assert render_tres.tracked_tres({"AccountingStorageType": "accounting_storage/SLURMDBD "}) is None
-    tracked = render_tres.tracked_tres({"accountingstoragetres": "License/Foo, bb/datawarp"})
+    conf = ConfText("slurm.conf")
+    conf.line([("PartitionName", "p"), ("TRESBillingWeights", "GRES/gpu=2")])
+    assert render_tres.weight_problems(conf, "localhost", slurmdbd=True) == []
+    assert render_tres.weight_problems(conf, "localhost", slurmdbd=False)
+    assert uses_slurmdbd({"settings": {"slurm_conf": {"AccountingStorageType": "accounting_storage/SLURMDBD "}}})
+    tracked = render_tres.tracked_tres("License/Foo, bb/datawarp")
     assert ("license", "foo") in tracked and ("bb", "datawarp") in tracked and ("fs", "disk") in tracked
     assert ("cpu", "") in tracked and ("gres", "gpu") not in tracked
