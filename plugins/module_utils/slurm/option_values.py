@@ -258,6 +258,13 @@ _REMOVED_SELECT = {"select/cons_res": "23.11", "select/cray_aries": "24.05"}
 
 
 def _select_type(value, version):
+    if not value.startswith("select/"):
+        # select.c compares the value with each plugin's full "select/NAME", case-sensitively
+        said = ("\"fatal: Can't find plugin for %s\" (select.c)" % value if parse_version(version) < (25, 5)
+                else "\"cannot create select context for %s\", then \"fatal: failed to initialize node selection "
+                     "plugin\"" % value)
+        return ("select/cons_tres or select/linear (with the select/ prefix, in lower case)",
+                "slurmctld cannot load SelectType=%s and stops: %s" % (value, said))
     removed = _REMOVED_SELECT.get(value.lower())
     if removed is None or parse_version(version) < parse_version(removed):
         return None
@@ -357,12 +364,68 @@ def _shipped_in(ptype, name):
     return releases
 
 
+# Types whose interface writes "TYPE/" before a name given without it (each x_g_init at the tags of
+# plugin_tables.SOURCES): (first release, last release or None). Every other type hands the value as written to
+# plugin_context_create (plugin.c), which finds "proctrack/cgroup" but not "cgroup": the daemon loading it stops.
+_BARE_NAMES = {
+    "acct_gather_energy": ("22.05", None), "acct_gather_interconnect": ("22.05", None), "burst_buffer": ("22.05", None),
+    "cli_filter": ("22.05", None), "hash": ("22.05", None), "job_container": ("22.05", None),
+    "job_submit": ("22.05", None), "namespace": ("22.05", None), "node_features": ("22.05", None),
+    "prep": ("22.05", None), "task": ("22.05", None),
+    "auth": ("23.11", None), "cred": ("23.11", None),  # auth.c and cred.c from 23.11
+    "tls": ("24.05", "24.11"),  # tls.c; from 25.05 conn.c loads the value as written
+}
+# Types whose value read_config.c frees when it contains "none" in any case (from 23.11): nothing is loaded. Before
+# 23.11, and for the other types, "none" is a plugin name like any other (PreemptType: only "preempt/none").
+_NONE_DROPPED = ("accounting_storage", "acct_gather_energy", "acct_gather_filesystem", "acct_gather_interconnect",
+                 "acct_gather_profile", "cli_filter", "job_container", "jobacct_gather", "jobcomp", "mcs",
+                 "namespace", "switch", "task")
+
+
+def _bare_loads(ptype, release):
+    first, last = _BARE_NAMES.get(ptype, (None, None))
+    return first is not None and parse_version(first) <= parse_version(release) and (
+        last is None or parse_version(release) <= parse_version(last))
+
+
+def _load_failure(kind, entry, release):
+    """What the daemons log when they cannot load ``entry`` (plugin.c and each interface's init)."""
+    if kind == "switch":
+        return "\"fatal: Can't find plugin for %s\" (switch.c)" % entry
+    if kind == "jobcomp" and release == "22.05":
+        return ("\"cannot create jobcomp context for %s\", and slurmctld 22.05 runs on without job completion "
+                "records" % entry)
+    return "\"cannot create %s context for %s\", and the daemon stops" % (kind, entry)
+
+
+def _spelling(option, kind, entry, prefix, name, shipped, release):
+    """(expected, hint) when Slurm cannot load ``entry`` as spelt: a prefix not in lower case, a bare name the
+    release does not complete, or a shipped name in another case (plugin names are matched case-sensitively)."""
+    right = "%s/%s" % (kind, next((n for n in sorted(shipped) if n.lower() == name.lower()), name))
+    bare = _bare_loads(kind, release)
+    if prefix and prefix != prefix.lower():
+        # an interface that completes bare names does not know this prefix either: task/Task/affinity
+        loaded = "%s/%s" % (kind, entry) if bare else entry
+        why = "Slurm matches plugin names case-sensitively and loads %s=%s as %s" % (option, entry, loaded)
+    elif not prefix and not bare:
+        loaded = entry
+        why = "Slurm %s loads %s=%s as written, not as %s" % (release, option, entry, right)
+    elif name not in shipped and right != "%s/%s" % (kind, name):
+        loaded = "%s/%s" % (kind, name)
+        why = "Slurm matches plugin names case-sensitively and loads %s=%s as %s" % (option, entry, loaded)
+    else:
+        return None
+    return ("%s (the plugin with its %s/ prefix, in lower case)" % (right, kind),
+            "%s: %s" % (why, _load_failure(kind, loaded, release)))
+
+
 def _plugin(option):
     ptype = PLUGIN_OPTIONS[option]
 
     def judge(value, version):
-        """A plugin some release ships but not the target one (a site's own plugin, unknown to every release, and
-        a value containing "none", which read_config.c reads as no plugin, are not judged)."""
+        """A plugin Slurm cannot load as written (_spelling), or that some release ships but not the target one (a
+        site's own plugin, unknown to every release, and "none" where read_config.c frees it, are not
+        judged)."""
         release = release_for(version)
         kinds = accepted = (ptype,)
         kind = ptype
@@ -378,9 +441,16 @@ def _plugin(option):
         for entry in value.split(","):
             entry = entry.strip()
             prefix, _sep, name = entry.rpartition("/")
-            prefix = prefix.lower()
-            if "none" in entry.lower() or (prefix and prefix not in kinds):
+            if "none" in entry.lower() and (
+                    (kind in _NONE_DROPPED and parse_version(release) >= (23, 11)) or entry == "preempt/none"
+                    # slurmctld 22.05 runs on without a jobcomp plugin it cannot load: no records, as asked
+                    or (kind == "jobcomp" and release == "22.05")):
                 continue
+            if prefix and prefix.lower() not in kinds:
+                continue
+            spelling = _spelling(option, kind, entry, prefix, name, shipped, release)
+            if spelling:
+                return spelling
             if (not prefix or prefix in accepted) and name in shipped:
                 continue
             found = [t for t in ((prefix,) if prefix else ()) + kinds if _shipped_in(t, name)]

@@ -71,6 +71,39 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values
     ("slurm.conf", "CredType", "cred/slurm", "23.11", True),
     ("slurm.conf", "CredType", "auth/slurm", "24.11", True),
     ("slurm.conf", "JobContainerType", "namespace/tmpfs", "24.11", False),  # job_container.c strips job_container/
+    # a name without its TYPE/ prefix: loaded as written (plugin.c) unless the interface adds the prefix; recorded
+    # on slurmctld 22.05.8: SchedulerType=backfill "fatal: Failed to initialize sched plugin", PriorityType=
+    # multifactor, PreemptType=none, AuthType=munge and SelectType=cons_tres stop it; JobSubmitPlugins=
+    # require_timelimit starts; JobCompType=filetxt logs "cannot create jobcomp context for filetxt" and runs on
+    ("slurm.conf", "SchedulerType", "backfill", "22.05", False),
+    ("slurm.conf", "PriorityType", "multifactor", "26.05", False),
+    ("slurm.conf", "ProctrackType", "cgroup", "24.11", False),
+    ("slurm.conf", "AccountingStorageType", "slurmdbd", "24.11", False),
+    ("slurm.conf", "JobCompType", "filetxt", "22.05", False),
+    ("slurm.conf", "JobCompType", "jobcomp/None", "22.05", True),       # a real site's: no records either way
+    ("slurm.conf", "JobSubmitPlugins", "require_timelimit", "22.05", True),
+    ("slurm.conf", "TaskPlugin", "affinity,cgroup", "22.05", True),      # task.c writes task/ before each
+    ("slurm.conf", "AuthType", "munge", "22.05", False),                 # auth.c adds auth/ from 23.11
+    ("slurm.conf", "AuthType", "munge", "23.11", True),
+    ("slurm.conf", "CredType", "munge", "23.02", False),
+    ("slurm.conf", "CredType", "munge", "24.11", True),
+    ("slurm.conf", "TLSType", "s2n", "24.11", True),                     # tls.c 24.05-24.11; conn.c from 25.05
+    ("slurm.conf", "TLSType", "s2n", "25.05", False),
+    ("slurm.conf", "SelectType", "cons_tres", "24.11", False),
+    ("slurm.conf", "SelectType", "cons_tres", "26.05", False),
+    # "none": freed by read_config.c from 23.11 for most types, a plugin name before; PreemptType: preempt/none only
+    ("slurm.conf", "SwitchType", "none", "22.05", False),
+    ("slurm.conf", "SwitchType", "none", "23.11", True),
+    ("slurm.conf", "JobAcctGatherType", "jobacct_gather/none", "22.05", True),
+    ("slurm.conf", "PreemptType", "none", "24.11", False),
+    ("slurm.conf", "PreemptType", "preempt/none", "26.05", True),
+    ("slurm.conf", "TLSType", "none", "25.05", False),
+    # names are matched case-sensitively: Proctrack_cgroup.so, task/Task/affinity and select "Select/cons_tres"
+    # (slurmctld 22.05.8: "fatal: Can't find plugin for Select/cons_tres") do not exist
+    ("slurm.conf", "ProctrackType", "Proctrack/cgroup", "22.05", False),
+    ("slurm.conf", "ProctrackType", "proctrack/CGroup", "26.05", False),
+    ("slurm.conf", "TaskPlugin", "Task/affinity", "24.11", False),
+    ("slurm.conf", "SelectType", "Select/cons_tres", "22.05", False),
     # read_config.c: slurmctld 22.05.8 "Bad TaskPluginParam: Sched" (two real sites' slurm.conf, sites round 6)
     ("slurm.conf", "TaskPluginParam", "Sched", "22.05", False),
     ("slurm.conf", "TaskPluginParam", "cores,verbose", "22.05", True),
@@ -220,3 +253,17 @@ def test_a_plugin_of_another_release_names_when_it_ships_and_what_the_target_has
     assert check("slurm.conf", "TaskPluginParam", "Sched", "22.05")[2] == (
         "slurmctld stops on it (\"Bad TaskPluginParam: Sched\", read_config.c)")
     assert "autobind already set" in check("slurm.conf", "TaskPluginParam", "autobind=cores,autobind=none", "24.11")[2]
+
+
+def test_a_plugin_name_slurm_cannot_load_as_written_says_how_to_write_it():
+    expected, found, hint = check("slurm.conf", "ProctrackType", "cgroup", "24.11")
+    assert expected == "proctrack/cgroup (the plugin with its proctrack/ prefix, in lower case)"
+    assert found == "'cgroup' (string)"
+    assert hint == ('Slurm 24.11 loads ProctrackType=cgroup as written, not as proctrack/cgroup: "cannot create '
+                    'proctrack context for cgroup", and the daemon stops')
+    assert check("slurm.conf", "TaskPlugin", "Task/affinity", "24.11")[2] == (
+        'Slurm matches plugin names case-sensitively and loads TaskPlugin=Task/affinity as task/Task/affinity: '
+        '"cannot create task context for task/Task/affinity", and the daemon stops')
+    assert check("slurm.conf", "TaskPlugin", "task/Affinity", "26.05")[0].startswith("task/affinity ")
+    assert "runs on without job completion records" in check("slurm.conf", "JobCompType", "filetxt", "22.05")[2]
+    assert "Can't find plugin for cons_tres" in check("slurm.conf", "SelectType", "cons_tres", "24.11")[2]
