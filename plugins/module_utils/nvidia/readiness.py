@@ -158,7 +158,7 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         m = re.search(r"(?:GPU\s*)?[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]:\s*(.*)$", entry["message"])
         if m:
             reason = m.group(1).strip()
-        lost.append({"bus_id": entry["pci_bus_id"], "reason": re.sub(r"\s+", " ", reason)})
+        lost.append({"bus_id": entry["pci_bus_id"], "reason": re.sub(r"\s+", " ", reason), "line": entry["message"]})
     if _MISMATCH.search(text):
         m = _NVML_VERSION.search(text)
         out.update(kind="driver_library_mismatch", nvml_version=m.group(1) if m else None, message=first(_MISMATCH))
@@ -228,9 +228,14 @@ def check_nvml(smi_failure=None, smi_q=None, proc_version=None):
     findings = []
     if kind in ("gpu_lost", "device_handle") and smi_failure.get("gpus"):
         for gpu in smi_failure["gpus"]:
-            findings.append(finding("error", "nvml", gpu["bus_id"], "NVML can open GPU %s" % (gpu["bus_id"] or "?"),
-                                    "Unable to determine the device handle: %s" % gpu["reason"],
-                                    _NVML_HINTS["gpu_lost" if _GPU_LOST.search(gpu["reason"]) else "device_handle"]))
+            hint = _NVML_HINTS["gpu_lost" if _GPU_LOST.search(gpu["reason"]) else "device_handle"]
+            if gpu["bus_id"]:
+                findings.append(finding("error", "nvml", gpu["bus_id"], "NVML can open GPU %s" % gpu["bus_id"],
+                                        "Unable to determine the device handle: %s" % gpu["reason"], hint))
+            else:  # a bus id that is not one ("000:BA:80.0"): the line as nvidia-smi printed it
+                findings.append(finding("error", "nvml", None, "NVML can open every GPU",
+                                        gpu.get("line") or "Unable to determine the device handle: %s" % gpu["reason"],
+                                        hint))
         return _result("nvml", True, findings)
     if kind == "driver_library_mismatch":
         kernel = (proc_version or {}).get("version")
@@ -821,7 +826,8 @@ def check_memory(smi_q=None, bus_to_index=None):
       -> error; more than 15 pages retired for double bit errors (DCGM's soft limit) -> warning;
     - GPU Recovery Action other than None ("Reset", "Reboot", "Drain P2P", "Drain and Reset"...) -> error naming
       the action (anything but None/N/A counts, not only the names known today);
-    - Reset Required Yes -> error; Drain and Reset Recommended Yes -> warning;
+    - Reset Required Yes -> error; Drain and Reset Recommended Yes (NVML's deprecated field for the recovery action
+      Drain and Reset) -> error;
     - volatile uncorrectable ECC errors since the last reset -> warning (the recovery action says what to do);
     - SRAM Threshold Exceeded Yes (R535 and later) and Unrepairable Memory Yes (R580) are RMA criteria (NVIDIA RMA
       policy) -> error; Channel or TPC Repair Pending Yes (R580: memory marked for repair, Xid 160, repaired at the
@@ -893,8 +899,10 @@ def check_memory(smi_q=None, bus_to_index=None):
             findings.append(finding("error", "memory", label, "Reset Required No", "Reset Required Yes",
                                     "reset the GPU (nvidia-smi -r) or reboot"))
         if gpu.get("drain_and_reset_recommended"):
-            findings.append(finding("warning", "memory", label, "Drain and Reset Recommended No",
-                                    "Drain and Reset Recommended Yes", "drain the node and reset the GPU"))
+            # the field NVML deprecated for the recovery action "Drain and Reset", judged the same
+            findings.append(finding("error", "memory", label, "Drain and Reset Recommended No",
+                                    "Drain and Reset Recommended Yes",
+                                    "drain the node, let its jobs end, then reset the GPU (nvidia-smi -r) or reboot"))
         if (ecc.get("volatile_uncorrectable") or 0) > 0:
             findings.append(finding("warning", "memory", label, "no uncorrectable ECC error since the last reset",
                                     "%d volatile uncorrectable ECC error(s)" % ecc["volatile_uncorrectable"],
@@ -1074,7 +1082,9 @@ _NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
 # before the message ("2025-12-01T10:00:00+0000 host kernel: ", dmesg --time-format=iso "kern  :warn  :
 # 2025-01-21T04:41:44,283302+00:00 ", Talos "host: kern: warning: [2026-04-22T21:26:20.599716692Z]: "), and
 # "kernel: " alone.
-_STAMP_DMESG = re.compile(r"\[\s*(\d+\.\d+)\]")
+# dmesg's seconds since boot; dmesg -H (--human) prints the minute ("[Oct25 17:01]"), then "+seconds" since the line
+# before
+_STAMP_DMESG = re.compile(r"\[\s*(\+?\d+\.\d+|[A-Z][a-z]{2}\s?\d{1,2} \d\d:\d\d)\]")
 _STAMP_CTIME = re.compile(r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]")
 _STAMP_SYSLOG = re.compile(r"^\s*(\S{1,12} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?)\s")
 _STAMP_ISO = re.compile(r"(\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d[^\s\]]*)")
@@ -1096,6 +1106,9 @@ _PROBE_OFF_BUS = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*fallen off the bu
 # "GPU 0000:09:00.0: GPU has fallen off the bus." and the older "GPU at 0000:01:00.0 has fallen off the bus."
 _RUNTIME_OFF_BUS = re.compile(r"^GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?):? "
                               r"(?:GPU )?has fallen off the bus")
+# the driver's check/assert lines once the GPU stopped answering ("nvCheckOkFailedNoLog: Check failed: GPU lost from
+# the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from ..."): the state of an Xid 79, often without its line
+_LOST_FROM_BUS = re.compile(r"\[NV_ERR_GPU_IS_LOST\]")
 _INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
 _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
 # "the client has the version 390.25, but this kernel module has the version 390.12" and, from about 575, "the client
@@ -1103,7 +1116,7 @@ _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of t
 _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (\d+(?:\.\d+)*), but this kernel "
                            r"module has the version (\d+(?:\.\d+)*)")
 
-EVENT_KINDS = ("xid", "off_bus", "driver_load", "init_failed", "open_required", "api_mismatch", "sxid")
+EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "driver_load", "init_failed", "open_required", "api_mismatch", "sxid")
 
 
 def _stamp(prefix):
@@ -1160,7 +1173,8 @@ def parse_kernel_log(text):
     "name", "gpu_instance", "compute_instance", "caused_by", "recovery_from", "recovery_to", "version",
     "phase"}`` where ``kind`` is ``xid`` (``NVRM: Xid (PCI:0000:9b:00): 119, pid=..., name=..., ...``; also the
     old shape without pid/name and the MIG ``GPU-I:``/``GPU-CI:`` attribution), ``off_bus`` ("fallen off the bus"
-    without an Xid: at probe, ``phase`` "probe", or at run time), ``driver_load`` ("NVRM: loading NVIDIA UNIX
+    without an Xid: at probe, ``phase`` "probe", or at run time), ``gpu_lost`` (a driver line reporting
+    ``[NV_ERR_GPU_IS_LOST]``, which names no GPU), ``driver_load`` ("NVRM: loading NVIDIA UNIX
     ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``open_required`` (the GPU
     needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
     (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
@@ -1209,6 +1223,10 @@ def parse_kernel_log(text):
         m = _RUNTIME_OFF_BUS.match(message)
         if m:
             event.update(kind="off_bus", bus_id=_bus(m.group(1)))
+            events.append(event)
+            continue
+        if _LOST_FROM_BUS.search(message):
+            event.update(kind="gpu_lost")
             events.append(event)
             continue
         m = _INIT_FAILED.match(message)
@@ -1275,7 +1293,7 @@ def _ack_matches(ack, event):
         return False
     if ack["xid"] is None:
         return True
-    if event["kind"] == "off_bus":
+    if event["kind"] in ("off_bus", "gpu_lost"):
         return ack["xid"] == 79
     return ack["xid"] == event["xid"]
 
@@ -1292,7 +1310,7 @@ SXID_FATAL_CLASS = ("reboot", "RESTART_BM", "NVSwitch fatal error: the GPUs' NVL
 
 def _xid_class(event):
     """(class, action, description) of one event; 45 follows the Xid it names; 154 by its new action."""
-    if event["kind"] == "off_bus":
+    if event["kind"] in ("off_bus", "gpu_lost"):
         return XID_CLASSES[79]
     if event["kind"] == "sxid":
         return SXID_FATAL_CLASS
@@ -1335,7 +1353,7 @@ def xid_verdicts(events, acknowledgements=None):
         # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
         if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
             continue
-        if event["kind"] not in ("xid", "off_bus", "sxid"):
+        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid"):
             continue
         session = sum(1 for line in loads if line < event["line"])
         if event["phase"] == "probe":
@@ -1347,6 +1365,11 @@ def xid_verdicts(events, acknowledgements=None):
             # "GPU has fallen off the bus." printed with the Xid 79 before it (osinit.c): the same event; it never
             # gives a finding of its own, but an acknowledgement may name its time.
             cls = "duplicate"
+        elif event["kind"] == "gpu_lost" and any(s == session for _unused, s in xid79):
+            # the checks that fail after an Xid 79 of this session (they name no GPU)
+            cls = "duplicate"
+        if event["kind"] == "off_bus":
+            xid79.add((event["bus_id"], session))
         out.append(dict(event, position=position, session=session, **{
             "class": cls, "action": action, "description": description, "dealt_with": None}))
     last_session = max([len(loads)] + [v["session"] for v in out])
@@ -1372,7 +1395,8 @@ def xid_verdicts(events, acknowledgements=None):
 
 
 def _describe(v):
-    what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s"}.get(v["kind"], "fallen off the bus (no Xid)%.0s") % v["xid"]
+    what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s"
+            }.get(v["kind"], "fallen off the bus (no Xid)%.0s") % v["xid"]
     if v["kind"] == "xid" and v["xid"] == 45 and v.get("caused_by") is not None:
         what += " (caused by Xid %d)" % v["caused_by"]
     where = " at %s" % v["stamp"] if v["stamp"] else " (log line %d)" % v["line"]

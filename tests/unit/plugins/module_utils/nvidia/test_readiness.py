@@ -320,7 +320,7 @@ def test_recovery_action_and_reset_required():
     gpu["remapped_rows"] = {"correctable": 0, "uncorrectable": 9, "pending": False, "failure": True}
     assert [(f["severity"], f["found"]) for f in r.check_memory(base)["findings"]] == [
         ("error", "Remapping Failure Occurred: Yes"), ("error", "Reset Required Yes"),
-        ("warning", "Drain and Reset Recommended Yes")]
+        ("error", "Drain and Reset Recommended Yes")]
 
 
 R580_Q = "h200-1gpu-vm-580-open-fabric-na-cc-off.txt"
@@ -796,10 +796,11 @@ KERNEL = {
     # RFC 3339 stamps
     "rtx4080-595-journal-host-xid79-xid154-node-reboot-gpu-lost-kargarisaac.txt": [
         ("xid", "00000000:01:00.0", 79, "Jun 01 20:11:11"), ("off_bus", "00000000:01:00.0", None, "Jun 01 20:11:11"),
-        ("xid", "00000000:01:00.0", 154, "Jun 01 20:11:11")],
+        ("xid", "00000000:01:00.0", 154, "Jun 01 20:11:11"), ("gpu_lost", None, None, "Jun 01 20:11:11")],
     "rtx4080-595-rsyslog-rfc3339-xid79-off-bus-xid154-node-reboot-kargarisaac.txt": [
         ("xid", "00000000:01:00.0", 79, "2026-06-01T15:55:06.218036+03:00"),
         ("off_bus", "00000000:01:00.0", None, "2026-06-01T15:55:06.218037+03:00"),
+        ("gpu_lost", None, None, "2026-06-01T15:55:06.218447+03:00"),
         ("xid", "00000000:01:00.0", 154, "2026-06-01T15:55:06.218530+03:00")],
     "rtxpro6000-595-xid120-gsp-exception-xid154-journal-no-host-forum364958.txt": [
         ("xid", "00000000:01:00.0", 120, "Mar 29 15:38:59"), ("xid", "00000000:01:00.0", 154, "Mar 29 15:38:59")],
@@ -809,6 +810,25 @@ KERNEL = {
     "a100x8-domain0001-xid119-gsp-timeout-45s-two-gpus-dmesg-T-vllm40652-lqquan.txt": [
         ("xid", "00000001:6C:00.0", 119, "Sun Apr 26 23:12:26 2026"),
         ("xid", "00000001:96:00.0", 119, "Sun Apr 26 23:13:11 2026")],
+    # dmesg -H: "+seconds" stamps, each line its own message (sweep of 2026-12-06)
+    "rtx5080-laptop-580-open-dmesg-H-relative-stamps-gsp-fmc-boot-error-ogkm935.txt": [
+        ("driver_load", None, None, "+0.009910")],
+    # the driver's failed checks after the GPU stopped answering, no Xid line and no bus id
+    "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [
+        ("gpu_lost", None, None, stamp) for stamp in ("35.564060", "35.564062", "35.564063", "35.564065")],
+    "gpu-19-00-xid48-dbe-xid63-row-remap-xid94-contained-dmesg-iso-peermem-gpud.txt": [
+        ("xid", "00000000:19:00.0", 48, "2024-11-15T12:02:03,470068+00:00"),
+        ("xid", "00000000:19:00.0", 63, "2024-11-15T12:02:03,498753+00:00")] + [
+        ("xid", "00000000:19:00.0", 94, "2024-11-15T12:02:03,%s+00:00" % us) for us in (
+            "506595", "521616", "552642", "561522", "570101", "578496", "587265", "630019", "638794")],
+    "journal-lowercase-month-april-xid79-pid-name-vivaldi-off-bus-ogkm1010.txt": [
+        ("xid", "00000000:01:00.0", 79, "april 24 16:22:15"), ("off_bus", "00000000:01:00.0", None, "april 24 16:22:15")],
+    "h100-ppcie-tdx-570-rminitadapter-failed-sxid22013-nonfatal-dmesg-nvtrust124.txt": [
+        ("init_failed", "00000000:05:00.0", None, "38.268983")] + [
+        ("sxid", "00000000:04:00.0", 22013, stamp) for stamp in (
+            "38.269013", "38.271047", "38.279408", "38.281613", "38.283653", "38.286738", "38.288716")],
+    "rtx5080-laptop-rminitadapter-failed-then-xid120-gsp-crashcat-dmesg-grep-ogkm876.txt": [
+        ("init_failed", "00000000:01:00.0", None, "84.811879"), ("xid", "00000000:01:00.0", 120, "87.526689")],
 }
 # file -> (client version, kernel module version) of each api_mismatch event
 API_MISMATCH = {
@@ -847,6 +867,15 @@ XID_VERDICTS = {
     "aws-node-xid145-rlw-nonfatal-unclosed-paren-nvsentinel1357.txt": [],
     "a100x8-domain0001-xid119-gsp-timeout-45s-two-gpus-dmesg-T-vllm40652-lqquan.txt": [
         ("error", "00000001:6C:00.0"), ("error", "00000001:96:00.0")],
+    "rtx5080-laptop-580-open-dmesg-H-relative-stamps-gsp-fmc-boot-error-ogkm935.txt": [],
+    # a node-level error: the lines name no GPU
+    "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [("error", None)],
+    # the Xid 48 (double bit error: reset); 63 and 94 are the driver containing it
+    "gpu-19-00-xid48-dbe-xid63-row-remap-xid94-contained-dmesg-iso-peermem-gpud.txt": [("error", "00000000:19:00.0")],
+    "journal-lowercase-month-april-xid79-pid-name-vivaldi-off-bus-ogkm1010.txt": [("error", "00000000:01:00.0")],
+    # non-fatal SXids; the GPU that failed to initialise is the gpu_count check's (lspci against nvidia-smi)
+    "h100-ppcie-tdx-570-rminitadapter-failed-sxid22013-nonfatal-dmesg-nvtrust124.txt": [],
+    "rtx5080-laptop-rminitadapter-failed-then-xid120-gsp-crashcat-dmesg-grep-ogkm876.txt": [("error", "00000000:01:00.0")],
 }
 XID_VERDICTS.update((name, []) for name in API_MISMATCH)
 
@@ -862,6 +891,27 @@ def test_the_acknowledgement_line_a_finding_gives_deals_with_every_event_it_name
     for finding, line in zip(findings, lines):  # each line covers its own GPU only
         others = [f for f in findings if f is not finding]
         assert r.check_xid(events, r.parse_acknowledgements(line + "\n"))["findings"] == others
+
+
+def test_a_gpu_lost_line_is_the_xid_79_before_it_or_a_node_level_error_without_one():
+    lost = ("[  41.2] NVRM: nvCheckOkFailedNoLog: Check failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST] "
+            "(0x0000000F) returned from _memdescFreeInternal @ mem_desc.c:1281\n")
+    xid79 = "[  40.9] NVRM: Xid (PCI:0000:06:00): 79, pid=1204, name=python3, GPU has fallen off the bus.\n"
+    [finding] = r.check_xid(r.parse_kernel_log(xid79 + lost * 3))["findings"]
+    assert finding["gpu"] == "00000000:06:00.0" and finding["found"].startswith("Xid 79 at 40.9")
+    [finding] = r.check_xid(r.parse_kernel_log(lost * 2))["findings"]
+    assert finding["gpu"] is None and finding["severity"] == "error"
+    assert finding["found"].startswith("a GPU lost from the bus (no Xid, no bus id) at 41.2")
+    assert "reboot the node" in finding["hint"] and finding["hint"].endswith("'* 79 41.2'")
+    # a driver reload after it deals with it, as with an Xid
+    reload = "[  90.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan 22 02:00:00 UTC 2025\n"
+    assert r.check_xid(r.parse_kernel_log(lost + reload))["findings"] == []
+
+
+def test_dmesg_human_stamps_are_read_and_keep_messages_apart():
+    events = r.parse_kernel_log("[Oct25 17:01] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n"
+                                "[  +0.000004] NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.\n")
+    assert [(e["kind"], e["stamp"]) for e in events] == [("xid", "Oct25 17:01"), ("off_bus", "+0.000004")]
 
 
 def test_a_nonfatal_nvlink5_xid_gives_no_finding_and_a_fatal_one_a_reset():
@@ -1275,3 +1325,10 @@ def test_gpus_clock_gated_at_zero_mhz_are_judged_and_at_rest():
     loaded = q("rtx4090-8gpu-535-five-under-load-p2.txt")
     assert sorted({g["clock_events"]["pstate"] for g in loaded["gpus"]}) == [2, 8]
     assert checks(r.readiness_findings(smi_q=loaded), "clocks") == []
+
+
+def test_a_device_handle_line_whose_bus_id_is_not_one_is_quoted_as_printed():
+    # dcgm-exporter issue 604, as posted: a three-digit domain and device 0x80
+    line = "Unable to determine the device handle for GPU 000:BA:80.0: Unknown Error"
+    [finding] = r.failed_run_findings(255, line + "\n")
+    assert (finding["gpu"], finding["expected"], finding["found"]) == (None, "NVML can open every GPU", line)
