@@ -2,10 +2,11 @@
 
 The proof (import_proof.compare) refuses any difference in what the daemons do; this lists every difference in
 what they *read*, meaning included: each slurm.conf option, NodeName and PartitionName definition, cgroup.conf
-option and, per node, each gres.conf record (one per device file) and its AutoDetect mode. Comments, blank lines,
-the order of lines and how lines are grouped (``NodeName=gpu[01-04]``, ``File=/dev/nvidia[0-3]``) are the
-collection's layout and are not listed; a node whose records are written in other lines is (its records are not
-changed). Nodes with the same difference are one line (``nodes gpu[01-04]``).
+option and, per node, each gres.conf record (one per device file) and its AutoDetect mode, and the order of the
+nodes (Slurm places a job step's tasks in that order). Comments, blank lines, the order of other lines and how lines
+are grouped (``NodeName=gpu[01-04]``, ``File=/dev/nvidia[0-3]``) are the collection's layout and are not listed; a
+node whose records are written in other lines is (its records are not changed). Nodes with the same difference
+are one line (``nodes gpu[01-04]``).
 """
 import os
 
@@ -132,6 +133,25 @@ def _node_changes(old, new, where):
         if text:
             out.setdefault("NodeName " + text, []).append((name, where(old["nodes"][name]["line"])))
     return out
+
+
+def _order_change(old, new, where):
+    """A line when the nodes both files define come in another order: slurm.conf(5), NodeName: "A job step's tasks
+    are allocated to nodes in order the nodes appear in the configuration file" (and select/linear prefers nodes
+    in that order)."""
+    before = [n for n in old["nodes"] if n in new["nodes"]]
+    after = [n for n in new["nodes"] if n in old["nodes"]]
+    if before == after:
+        return []
+    first = next(pos for pos, (a, b) in enumerate(zip(before, after)) if a != b)
+
+    def run(names):
+        shown = names[first:first + 5]
+        return ", ".join(shown) + (", ... (%d more)" % (len(names) - first - len(shown))
+                                   if len(names) > first + len(shown) else "")
+    return ["%s: the nodes are defined in another order, from node %d on: the site's file has %s; the rendered one "
+            "has %s (Slurm places a job step's tasks on its nodes in the order slurm.conf defines them)"
+            % (where(old["nodes"][before[first]]["line"]), first + 1, run(before), run(after))]
 
 
 def _partition_changes(old, new, where):
@@ -328,6 +348,7 @@ def first_deploy_changes(imported, rendered, source):
 
     lines = _option_changes(old, new, where) + _include_changes(source)
     lines.extend(_grouped(_node_changes(old, new, where)))
+    lines.extend(_order_change(old, new, where))
     lines.extend(_partition_changes(old, new, where))
     lines.extend(_cgroup_changes(source, rendered))
     lines.extend(_grouped(_gres_changes(imported, rendered, source)))

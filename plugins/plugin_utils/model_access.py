@@ -81,7 +81,12 @@ def gres_types(model, elements=None):
 
 def uses_slurmdbd(model):
     """True when slurm.conf sends accounting to slurmdbd (GRES TRES are only allowed then)."""
-    for key, value in model["settings"]["slurm_conf"].items():
-        if key.lower() == "accountingstoragetype":
-            return value.strip().lower() == "accounting_storage/slurmdbd"
+    return names_slurmdbd(model["settings"]["slurm_conf"])
+
+
+def names_slurmdbd(options):
+    """True when slurm.conf options ({name: value}, any case of name) set AccountingStorageType to slurmdbd."""
+    for key, value in options.items():
+        if str(key).lower() == "accountingstoragetype":
+            return str(value).strip().lower() == "accounting_storage/slurmdbd"
     return False

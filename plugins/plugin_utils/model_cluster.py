@@ -6,7 +6,7 @@ import re
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import option_values, options, values, versions
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_gres
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_access, model_gres
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import (
     CLUSTER_VARS,
@@ -121,11 +121,8 @@ def check_accounting(col, host, options):
     """slurmctld 22.05+ exits ("slurmdbd is required to run with TRES gres/gpu") on GRES TRES without slurmdbd."""
     if not isinstance(options, dict):
         return
-    lower = {str(k).lower(): (k, v) for k, v in options.items()}
-    tres = lower.get("accountingstoragetres")
-    storage = lower.get("accountingstoragetype")
-    if tres and tres[1] and "gres/" in str(tres[1]).lower() and not (
-            storage and str(storage[1]).strip().lower() == "accounting_storage/slurmdbd"):
+    tres = {str(k).lower(): (k, v) for k, v in options.items()}.get("accountingstoragetres")
+    if tres and tres[1] and "gres/" in str(tres[1]).lower() and not model_access.names_slurmdbd(options):
         col.add(host, "hpc_gres_slurm_conf_options.%s" % tres[0],
                 "GRES TRES only with AccountingStorageType=accounting_storage/slurmdbd",
                 "%s without slurmdbd" % tres[1],

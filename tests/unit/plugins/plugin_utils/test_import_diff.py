@@ -82,7 +82,10 @@ def test_a_site_option_left_out_and_an_autodetect_line_on_a_node_without_gpus():
     found, _unused = report("GresTypes=gpu\nNodeName=n1 Gres=gpu:a100:1\nNodeName=c1\nPartitionName=p Nodes=ALL\n",
                             "AutoDetect=nvml\nNodeName=n1 Name=gpu Type=a100 File=/dev/nvidia0\n",
                             cgroup=CGROUP + "ConstrainSwapSpace=no\n")
-    assert found == ["first deploy: gres.conf line 1, node c1: AutoDetect=nvml becomes AutoDetect=off (no effect: "
+    assert found == ["first deploy: slurm.conf line 7: the nodes are defined in another order, from node 1 on: the "
+                     "site's file has n1, c1; the rendered one has c1, n1 (Slurm places a job step's tasks on its "
+                     "nodes in the order slurm.conf defines them)",
+                     "first deploy: gres.conf line 1, node c1: AutoDetect=nvml becomes AutoDetect=off (no effect: "
                      "the node declares no GPU)"]
 
 
@@ -94,3 +97,25 @@ def test_a_site_without_gpus_in_slurm_conf_is_told_so_not_where_to_put_group_var
     assert warnings and warnings[-1].startswith("WARNING: slurm.conf: no node declares a GPU (Gres=gpu:...), so Slurm "
                                                 "schedules no GPU on this cluster today")
     assert not any("group_vars or host_vars beside the inventory" in line for line in done["report"])
+
+
+def test_nodes_rendered_in_another_order_are_listed_from_the_first_that_moved():
+    # n1 and n3 are alike, n2 differs: the render groups n[1,3] on one line, so n3 comes before n2
+    found, done = report("GresTypes=gpu\nNodeName=n1 Gres=gpu:a100:1\nNodeName=n2 Gres=gpu:a100:2\n"
+                         "NodeName=n3 Gres=gpu:a100:1\nPartitionName=p Nodes=n[1-3] Default=YES\n",
+                         "Name=gpu Type=a100 File=/dev/nvidia0\nNodeName=n2 Name=gpu Type=a100 File=/dev/nvidia1\n")
+    rendered = [line.split()[0] for line in done["rendered"]["slurm.conf"].splitlines()
+                if line.startswith("NodeName=")]
+    assert rendered == ["NodeName=n[1,3]", "NodeName=n2"]
+    assert [line for line in found if "another order" in line] == [
+        "first deploy: slurm.conf line 8: the nodes are defined in another order, from node 2 on: the "
+        "site's file has n2, n3; the rendered one has n3, n2 (Slurm places a job step's tasks on its nodes in the "
+        "order slurm.conf defines them)"]
+
+
+def test_the_same_nodes_in_the_same_order_get_no_order_line():
+    found, _unused = report("GresTypes=gpu\nNodeName=n1 Gres=gpu:a100:1\nNodeName=n3 Gres=gpu:a100:1\n"
+                            "NodeName=n2 Gres=gpu:a100:2\nPartitionName=p Nodes=n[1-3] Default=YES\n",
+                            "Name=gpu Type=a100 File=/dev/nvidia0\nNodeName=n2 Name=gpu Type=a100 "
+                            "File=/dev/nvidia1\n")
+    assert not [line for line in found if "another order" in line]
