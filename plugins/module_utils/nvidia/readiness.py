@@ -1097,6 +1097,8 @@ _RSYSLOG_NEWLINE = re.compile(r"#012(?:\s*NVRM:\s?)?")
 _GOES_ON = re.compile(r"^(?!loading )[^A-Z]")
 _XID = re.compile(r"^Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                   r"(?:\s+GPU-I:(\d+))?(?:\s+GPU-CI:(\d+))?\):\s*(\d+),\s*(.*)$")
+# an Xid whose bus id is not one (elided or masked in a pasted log: "PCI:0000:xx:00"): still an Xid, of no known GPU
+_XID_UNKNOWN_BUS = re.compile(r"^Xid \(([^)]*)\):\s*(\d+),\s*(.*)$")
 _SXID = re.compile(r"SXid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
 _PID_NAME = re.compile(r"^pid=('?<?[^,>']*>?'?)(?:,\s*name=(<unknown>|[^,]*))?,\s*(.*)$")
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
@@ -1185,16 +1187,20 @@ def parse_kernel_log(text):
                  "pid": None, "name": None, "gpu_instance": None, "compute_instance": None, "caused_by": None,
                  "recovery_from": None, "recovery_to": None, "version": None, "phase": "runtime"}
         m = _XID.match(message)
-        if m:
-            rest = m.group(5)
+        groups = m.groups() if m else None
+        if groups is None:
+            loose = _XID_UNKNOWN_BUS.match(message)
+            groups = (None, None, None, loose.group(2), loose.group(3)) if loose else None
+        if groups:
+            bus, gpu_instance, compute_instance, xid, rest = groups
             pm = _PID_NAME.match(rest)
             if pm:
                 event["pid"] = pm.group(1).strip("'")
                 event["name"] = pm.group(2)
                 rest = pm.group(3)
-            event.update(kind="xid", bus_id=_bus(m.group(1)), xid=int(m.group(4)), message=rest,
-                         gpu_instance=int(m.group(2)) if m.group(2) else None,
-                         compute_instance=int(m.group(3)) if m.group(3) else None)
+            event.update(kind="xid", bus_id=_bus(bus), xid=int(xid), message=rest,
+                         gpu_instance=int(gpu_instance) if gpu_instance else None,
+                         compute_instance=int(compute_instance) if compute_instance else None)
             cb = _CAUSED_BY.search(rest)
             if cb:
                 event["caused_by"] = int(cb.group(1))

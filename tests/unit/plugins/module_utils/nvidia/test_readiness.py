@@ -1332,3 +1332,12 @@ def test_a_device_handle_line_whose_bus_id_is_not_one_is_quoted_as_printed():
     line = "Unable to determine the device handle for GPU 000:BA:80.0: Unknown Error"
     [finding] = r.failed_run_findings(255, line + "\n")
     assert (finding["gpu"], finding["expected"], finding["found"]) == (None, "NVML can open every GPU", line)
+
+
+def test_an_xid_whose_bus_id_was_masked_in_a_pasted_log_is_still_judged_for_the_node():
+    text = "[ 12.3] NVRM: Xid (PCI:0000:xx:00): 48, pid=1, name=python3, An uncorrectable double bit error\n"
+    [event] = r.parse_kernel_log(text)
+    assert (event["kind"], event["bus_id"], event["xid"], event["name"]) == ("xid", None, 48, "python3")
+    [finding] = r.check_xid([event])["findings"]
+    assert finding["gpu"] is None and finding["hint"].endswith("acknowledge with the line '* 48 12.3'")
+    assert r.check_xid([event], r.parse_acknowledgements("* 48 12.3\n"))["findings"] == []
