@@ -80,7 +80,6 @@ notes:
     there; the roles C(hpc.slurm_gres.hpc_gres_slurmd), C(hpc.slurm_gres.hpc_gres_verify) and
     C(hpc.slurm_gres.hpc_gres_slurmctld) take the files and node names from C(hpc_gres_render_result) of
     C(localhost) by default.
-  - A new cluster-wide variable is one entry of C(CLUSTER_VARS) in C(plugins/plugin_utils/model_schema.py).
 seealso:
   - module: hpc.slurm_gres.gres_verify
   - module: hpc.slurm_gres.config_tree

@@ -7,7 +7,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostl
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import option_values, options, values, versions
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_access, model_gres
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_problems import describe, did_you_mean
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import (
     CLUSTER_VARS,
     COMMAND_LINE_OPTIONS,
@@ -295,7 +295,9 @@ def _partition_nodes(col, host, field, part, groups, slurmd_set, host_to_name, k
     if has_group:
         group = part["group"]
         if not isinstance(group, str) or group not in groups:
-            col.add(host, field + ".group", "an inventory group", describe(group))
+            col.add(host, field + ".group", "an inventory group", describe(group),
+                    did_you_mean(group, [g for g in groups if g not in ("all", "ungrouped")])
+                    if isinstance(group, str) else None)
             return []
         members = [host_to_name[h] for h in groups[group] if h in slurmd_set and h in host_to_name]
         if not members and not any(h in slurmd_set for h in groups[group]):

@@ -1,6 +1,7 @@
 # Copyright: hpc.slurm_gres contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Validation of one node's variables (host_vars/group_vars) into its model entry: CPU layout, GPUs, MIG, cores."""
+import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import MAX_VALUES, format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import short_name
@@ -50,6 +51,17 @@ def node_name(col, host, hv):
 def _width(version, key):
     """The Slurm integer width (uint16, ...) of a NodeName= line key in that release."""
     return options.lookup("node", key, version)[1]
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT])(?:i?B)?\s*$", re.I)
+
+
+def _memory_in_mib(value):
+    """MiB for a size written with a unit ("500G", "1.5TiB", "512000M"), None for anything else."""
+    m = _SIZE.match(value) if isinstance(value, str) else None
+    if not m:
+        return None
+    return int(float(m.group(1)) * {"K": 1.0 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}[m.group(2).upper()])
 
 
 def _node_int(col, host, var, value, key, minimum, version):
@@ -106,7 +118,13 @@ def build_node(col, host, hv, version, boundary=None):
             layout = {k: None for k in layout}
     real_memory = hv.get("hpc_gres_node_real_memory")
     if real_memory is not None:
-        real_memory = _node_int(col, host, "hpc_gres_node_real_memory", real_memory, "RealMemory", 1, version)
+        in_mib = _memory_in_mib(real_memory)
+        if in_mib is not None:
+            col.add(host, "hpc_gres_node_real_memory", "an integer number of MiB (RealMemory=)", describe(real_memory),
+                    "RealMemory is in MiB: %s is %d" % (str(real_memory).strip(), in_mib))
+            real_memory = None
+        else:
+            real_memory = _node_int(col, host, "hpc_gres_node_real_memory", real_memory, "RealMemory", 1, version)
     weight = hv.get("hpc_gres_node_weight")
     if weight is not None:
         weight = _node_int(col, host, "hpc_gres_node_weight", weight, "Weight", 0, version)
@@ -263,12 +281,15 @@ def _unknown_types(col, host, typed):
 
 
 def _features(col, host, features):
-    """A list of feature names (each a Slurm name; feature expressions are built from them)."""
+    """A list of feature names (each a Slurm name; feature expressions are built from them), or one comma-separated
+    string of them as slurm.conf writes Features= (an INI inventory's ``hpc_gres_node_features=ib,nvme``)."""
     if features is None:
         return []
+    if isinstance(features, str):
+        features = [f.strip() for f in features.split(",") if f.strip()]
     if not isinstance(features, (list, tuple)):
-        col.add(host, "hpc_gres_node_features", "a list of feature names", describe(features),
-                "write [ib, nvme], not a comma-separated string" if isinstance(features, str) else None)
+        col.add(host, "hpc_gres_node_features", "a list of feature names (or a comma-separated string)",
+                describe(features))
         return []
     if len(features) > MAX_FEATURES:
         col.add(host, "hpc_gres_node_features", "at most %d features (this collection's bound)" % MAX_FEATURES,
@@ -329,7 +350,8 @@ def _build_gpu(col, host, i, entry, layout, core_count):
         mig = entry["mig"]
         if not isinstance(mig, (list, tuple)) or not mig:
             col.add(host, field + ".mig", "a non-empty list of MIG profile names such as [3g.40gb, 3g.40gb]",
-                    describe(mig), "leave mig unset to use the whole GPU")
+                    describe(mig), "write a list: mig: [%s]" % ", ".join(p.strip() for p in mig.split(",") if p.strip())
+                    if isinstance(mig, str) and mig.strip() else "leave mig unset to use the whole GPU")
         elif len(mig) > MAX_MIG_INSTANCES:
             col.add(host, field + ".mig", "at most %d MIG instances on one GPU" % MAX_MIG_INSTANCES,
                     "%d profiles" % len(mig))

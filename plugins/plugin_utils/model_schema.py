@@ -217,7 +217,7 @@ DOC_TABLES = {
         ),
         (
             '`hpc_gres_node_features`',
-            'list of names',
+            'list of names, or a comma string',
             'no',
             '`Features=`, at most 256',
         ),
@@ -299,7 +299,9 @@ DOC_TABLES = {
             "wherever a count follows (`Gres=gpu:5090:2`, which the collection always writes), but a job's "
             '`--gres=gpu:5090` asks for 5090 GPUs of any type, so users must write `--gres=gpu:5090:1`; one spelling '
             'per type across the cluster. With AutoDetect it must be a substring of the NVML name '
-            '(`nvidia_h100_pcie` -> `h100_pcie`). Leave it out for untyped GPUs (`Gres=gpu:4`, gres.conf without '
+            '(`nvidia_h100_pcie` -> `h100_pcie`): the render cannot know that name, so the verification on each node '
+            "checks it against nvidia-smi's and refuses the node otherwise (slurmd would register the GPUs under the "
+            'long name and the node would drain). Leave it out for untyped GPUs (`Gres=gpu:4`, gres.conf without '
             '`Type=`): then every GPU of that node is untyped, because slurmctld refuses typed and untyped GPUs on '
             'one node.',
         ),

@@ -413,9 +413,9 @@ def summarize(model, files=None):
         "files": len(files) if files is not None else None,
         "gres_conf_files": sum(1 for p in files if p.endswith("/gres.conf")) if files is not None else None,
     }
-    text = ["cluster %s: %d nodes (%d with GPUs, %d CPU-only), controller %s"
-            % (summary["cluster"], summary["nodes"], gpu_nodes, summary["cpu_only_nodes"],
-               ", ".join(summary["controllers"]))]
+    text = ["cluster %s: %d node%s (%d with GPUs, %d CPU-only), controller %s"
+            % (summary["cluster"], summary["nodes"], "" if summary["nodes"] == 1 else "s", gpu_nodes,
+               summary["cpu_only_nodes"], ", ".join(summary["controllers"]))]
     if summary["slurm_version_default"]:
         text.append("Slurm %s: the default, the inventory does not set hpc_gres_slurm_version (set it to the release the "
                     "cluster runs; the deploy refuses a cluster that runs another)" % summary["slurm_version"])
@@ -427,7 +427,7 @@ def summarize(model, files=None):
         text.append("MIG instances: %s" % ", ".join("%s %d" % kv for kv in summary["mig_instances_by_type"].items()))
     if shards:
         text.append("shards: %d" % shards)
-    text.append("slurm.conf: %d NodeName lines" % lines)
+    text.append("slurm.conf: %d NodeName line%s" % (lines, "" if lines == 1 else "s"))
     if files is not None:
         others = sorted(p for p in files if "/" not in p and p not in ("slurm.conf", "cgroup.conf"))
         text.append("files: %d (slurm.conf, cgroup.conf, %d gres.conf%s)" % (

@@ -111,6 +111,8 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     assert "Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:7" in " ".join(
         added(result, "/gpu-m01/etc/slurm.conf"))
     assert written(tmp_path) == [], "check mode wrote files"
+    # an inventory without the optional group hpc_gres_users_guide gets no host-pattern warning for it
+    assert "Could not match supplied host pattern" not in out, out
 
 
 def test_a_mig_layout_that_differs_is_refused_by_name_and_nothing_is_installed(tmp_path, cluster):

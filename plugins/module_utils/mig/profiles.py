@@ -415,7 +415,8 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
                 hint = "%s is a profile of %s, not of %s" % (name, ", ".join(elsewhere), canonical)
             problems.append(Problem(
                 host, "%s[%d]" % (field, pos),
-                "a %s MIG profile (%s)" % (canonical, ", ".join(valid)),
+                "%s %s MIG profile (%s)" % ("an" if canonical[:1].upper() in "AEFHILMNORSX" else "a", canonical,
+                                             ", ".join(valid)),
                 repr(raw), hint=hint,
             ))
         else:

@@ -15,6 +15,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.gpu_types import (
     compile_patterns,
     merged_patterns,
+    slurm_name,
     type_matches,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import normalize_bus_id
@@ -589,12 +590,17 @@ def _check_one_device(node, slot, path, is_gpu_file, where):
 
 
 def _check_types(node):
-    """Each GPU's nvidia-smi name matches the Type its File line claims."""
+    """Each GPU's nvidia-smi name matches the Type its File line claims; with AutoDetect on, the Type is also part of
+    the name as slurmd reads it (gres_gpu.c _normalize_sys_gres_types), whatever the name patterns say."""
     out = []
     unknown = {}
+    not_in_name = {}
     for slot in node.slots:
         gpu, gtype = slot["gpu"], slot["type"]
         if gpu is None or not gtype or slot["multiple"]:
+            continue
+        if _autodetect_on(node) and gtype.lower() not in slurm_name(gpu.get("name")):
+            not_in_name.setdefault(gtype.lower(), []).append(gpu)
             continue
         verdict = type_matches(gtype, gpu.get("name"), node.patterns)
         if verdict is None:
@@ -606,6 +612,18 @@ def _check_types(node):
                 "%s: a %s (name matching /%s/)" % (slot["file"], gtype, pattern),
                 "%s" % _gpu_label(gpu),
                 "jobs asking for gpu:%s would get another model; fix the GPU's type in the inventory" % gtype))
+    for gtype, gpus in sorted(not_in_name.items()):
+        name = slurm_name(gpus[0].get("name"))
+        fits = [key for key in sorted(node.patterns, key=lambda k: (-len(k), k))
+                if key in name and node.patterns[key].search(gpus[0].get("name") or "")]
+        out.append(finding(
+            "error", "type", _gpus_label(g.get("index") for g in gpus),
+            "with AutoDetect=%s a type that is part of the device name slurmd reads (%s)" % (node.autodetect, name),
+            "Type=%s" % gtype,
+            "slurmd registers these GPUs as gpu:%s (\"Could not find an unused configuration record with a GRES type "
+            "that is a substring of system device\", gres_gpu.c) and slurmctld drains the node for too few gpu:%s; "
+            "use a type that is part of the name%s, or set hpc_gres_autodetect: 'off'"
+            % (name, gtype, " (%s)" % fits[0] if fits else "")))
     for gtype, gpus in sorted(unknown.items()):
         out.append(finding(
             "warning", "type", _gpus_label(g.get("index") for g in gpus),

@@ -130,7 +130,7 @@ SMI_FAILURES = ("ok", "driver_library_mismatch", "no_driver", "no_library", "nvm
 def classify_smi_failure(rc, stdout="", stderr=""):
     """What a failed ``nvidia-smi`` run (any command) says is wrong.
 
-    Returns ``{"kind", "rc", "nvml_version", "gpus": [{"bus_id", "reason"}], "message"}`` with ``kind`` one of
+    Returns ``{"kind", "rc", "nvml_version", "gpus": [{"bus_id", "reason", "line"}], "message"}`` with ``kind`` one of
     ``ok`` (rc 0 and no failure text), ``driver_library_mismatch`` ("Failed to initialize NVML: Driver/library
     version mismatch", with ``nvml_version`` from the "NVML library version: 580.159" line drivers print from
     about 550, else None), ``no_driver`` ("couldn't communicate with the NVIDIA driver"), ``no_library``,

@@ -79,8 +79,9 @@ def test_unreachable_gpu_in_q(tmp_path):
     assert err == "Unable to determine the device handle for GPU2: 0000:75:00.0: Unknown Error\n"
     assert len(smi_q.parse_smi_q(out)["gpus"]) == 7
     failure = readiness.classify_smi_failure(rc, out, err)
-    assert (failure["kind"], failure["gpus"]) == ("device_handle", [{"bus_id": "00000000:75:00.0",
-                                                                     "reason": "Unknown Error"}])
+    assert (failure["kind"], failure["gpus"]) == ("device_handle", [{
+        "bus_id": "00000000:75:00.0", "reason": "Unknown Error",
+        "line": "Unable to determine the device handle for GPU2: 0000:75:00.0: Unknown Error"}])
 
 
 def test_profile_without_a_recording(tmp_path):

@@ -114,10 +114,12 @@ CASES = [
      "an integer 1-65533 (Sockets=, uint16 in Slurm)", "'two' (string)"),
     ("zero cores per socket", set_var("hpc_gres_node_cores_per_socket", 0), HOST, "hpc_gres_node_cores_per_socket",
      "an integer 1-65533 (CoresPerSocket=, uint16 in Slurm)", "0"),
-    ("real memory bad", set_var("hpc_gres_node_real_memory", "512G"), HOST, "hpc_gres_node_real_memory",
-     "1-18446744073709551613 (RealMemory=, uint64 in Slurm)", "'512G' (string)"),
-    ("features not a list", set_var("hpc_gres_node_features", "a,b"), HOST, "hpc_gres_node_features",
-     "a list of feature names", "'a,b' (string)"),
+    ("real memory bad", set_var("hpc_gres_node_real_memory", "lots"), HOST, "hpc_gres_node_real_memory",
+     "1-18446744073709551613 (RealMemory=, uint64 in Slurm)", "'lots' (string)"),
+    ("real memory with a unit", set_var("hpc_gres_node_real_memory", "512G"), HOST, "hpc_gres_node_real_memory",
+     "an integer number of MiB (RealMemory=)", "'512G' (string)"),
+    ("features not a list", set_var("hpc_gres_node_features", {"a": 1}), HOST, "hpc_gres_node_features",
+     "a list of feature names (or a comma-separated string)", "{'a': 1} (dict)"),
     ("weight negative", set_var("hpc_gres_node_weight", -5), HOST, "hpc_gres_node_weight",
      "0-4294967293 (Weight=, uint32 in Slurm)", "-5"),
     ("node name invalid", set_var("hpc_gres_node_name", "gpu a01"), HOST, "hpc_gres_node_name", "a Slurm node name",
@@ -167,6 +169,8 @@ CASES = [
      "gres/gpu without slurmdbd"),
     ("partition unknown group", set_cluster("hpc_gres_partitions", [{"name": "p", "group": "nope"}]), "localhost",
      "hpc_gres_partitions[0].group", "an inventory group", "'nope' (string)"),
+    ("partition group misspelt", set_cluster("hpc_gres_partitions", [{"name": "p", "group": "gpus"}]), "localhost",
+     "hpc_gres_partitions[0].group", "an inventory group", "'gpus' (string)"),
     ("partition unknown node", set_cluster("hpc_gres_partitions", [{"name": "p", "nodes": ["gpu-z9"]}]), "localhost",
      "hpc_gres_partitions[0].nodes", "Slurm node names of hosts in slurmd", "unknown 'gpu-z9'"),
     ("partition hostlist overlapping, one name unknown", set_cluster("hpc_gres_partitions", [
@@ -245,6 +249,20 @@ def test_os_cpu_ids_in_cores_get_a_hint():
     assert "look like OS CPU ids" in str(problem)
 
 
+def test_a_misspelt_partition_group_gets_a_did_you_mean_hint():
+    hostvars, groups, cluster = base()
+    cluster["hpc_gres_partitions"] = [{"name": "p", "group": "gpus"}]
+    [problem] = [p for p in problems_of(hostvars, groups, cluster) if p.field == "hpc_gres_partitions[0].group"]
+    assert str(problem).endswith("found 'gpus' (string) (did you mean gpu?)"), str(problem)
+
+
+def test_a_mig_layout_written_as_text_is_told_to_be_a_list():
+    hostvars, groups, cluster = base()
+    hostvars[HOST]["hpc_gres_gpus"][0]["mig"] = "3g.40gb,3g.40gb"
+    [problem] = [p for p in problems_of(hostvars, groups, cluster) if p.field == "hpc_gres_gpus[0].mig"]
+    assert str(problem).endswith("(write a list: mig: [3g.40gb, 3g.40gb])"), str(problem)
+
+
 def test_unknown_variable_gets_a_did_you_mean_hint():
     hostvars, groups, cluster = base()
     hostvars[HOST]["hpc_gres_node_real_mem"] = 1000
@@ -315,6 +333,9 @@ def test_only_the_odd_spelling_of_a_type_is_refused_wherever_it_comes_first():
 def test_a_feature_name_may_hold_a_colon_but_no_feature_operator():
     hostvars, groups, cluster = base()
     hostvars[HOST]["hpc_gres_node_features"] = ["CPU_GEN:HSW", "ib"]
+    assert "Features=CPU_GEN:HSW,ib" in render_all(build_cluster_model(hostvars, groups, cluster))["slurm.conf"]
+    # the comma string of an INI inventory (hpc_gres_node_features=CPU_GEN:HSW,ib) is the same list
+    hostvars[HOST]["hpc_gres_node_features"] = "CPU_GEN:HSW, ib"
     assert "Features=CPU_GEN:HSW,ib" in render_all(build_cluster_model(hostvars, groups, cluster))["slurm.conf"]
     hostvars[HOST]["hpc_gres_node_features"] = ["CPU_GEN:HSW", "a&b", ":x"]
     found = [(p.field, p.found) for p in problems_of(hostvars, groups, cluster) if "features" in p.field]

@@ -307,7 +307,7 @@ def test_unknown_profile_lists_the_valid_ones_and_where_it_belongs():
     assert p.found == "'1g.5gb'"
     assert "1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb" in p.expected
     assert "A100-40GB" in p.hint
-    assert str(p).startswith("host gpu-a01: hpc_gres_gpus[2].mig[1]: expected a A100-80GB MIG profile")
+    assert str(p).startswith("host gpu-a01: hpc_gres_gpus[2].mig[1]: expected an A100-80GB MIG profile")
 
 
 def test_compute_instance_profiles_are_not_gpu_instance_profiles():

@@ -601,3 +601,17 @@ def test_a_deploy_needs_root_and_a_dry_run_is_only_warned():
     assert (refused["severity"], refused["check"], refused["found"]) == ("error", "privileges", "uid 1000")
     assert "-b" in refused["hint"] and refused["expected"].startswith("root")
     assert privileges_finding(1000, check_mode=True)["severity"] == "warning"
+
+
+def test_with_autodetect_a_type_not_part_of_the_nvml_name_is_an_error_whatever_the_patterns_say():
+    # gres_gpu.c _normalize_sys_gres_types: slurmd keeps a detected GPU's type only where a configured type is a
+    # substring of "nvidia_a100-sxm4-80gb"; "a100sxm" is not, so the node registers no gpu:a100sxm
+    slurm = SLURM.replace("gpu:a100:8", "gpu:a100sxm:8")
+    gres = GRES.replace("AutoDetect=off", "AutoDetect=nvml").replace("Type=a100", "Type=a100sxm")
+    findings = only(run(slurm=slurm, gres=gres, type_patterns={"a100sxm": r"A100-SXM"}), "type")
+    assert [(f["severity"], f["gpu"], f["found"]) for f in findings] == [("error", "0-7", "Type=a100sxm")]
+    assert "nvidia_a100-sxm4-80gb" in findings[0]["expected"] and "(a100)" in findings[0]["hint"]
+    # a type that is part of the name passes, and without AutoDetect the pattern decides as before
+    assert only(run(slurm=SLURM, gres=GRES.replace("AutoDetect=off", "AutoDetect=nvml")), "type") == []
+    assert only(run(slurm=slurm, gres=GRES.replace("Type=a100", "Type=a100sxm"),
+                    type_patterns={"a100sxm": r"A100-SXM"}), "type") == []
