@@ -616,6 +616,8 @@ def _check_types(node):
         name = slurm_name(gpus[0].get("name"))
         fits = [key for key in sorted(node.patterns, key=lambda k: (-len(k), k))
                 if key in name and node.patterns[key].search(gpus[0].get("name") or "")]
+        if not fits and name.startswith("nvidia_") and len(name) > len("nvidia_"):
+            fits = [name[len("nvidia_"):]]  # rtx4090 is no part of nvidia_geforce_rtx_4090: geforce_rtx_4090 is
         out.append(finding(
             "error", "type", _gpus_label(g.get("index") for g in gpus),
             "with AutoDetect=%s a type that is part of the device name slurmd reads (%s)" % (node.autodetect, name),

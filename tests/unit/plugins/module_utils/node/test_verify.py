@@ -615,3 +615,10 @@ def test_with_autodetect_a_type_not_part_of_the_nvml_name_is_an_error_whatever_t
     assert only(run(slurm=SLURM, gres=GRES.replace("AutoDetect=off", "AutoDetect=nvml")), "type") == []
     assert only(run(slurm=slurm, gres=GRES.replace("Type=a100", "Type=a100sxm"),
                     type_patterns={"a100sxm": r"A100-SXM"}), "type") == []
+
+    # no known type is part of a GeForce name: the name itself, less "nvidia_", is offered
+    names = {i: "NVIDIA GeForce RTX 4090" for i in range(8)}
+    slurm = SLURM.replace("gpu:a100:8", "gpu:rtx4090:8")
+    gres = GRES.replace("AutoDetect=off", "AutoDetect=nvml").replace("Type=a100", "Type=rtx4090")
+    [finding] = only(run(slurm=slurm, gres=gres, facts=hw(names=names)), "type")
+    assert "(geforce_rtx_4090)" in finding["hint"], finding
