@@ -977,12 +977,17 @@ _HOST_SIDE_FIELDS = ("PCI/GPU Link Info/PCIe Generation/Host Max",)
 
 def check_errors(smi_q=None, bus_to_index=None):
     """No field of ``nvidia-smi -q`` may read ``ERR!``, ``Unknown Error`` or ``[GPU requires reset]``: NVML failed
-    to read it from the GPU. One error per GPU naming the fields (a warning for fields about the host side of the
+    to read it from the GPU. An output that lost its indentation is an error of its own (smi_q ``unindented``). One error per GPU naming the fields (a warning for fields about the host side of the
     PCIe link), and a warning per GPU whose infoROM nvidia-smi says is corrupted."""
     if smi_q is None:
         return _not_applied("errors", "nvidia-smi -q was not read")
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
     findings = []
+    if smi_q.get("unindented"):
+        findings.append(finding("error", "errors", None, "nvidia-smi -q as it prints, its sections indented",
+                                "no indented line after the first GPU header",
+                                "the output lost its leading blanks (a paste?): its sections cannot be told apart, "
+                                "so no GPU state is judged from it; read nvidia-smi -q itself"))
     for gpu in smi_q.get("gpus") or []:
         label = _gpu_label(gpu, index_map)
         gpu_side = [e for e in gpu.get("errors") or [] if e["field"] not in _HOST_SIDE_FIELDS]

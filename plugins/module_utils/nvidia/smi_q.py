@@ -385,7 +385,8 @@ def parse_smi_q(text):
     "sram_threshold_exceeded"}``, booleans or None; None when the driver prints none), ``errors``
     (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``),
     ``inforom_corrupted`` (nvidia-smi warned "infoROM is corrupted at gpu <bus>") and ``sections`` (the GPU's
-    whole block as nested dicts). Lines of an excerpt that come without a ``GPU <bus>`` header (``grep -A2
+    whole block as nested dicts). ``unindented`` is True when no line after the first GPU header is indented (a
+    paste that lost its leading blanks: the sections cannot be told apart). Lines of an excerpt that come without a ``GPU <bus>`` header (``grep -A2
     Fabric``) make GPUs with ``bus_id`` None, a new one each time a section repeats.
     """
     items = []
@@ -405,7 +406,13 @@ def parse_smi_q(text):
             items.append((indent, stripped, None))
 
     result = {"driver_version": None, "cuda_version": None, "attached_gpus": None, "timestamp": None,
-              "globals": {}, "gpus": []}
+              "globals": {}, "gpus": [], "unindented": False}
+    # A GPU's block with none of its lines indented (a paste that stripped leading blanks) cannot be read into
+    # sections: say so rather than read fields out of their sections.
+    headers = [pos for pos, item in enumerate(items) if item[1] == "\0GPU"]
+    if headers and all(indent == 0 for indent, _key, _value in items[headers[0]:]) and \
+            len(items) - headers[0] > 5:
+        result["unindented"] = True
     pseudo = None
     seen_gpu = False
     # A GPU header always starts a top-level block, whatever its indentation in a paste.
@@ -478,7 +485,7 @@ def parse_smi_table(text):
     field named from the table header). Other fields are None."""
     lines = [line for _n, line in output_lines(text)]
     result = {"driver_version": None, "cuda_version": None, "attached_gpus": None, "timestamp": None,
-              "globals": {}, "gpus": []}
+              "globals": {}, "gpus": [], "unindented": False}
     header_rows = []
     in_header = False
     current = None

@@ -1341,3 +1341,14 @@ def test_an_xid_whose_bus_id_was_masked_in_a_pasted_log_is_still_judged_for_the_
     [finding] = r.check_xid([event])["findings"]
     assert finding["gpu"] is None and finding["hint"].endswith("acknowledge with the line '* 48 12.3'")
     assert r.check_xid([event], r.parse_acknowledgements("* 48 12.3\n"))["findings"] == []
+
+
+def test_an_nvidia_smi_q_that_lost_its_indentation_is_an_error_not_a_healthy_gpu():
+    # the same fault, pasted without leading blanks: its Remapped Rows section cannot be told from the others
+    text = load("nvidia-smi-q", "a10-1gpu-535-remapped-rows-pending.txt")
+    assert [f["check"] for f in r.readiness_findings(smi_q=smi_q.parse_smi_q(text))["findings"]] == ["memory"]
+    flat = "\n".join(line.lstrip() for line in text.splitlines())
+    parsed = smi_q.parse_smi_q(flat)
+    assert parsed["unindented"] is True and smi_q.parse_smi_q(text)["unindented"] is False
+    [finding] = r.readiness_findings(smi_q=parsed)["findings"]
+    assert (finding["severity"], finding["check"], finding["gpu"]) == ("error", "errors", None)
