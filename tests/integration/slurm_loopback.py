@@ -163,6 +163,12 @@ class LoopbackSlurm(object):
             except ProcessLookupError:
                 return
             time.sleep(0.1)
+        # a daemon that outlives SIGTERM must not outlive the test (seen: a slurmd of test_health_program.py per run,
+        # still running long after it)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def stop(self):
         self._stop("slurmd.pid")
