@@ -367,6 +367,11 @@ def _models_with_profile(profile):
     return [m for m in known_models() if any(p["name"] == profile for p in MIG_MODELS[m]["profiles"])]
 
 
+def _article(name):
+    """"an" before a model name read letter by letter with a vowel sound (an A100, an H100), else "a" (a GH200)."""
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
 def validate_layout(host, gpu_index, model, profiles, field=None, model_field=None):
     """Every problem with one GPU's MIG layout, as ``Problem`` objects (empty list = valid).
 
@@ -415,8 +420,7 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
                 hint = "%s is a profile of %s, not of %s" % (name, ", ".join(elsewhere), canonical)
             problems.append(Problem(
                 host, "%s[%d]" % (field, pos),
-                "%s %s MIG profile (%s)" % ("an" if canonical[:1].upper() in "AEFHILMNORSX" else "a", canonical,
-                                             ", ".join(valid)),
+                "%s %s MIG profile (%s)" % (_article(canonical), canonical, ", ".join(valid)),
                 repr(raw), hint=hint,
             ))
         else:

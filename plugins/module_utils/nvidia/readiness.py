@@ -977,8 +977,9 @@ _HOST_SIDE_FIELDS = ("PCI/GPU Link Info/PCIe Generation/Host Max",)
 
 def check_errors(smi_q=None, bus_to_index=None):
     """No field of ``nvidia-smi -q`` may read ``ERR!``, ``Unknown Error`` or ``[GPU requires reset]``: NVML failed
-    to read it from the GPU. An output that lost its indentation is an error of its own (smi_q ``unindented``). One error per GPU naming the fields (a warning for fields about the host side of the
-    PCIe link), and a warning per GPU whose infoROM nvidia-smi says is corrupted."""
+    to read it from the GPU. One error per GPU naming the fields (a warning for fields about the host side of the
+    PCIe link), and a warning per GPU whose infoROM nvidia-smi says is corrupted. An output that lost its
+    indentation is an error of its own (smi_q ``unindented``)."""
     if smi_q is None:
         return _not_applied("errors", "nvidia-smi -q was not read")
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
