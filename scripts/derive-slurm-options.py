@@ -5,8 +5,8 @@ Slurm declares every key its parsers accept in ``s_p_options_t`` tables: ``slurm
 ``src/common/read_config.c``, the cgroup.conf table in ``src/common/cgroup.c`` (22.05) or
 ``src/interfaces/cgroup.c`` (23.02+), and ``_gres_options`` in ``gres.c``. This script reads those tables at the
 last tag of every release series, records when each option appeared, changed its type, became defunct (still
-parsed, but refused with "The option ... is defunct") or disappeared, with the release-notes line that says so,
-and writes the Python table.
+parsed only to be logged as defunct and ignored), was removed (parsed only to stop: fatal) or disappeared, with the
+release-notes line that says so, and writes the Python table.
 
 Two steps, so that the table can be re-derived without the Slurm repository:
 
@@ -269,14 +269,14 @@ def derive(fixtures):
                 removed = _removed_by_fatal(_body(os.path.join(fixtures, series, table + ".removed.c"))[1])
                 for name in removed:
                     if name in current:
-                        current[name] = "defunct"
+                        current[name] = "removed"
                 removed = dict(renamed, **removed)
             for name in sorted(set(current) | set(previous[table])):
                 old, new = previous[table].get(name), current.get(name)
                 if old == new:
                     continue
                 note = removed.get(name)
-                if note is None and series != present[0] and (new is None or new == "defunct"):
+                if note is None and series != present[0] and (new is None or new in ("defunct", "removed")):
                     note = _note_for(notes, name)
                 history[table].setdefault(name, []).append((series, new, note))
             previous[table] = current
@@ -296,8 +296,10 @@ holds the lookups built on it.
 
 ``HISTORY[table][option]`` lists ``(release, type, note)`` changes in release order: ``type`` is the value type the
 parser declares (``string``, ``uint16``, ``uint32``, ``uint64``, ``long``, ``boolean``, ``float``, ``double``,
-``record`` for lines such as NodeName=), ``"defunct"`` when the release still parses the key only to refuse it
-("The option ... is defunct"), ``None`` when the release no longer knows it. ``note`` is the release-notes entry
+``record`` for lines such as NodeName=), ``"defunct"`` when the release parses the key only to log "The option ...
+is defunct" and ignore it (the ``_defunct_option`` handler), ``"removed"`` when it parses the key only to stop
+(``fatal("... has been removed ...")``: the note is that message), ``"renamed"`` when it logs the option as renamed,
+moved or obsolete, ``None`` when the release no longer knows it. ``note`` is the release-notes entry
 that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeName= line keys), ``partition``
 (PartitionName= line keys), ``cgroup.conf``, ``gres.conf``. Keys are case-insensitive in Slurm.
 

@@ -7,8 +7,10 @@ holds the lookups built on it.
 
 ``HISTORY[table][option]`` lists ``(release, type, note)`` changes in release order: ``type`` is the value type the
 parser declares (``string``, ``uint16``, ``uint32``, ``uint64``, ``long``, ``boolean``, ``float``, ``double``,
-``record`` for lines such as NodeName=), ``"defunct"`` when the release still parses the key only to refuse it
-("The option ... is defunct"), ``None`` when the release no longer knows it. ``note`` is the release-notes entry
+``record`` for lines such as NodeName=), ``"defunct"`` when the release parses the key only to log "The option ...
+is defunct" and ignore it (the ``_defunct_option`` handler), ``"removed"`` when it parses the key only to stop
+(``fatal("... has been removed ...")``: the note is that message), ``"renamed"`` when it logs the option as renamed,
+moved or obsolete, ``None`` when the release no longer knows it. ``note`` is the release-notes entry
 that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeName= line keys), ``partition``
 (PartitionName= line keys), ``cgroup.conf``, ``gres.conf``. Keys are case-insensitive in Slurm.
 
@@ -98,7 +100,7 @@ HISTORY = {
         'AccountingStorageExternalHost': (('22.05', 'string', None),),
         'AccountingStorageHost': (('22.05', 'string', None),),
         'AccountingStorageLoc': (
-            ('22.05', 'defunct', 'The AccountingStorageLoc option has been removed. It is safe to remove from your '
+            ('22.05', 'removed', 'The AccountingStorageLoc option has been removed. It is safe to remove from your '
                                  'configuration.'),
             ('25.11', None, None),
         ),
@@ -110,7 +112,7 @@ HISTORY = {
         'AccountingStorageUser': (('22.05', 'string', None), ('25.11', 'defunct', None),),
         'AccountingStoreFlags': (('22.05', 'string', None),),
         'AccountingStoreJobComment': (
-            ('22.05', 'defunct', 'The AccountingStoreJobComment option has been removed, please use '
+            ('22.05', 'removed', 'The AccountingStoreJobComment option has been removed, please use '
                                  'AccountingStoreFlags=job_comment option instead.'),
         ),
         'AcctGatherEnergyType': (('22.05', 'string', None),),
@@ -172,7 +174,7 @@ HISTORY = {
         ),
         'FairShareDampeningFactor': (('22.05', 'uint16', None),),
         'FastSchedule': (
-            ('22.05', 'defunct', 'The FastSchedule option has been removed. The FastSchedule=2 functionality is '
+            ('22.05', 'removed', 'The FastSchedule option has been removed. The FastSchedule=2 functionality is '
                                  'available through the SlurmdParameters=config_overrides option.'),
         ),
         'FederationParameters': (('22.05', 'string', None),),
@@ -308,7 +310,7 @@ HISTORY = {
         'ReturnToService': (('22.05', 'uint16', None),),
         'RoutePlugin': (('22.05', 'string', None),),
         'SallocDefaultCommand': (
-            ('22.05', 'defunct', 'SallocDefaultCommand has been removed. Please consider setting '
+            ('22.05', 'removed', 'SallocDefaultCommand has been removed. Please consider setting '
                                  'LaunchParameters=use_interactive_step instead.'),
         ),
         'SbcastParameters': (
@@ -485,7 +487,7 @@ HISTORY = {
         'CgroupMountpoint': (('22.05', 'string', None),),
         'CgroupPlugin': (('22.05', 'string', None),),
         'CgroupReleaseAgentDir': (
-            ('22.05', 'defunct', 'Support for CgroupReleaseAgentDir option has been removed.'),
+            ('22.05', 'removed', 'Support for CgroupReleaseAgentDir option has been removed.'),
             ('25.11', None, None),
         ),
         'CgroupSlice': (('25.11', 'string', None),),

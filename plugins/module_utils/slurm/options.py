@@ -59,14 +59,15 @@ def _state(changes, release):
 
 
 def table(name, version=None):
-    """{lower-case key: (Slurm's spelling, type)} of the keys `name` reads in that release (defunct ones excluded)."""
+    """{lower-case key: (Slurm's spelling, type)} of the keys `name` reads in that release (defunct, removed and
+    renamed ones excluded)."""
     release = release_for(version)
     cached = _CACHE.get((name, release))
     if cached is None:
         cached = {}
         for key, changes in HISTORY[name].items():
             kind = _state(changes, release)[0]
-            if kind not in (None, "defunct", "renamed"):
+            if kind not in (None, "defunct", "removed", "renamed"):
                 cached[key.lower()] = (key, kind)
         _CACHE[(name, release)] = cached
     return cached
@@ -106,6 +107,9 @@ def lookup(name, key, version=None):
             return _raise(expected, "%s (defunct since Slurm %s)" % (key, since), note or
                           "Slurm %s ignores it and logs 'The option \"%s\" is defunct, please remove it' (read_config.c "
                           "_defunct_option); remove it" % (release, spelled))
+        if kind == "removed":
+            return _raise(expected, "%s (removed)" % key,
+                          "Slurm %s reads it only to stop: \"fatal: %s\"; remove it" % (release, note))
         if kind == "renamed":
             successor = _SUCCESSOR_RE.search(note or "")
             return _raise(expected, "%s (%s)" % (key, "renamed" if successor else "obsolete"),

@@ -426,27 +426,34 @@ def test_the_collections_own_refusals_name_the_file_and_line_the_value_came_from
 
 
 def test_an_option_the_named_release_ignores_as_defunct_is_left_out_with_a_note():
-    # Slurm 23.11+ parses CgroupAutomount only to log "The option ... is defunct" (cgroup.c _defunct_option) and
-    # runs on; a removed option (ConstrainKmemSpace, above) stops it and is still refused
+    # Slurm 23.11+ parses CgroupAutomount, and 24.05+ CoreSpecPlugin, only to log "The option ... is defunct"
+    # (cgroup.c and read_config.c _defunct_option) and runs on; an option Slurm no longer reads (ConstrainKmemSpace)
+    # or reads only to stop (AccountingStorageLoc: fatal) is still refused
     cgroup = "# site\nConstrainDevices=yes\nCgroupAutomount=yes\n"
-    slurm = "NodeName=n1\nMaxStepCount=40000\nAccountingStorageLoc=/var/log/slurm/acct\n"
+    slurm = "NodeName=n1\nMaxStepCount=40000\nCoreSpecPlugin=core_spec/none\n"
     done = run_import(source(slurm, cgroup=cgroup), [], slurm_version="24.11")
     slurm_note, cgroup_note = [line for line in done["report"] if "not imported: defunct" in line]
     assert cgroup_note.startswith("cgroup.conf line 3: CgroupAutomount=yes not imported: defunct since Slurm 23.11 "
                                   "(Remove CgroupAutomount= option from cgroup.conf.")
     assert cgroup_note.endswith("Slurm 24.11 ignores it and logs 'The option \"CgroupAutomount\" is defunct, please "
                                 "remove it from cgroup.conf.', so the rendered cgroup.conf leaves it out")
-    assert slurm_note.startswith("slurm.conf line 8: AccountingStorageLoc=/var/log/slurm/acct not imported: defunct "
-                                 "since Slurm 22.05")
+    assert slurm_note.startswith("slurm.conf line 8: CoreSpecPlugin=core_spec/none not imported: defunct "
+                                 "since Slurm 24.05")
     assert slurm_note.endswith("from slurm.conf.', so the rendered slurm.conf leaves it out")
     assert "CgroupAutomount" not in done["rendered"]["cgroup.conf"]
     assert "ConstrainDevices=yes" in done["rendered"]["cgroup.conf"]
-    assert "AccountingStorageLoc" not in done["rendered"]["slurm.conf"]
+    assert "CoreSpecPlugin" not in done["rendered"]["slurm.conf"]
     assert "MaxStepCount=40000" in done["rendered"]["slurm.conf"]
     assert "CgroupAutomount" not in load(done["files"], "group_vars/all.yml")["hpc_gres_cgroup_conf_options"]
     assert any(line.startswith("first deploy: cgroup.conf line 3: CgroupAutomount=yes is left out")
                for line in done["report"]), done["report"]
     # refused for another reason: the note still comes with the refusal
+    with pytest.raises(ImportRefused) as removed:
+        run_import(source(slurm + "AccountingStorageLoc=/var/log/slurm/acct\n", cgroup=cgroup), [],
+                   slurm_version="24.11")
+    [refusal] = [str(r) for r in removed.value.refusals]
+    assert "AccountingStorageLoc (removed)" in refusal and "fatal: The AccountingStorageLoc option has been " \
+        "removed" in refusal, refusal
     with pytest.raises(ImportRefused) as err:
         run_import(source(slurm, cgroup=cgroup + "ConstrainKmemSpace=no\n"), [], slurm_version="24.11")
     assert [str(r).split(": ")[1] for r in err.value.refusals] == ["hpc_gres_cgroup_conf_options.ConstrainKmemSpace"]

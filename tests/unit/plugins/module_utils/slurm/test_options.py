@@ -119,6 +119,13 @@ def test_defunct_names_the_options_a_release_parses_only_to_ignore():
     assert (spelled, since) == ("CgroupAutomount", "23.11") and note.startswith("Remove CgroupAutomount= option")
     assert options.defunct("cgroup.conf", "CgroupAutomount", "23.02") is None  # still read then
     assert options.defunct("cgroup.conf", "ConstrainKmemSpace", "24.11") is None  # removed: Slurm stops on it
-    assert options.defunct("slurm.conf", "AccountingStorageLoc", "22.05")[:2] == ("AccountingStorageLoc", "22.05")
+    assert options.defunct("slurm.conf", "CoreSpecPlugin", "24.11")[:2] == ("CoreSpecPlugin", "24.05")
+    # read only to stop (fatal in read_config.c): removed, not defunct
+    assert options.defunct("slurm.conf", "AccountingStorageLoc", "22.05") is None
+    assert HISTORY["slurm.conf"]["AccountingStorageLoc"][0][:2] == ("22.05", "removed")
+    with pytest.raises(options.OptionError) as err:
+        options.lookup("slurm.conf", "AccountingStoreJobComment", "24.11")
+    assert "AccountingStoreJobComment (removed)" in str(err.value) and "fatal: The AccountingStoreJobComment " \
+        "option has been removed" in str(err.value)
     assert options.defunct("slurm.conf", "NoSuchOption", "24.11") is None
     assert options.defunct("slurm.conf", "SchedulerAuth", "24.05") is None  # defunct in 22.05, gone from 24.05
