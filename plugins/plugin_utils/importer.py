@@ -13,7 +13,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import
     normalize_profile,
     profile_names,
 )
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import ConfSyntaxError, parse_cgroup_conf, parse_slurm_conf
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
+    ConfSyntaxError,
+    parse_cgroup_conf,
+    parse_slurm_conf,
+    slurm_boolean,
+)
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import values as values_mod
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
@@ -787,8 +792,13 @@ def _partitions(imp, conf):
                            "not a NodeName of slurm.conf (node sets are not supported)")
                 continue
             entry["nodes"] = trailing_hostlist(names)
-        default = str(part.get("default", "NO")).upper()
-        entry["default"] = default == "YES"
+        default = slurm_boolean(part.get("default", "NO"))
+        if default is None:
+            imp.refuse(where, None, "PartitionName=%s Default=%s" % (pname, part.get("default")),
+                       "slurmctld reads Default= as a boolean (YES, NO, TRUE, FALSE, UP, DOWN, 1, 0) and stops on "
+                       "anything else (\"is not a valid option for \"Default\"\", parse_value.c)")
+            continue
+        entry["default"] = default
         options = {}
         for key, value in _partition_options(conf, pname):
             if key.lower() in ("nodes", "default"):

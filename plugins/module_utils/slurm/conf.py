@@ -400,10 +400,23 @@ def node_definition(node, grestypes=False):
     return out
 
 
+def slurm_boolean(text):
+    """True/False for a value Slurm's parser reads as a boolean (parse_value.c s_p_handle_boolean: yes, up, true, 1
+    and no, down, false, 0, in any case), None for anything else ("is not a valid option", and the file is not
+    read)."""
+    word = str(text).strip().lower()
+    if word in ("yes", "up", "true", "1"):
+        return True
+    if word in ("no", "down", "false", "0"):
+        return False
+    return None
+
+
 def partition_definition(part):
-    """A parsed partition as slurmctld defines it: Default absent is NO, YES/NO in capitals, Nodes expanded."""
+    """A parsed partition as slurmctld defines it: Default absent is NO, a boolean as YES/NO, Nodes expanded."""
     out = {k: str(v) for k, v in part.items() if k != "line"}
-    out["default"] = out.get("default", "NO").upper()
+    default = slurm_boolean(out.get("default", "NO"))
+    out["default"] = out.get("default", "NO").upper() if default is None else ("YES" if default else "NO")
     nodes = out.get("nodes", "")
     if nodes.upper() == "ALL":
         out["nodes"] = "ALL"

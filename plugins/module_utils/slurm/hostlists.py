@@ -19,8 +19,12 @@ _TOKEN_SPLIT_RE = re.compile(r",(?![^\[]*\])")
 
 def slurm_hostlist(names, suffix=False):
     """python-hostlist's compression of ``names``; without ``suffix`` a bracketed token that continues after its
-    ']' is written out name by name."""
+    ']' is written out name by name. Slurm defines the nodes of a NodeName= hostlist in the order it expands to,
+    so a compression that does not expand in natural order (``c05n[01-02,04],c[03,06]n[01-04]``) is replaced by
+    one with ranges on trailing numbers only (``c03n[01-04],c05n[01-02,04],c06n[01-04]``)."""
     expr = hostlist.collect_hostlist(list(names))
+    if hostlist.expand_hostlist(expr) != sorted(set(names), key=natural_key):
+        expr = trailing_hostlist(names)
     if suffix:
         return expr
     tokens = []

@@ -119,3 +119,13 @@ def test_the_same_nodes_in_the_same_order_get_no_order_line():
                             "Name=gpu Type=a100 File=/dev/nvidia0\nNodeName=n2 Name=gpu Type=a100 "
                             "File=/dev/nvidia1\n")
     assert not [line for line in found if "another order" in line]
+
+
+def test_a_partition_default_written_as_any_boolean_slurm_reads_is_imported_and_no_change():
+    # parse_value.c s_p_handle_boolean: yes/up/true/1 and no/down/false/0, any case (a real site writes TRUE)
+    found, done = report("GresTypes=gpu\nNodeName=n[1-2] Gres=gpu:a100:1\n"
+                         "PartitionName=p Nodes=n1 Default=TRUE\nPartitionName=q Nodes=n2 Default=false\n",
+                         "Name=gpu Type=a100 File=/dev/nvidia0\n")
+    assert found == []
+    rendered = done["rendered"]["slurm.conf"]
+    assert "PartitionName=p Nodes=n1 Default=YES" in rendered and "PartitionName=q Nodes=n2 Default=NO" in rendered

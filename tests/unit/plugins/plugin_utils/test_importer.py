@@ -572,3 +572,8 @@ def test_gpus_in_slurm_conf_without_any_gres_conf_in_the_source_say_to_copy_it()
     found = refusals("GresTypes=gpu\nNodeName=localhost CPUs=20 Gres=gpu:rtx5090:2\n",
                      "NodeName=other Name=gpu File=/dev/nvidia0\n")
     assert "slurmctld drains this node today" in found[0] and "no gres.conf was found" not in found[0]
+
+
+def test_a_partition_default_slurm_cannot_read_as_a_boolean_is_refused():
+    found = refusals("NodeName=n1\nPartitionName=p Nodes=n1 Default=maybe\n")
+    assert len(found) == 1 and "PartitionName=p Default=maybe" in found[0] and "is not a valid option" in found[0]
