@@ -2,7 +2,8 @@
 # Prove that a fresh Debian 12 machine passes the test suite with nothing but what the project installs itself.
 #
 # A clone of this repository's HEAD (committed work only) goes into a pristine debootstrap bookworm chroot that
-# holds only what a CI machine needs to fetch and start the project (git, make, ca-certificates); there it runs
+# holds only what a CI machine needs to fetch and start the project (git, make, ca-certificates), plus the
+# machine image's pyenv CPythons (read-only, as a CI machine of this kind has them); there it runs
 #   make system-deps setup      (scripts/setup-system.sh with apt-get, the .venv from requirements.txt)
 #   make lint sanity pytest compat-min
 # i.e. what `make test` runs (lint, ansible-test sanity, unit and integration tests with the package test, the
@@ -134,6 +135,14 @@ unshare --mount --pid --fork --propagation private bash -euo pipefail -c '
   mount -t tmpfs tmpfs "$merged/tmp"
   mount -t tmpfs tmpfs "$merged/run"
   cp /etc/resolv.conf "$merged/etc/resolv.conf"
+  # pyenv'"'"'s CPythons (3.8-3.13) are part of the CI machine image, not installed by this project: the health and
+  # boot programs are tested on the oldest Python they support (3.9), and make compat takes its Pythons there.
+  # The chroot gets the same, read-only.
+  if [[ -d /root/.pyenv/versions ]]; then
+    mkdir -p "$merged/root/.pyenv"
+    mount --bind /root/.pyenv "$merged/root/.pyenv"
+    mount -o remount,bind,ro "$merged/root/.pyenv"
+  fi
   # Local trust anchors (e.g. a TLS-inspecting egress proxy) are part of the network, not of the machine.
   if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
     cp /usr/local/share/ca-certificates/*.crt "$merged/usr/local/share/ca-certificates/"
