@@ -386,8 +386,9 @@ def parse_smi_q(text):
     (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``),
     ``inforom_corrupted`` (nvidia-smi warned "infoROM is corrupted at gpu <bus>") and ``sections`` (the GPU's
     whole block as nested dicts). ``unindented`` is True when no line after the first GPU header is indented (a
-    paste that lost its leading blanks: the sections cannot be told apart). Lines of an excerpt that come without a ``GPU <bus>`` header (``grep -A2
-    Fabric``) make GPUs with ``bus_id`` None, a new one each time a section repeats.
+    paste that lost its leading blanks: the sections cannot be told apart). Lines of an excerpt that come without a
+    ``GPU <bus>`` header (``grep -A2 Fabric``) make GPUs with ``bus_id`` None, a new one each time a section
+    repeats.
     """
     items = []
     for _number, line in output_lines(text):
@@ -408,7 +409,8 @@ def parse_smi_q(text):
     result = {"driver_version": None, "cuda_version": None, "attached_gpus": None, "timestamp": None,
               "globals": {}, "gpus": [], "unindented": False}
     # A GPU's block with none of its lines indented (a paste that stripped leading blanks) cannot be read into
-    # sections: say so rather than read fields out of their sections.
+    # sections: say so rather than read fields out of their sections. A header and up to five lines is too short an
+    # excerpt to tell (a grep of one section may hold no nested line).
     headers = [pos for pos, item in enumerate(items) if item[1] == "\0GPU"]
     if headers and all(indent == 0 for indent, _key, _value in items[headers[0]:]) and \
             len(items) - headers[0] > 5:

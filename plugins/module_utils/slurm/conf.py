@@ -404,7 +404,7 @@ def slurm_boolean(text):
     """True/False for a value Slurm's parser reads as a boolean (parse_value.c s_p_handle_boolean: yes, up, true, 1
     and no, down, false, 0, in any case), None for anything else ("is not a valid option", and the file is not
     read)."""
-    word = str(text).strip().lower()
+    word = str(text).lower()
     if word in ("yes", "up", "true", "1"):
         return True
     if word in ("no", "down", "false", "0"):

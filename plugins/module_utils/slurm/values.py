@@ -29,6 +29,8 @@ host and field. Only the standard library is used: the module runs on nodes too.
 """
 import re
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import slurm_boolean
+
 UINT_MAX = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "uint64": 0xFFFFFFFFFFFFFFFF}
 # The largest count a field of each width holds: its two largest values are NO_VAL and INFINITE (slurm.h).
 COUNT_MAX = {width: top - 2 for width, top in UINT_MAX.items()}
@@ -331,7 +333,7 @@ def check_typed_value(value, kind):
     if kind == "boolean":
         if isinstance(value, bool):
             return ("yes" if value else "no"), None
-        if isinstance(value, str) and value.lower() in ("yes", "no", "true", "false", "up", "down", "1", "0"):
+        if isinstance(value, str) and slurm_boolean(value) is not None:
             return value, None
         if isinstance(value, int) and value in (0, 1):
             return str(value), None
