@@ -7,13 +7,14 @@
 #   - debootstrap: the local node image (no registry on the test machines)
 #   - util-linux (unshare) and coreutils (mknod): device nodes in a private mount namespace
 #   - openssh-client: Ansible's default connection (a test points the controller host at a closed ssh port)
+#   - systemd: systemd-analyze verifies the boot units the deploy installs
 set -euo pipefail
 
 PACKAGES=(
   slurmd slurmctld slurm-client munge
   podman runc conmon netavark aardvark-dns iptables uidmap
   debootstrap hwloc-nox shellcheck
-  util-linux coreutils openssh-client
+  util-linux coreutils openssh-client systemd
   python3 python3-venv make ca-certificates
 )
 

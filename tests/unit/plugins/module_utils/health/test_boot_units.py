@@ -260,8 +260,11 @@ def test_unit_texts(tmp_path):
     assert "OnActiveSec=120" in timer and "RemainAfterElapse=no" in timer
 
 
-@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="systemd-analyze is not installed")
 def test_systemd_reads_the_units_without_a_complaint(tmp_path):
+    if not shutil.which("systemd-analyze"):
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI=true and systemd-analyze is missing (scripts/setup-system.sh installs systemd)")
+        pytest.skip("systemd-analyze is not installed")
     s = spec(tmp_path, mig="mig-manager")
     plan = boot_units.boot_plan(s, launcher, systemd=True)
     install(plan)
