@@ -6,7 +6,8 @@ Slurm declares every key its parsers accept in ``s_p_options_t`` tables: ``slurm
 ``src/interfaces/cgroup.c`` (23.02+), and ``_gres_options`` in ``gres.c``. This script reads those tables at the
 last tag of every release series, records when each option appeared, changed its type, became defunct (still
 parsed only to be logged as defunct and ignored), was removed (parsed only to stop: fatal) or disappeared, with the
-release-notes line that says so, and writes the Python table.
+release-notes line that says so, and writes the Python table. The tables of older series (17.02 to 21.08) are read
+only for the options the first of them no longer knows, and the release that dropped each.
 
 Two steps, so that the table can be re-derived without the Slurm repository:
 
@@ -27,14 +28,19 @@ import sys
 
 # Release series and the tag read for each (the newest tag of the series in the repository when extracted).
 SERIES = ("22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05")
+# Older series whose tables are read only for the options they had that SERIES[0] no longer knows, so that a
+# configuration written for them is told which release dropped an option (Slurm itself stops on any key it does not
+# know: "Parsing error at unrecognized key").
+EARLIER_SERIES = ("17.02", "17.11", "18.08", "19.05", "20.02", "20.11", "21.08")
 
 # (table, file candidates, the C declaration that opens it, a key the block must contain)
 TABLES = (
     ("slurm.conf", ("src/common/read_config.c",), "slurm_conf_options[] = {", "ClusterName"),
     ("node", ("src/common/read_config.c",), "_nodename_options[] = {", "CoresPerSocket"),
     ("partition", ("src/common/read_config.c",), "_partition_options[] = {", "MaxTime"),
-    ("cgroup.conf", ("src/interfaces/cgroup.c", "src/common/cgroup.c"), "options[] = {", "ConstrainDevices"),
-    ("gres.conf", ("src/interfaces/gres.c", "src/common/gres.c"), "_gres_options[] = {", "MultipleFiles"),
+    ("cgroup.conf", ("src/interfaces/cgroup.c", "src/common/cgroup.c", "src/common/xcgroup_read_config.c"),
+     "options[] = {", "ConstrainDevices"),
+    ("gres.conf", ("src/interfaces/gres.c", "src/common/gres.c"), "_gres_options[] = {", "File"),
 )
 NOTES_FILES = ("RELEASE_NOTES", "RELEASE_NOTES.md")
 # Options whose value is a keyword (or a list of them) one parser function compares: (option, files, function
@@ -120,8 +126,32 @@ def _write_fixture(path, tag, series, source_path, first, last, body):
         handle.write(body + "\n")
 
 
+def _extract_tables(repo, tag, series, outdir):
+    for table, paths, opener, must in TABLES:
+        for path in paths:
+            try:
+                text = _git(repo, "show", "%s:%s" % (tag, path))
+            except subprocess.CalledProcessError:
+                continue
+            found = find_block(text, opener, must)
+            if found:
+                _write_fixture(os.path.join(outdir, table + ".c"), tag, series, path, *found)
+                break
+        else:
+            raise SystemExit("%s: table %s not found" % (tag, table))
+
+
 def extract(repo, fixtures):
-    """Copy each table (verbatim) and each release's notes lines about options into fixtures/<series>/."""
+    """Copy each table (verbatim) and each release's notes lines about options into fixtures/<series>/; of the
+    EARLIER_SERIES, the tables only."""
+    for series in EARLIER_SERIES:
+        tag = latest_tag(repo, series)
+        if tag is None:
+            print("no tag for %s, skipped" % series, file=sys.stderr)
+            continue
+        outdir = os.path.join(fixtures, series)
+        os.makedirs(outdir, exist_ok=True)
+        _extract_tables(repo, tag, series, outdir)
     for series in SERIES:
         tag = latest_tag(repo, series)
         if tag is None:
@@ -129,18 +159,7 @@ def extract(repo, fixtures):
             continue
         outdir = os.path.join(fixtures, series)
         os.makedirs(outdir, exist_ok=True)
-        for table, paths, opener, must in TABLES:
-            for path in paths:
-                try:
-                    text = _git(repo, "show", "%s:%s" % (tag, path))
-                except subprocess.CalledProcessError:
-                    continue
-                found = find_block(text, opener, must)
-                if found:
-                    _write_fixture(os.path.join(outdir, table + ".c"), tag, series, path, *found)
-                    break
-            else:
-                raise SystemExit("%s: table %s not found" % (tag, table))
+        _extract_tables(repo, tag, series, outdir)
         for table, paths in REMOVED_BY_FATAL.items():
             for path in paths:
                 try:
@@ -284,7 +303,22 @@ def derive(fixtures):
             source, body = _body(os.path.join(fixtures, series, option + ".values.c"))
             sources[series][option] = source
             tokens[option][series] = tuple(sorted(set(token_res[option].findall(body)), key=str.lower))
-    return history, sources, tokens
+    return history, sources, tokens, derive_earlier(fixtures, history)
+
+
+def derive_earlier(fixtures, history):
+    """{table: {option: (the last earlier release that read it, the release that no longer did)}} of the options
+    the EARLIER_SERIES tables had and SERIES never knew (case-insensitively)."""
+    known = {table: {name.lower() for name in options} for table, options in history.items()}
+    present = [s for s in EARLIER_SERIES if os.path.exists(os.path.join(fixtures, s, "slurm.conf.c"))]
+    following = dict(zip(present, present[1:] + [SERIES[0]]))
+    earlier = {table: {} for table in history}
+    for series in present:
+        for table in history:
+            for name in parse_table(_body(os.path.join(fixtures, series, table + ".c"))[1]):
+                if name.lower() not in known[table]:
+                    earlier[table][name] = (series, following[series])
+    return earlier
 
 
 HEADER = '''"""The option names (and value types) each Slurm release parses, derived from Slurm's own source.
@@ -306,6 +340,9 @@ that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeNam
 ``SOURCES[release][table]`` is ``"<tag> <path>#L<first>-L<last>"`` in https://github.com/SchedMD/slurm.
 ``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword option compares
 (case-insensitively): SelectTypeParameters (read_config.c), gres.conf AutoDetect (gres.c).
+``EARLIER[table][option]`` is ``(last release that read it, first release that did not)`` for the options the
+tables of 17.02 to 21.08 had and RELEASES never knew: every known release stops on such a key ("Parsing error at
+unrecognized key").
 """
 '''
 
@@ -322,7 +359,7 @@ def _wrap(text, width):
     return pieces
 
 
-def render_module(history, sources, tokens):
+def render_module(history, sources, tokens, earlier):
     out = [HEADER]
     out.append("RELEASES = %r\n" % (tuple(sources),))
     out.append("SOURCES = {\n")
@@ -368,6 +405,13 @@ def render_module(history, sources, tokens):
                     line = "           "
                 line += item
             out.append(line + "\n        ),\n")
+        out.append("    },\n")
+    out.append("}\n")
+    out.append("EARLIER = {\n")
+    for table, options in earlier.items():
+        out.append("    %r: {\n" % table)
+        for name in sorted(options, key=str.lower):
+            out.append("        %r: %r,\n" % (name, options[name]))
         out.append("    },\n")
     out.append("}\n")
     return "".join(out)

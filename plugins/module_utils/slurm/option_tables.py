@@ -17,6 +17,9 @@ that names the option, where one does. Tables: ``slurm.conf``, ``node`` (NodeNam
 ``SOURCES[release][table]`` is ``"<tag> <path>#L<first>-L<last>"`` in https://github.com/SchedMD/slurm.
 ``VALUE_KEYWORDS[option][release]`` lists the keywords the parser function of a keyword option compares
 (case-insensitively): SelectTypeParameters (read_config.c), gres.conf AutoDetect (gres.c).
+``EARLIER[table][option]`` is ``(last release that read it, first release that did not)`` for the options the
+tables of 17.02 to 21.08 had and RELEASES never knew: every known release stops on such a key ("Parsing error at
+unrecognized key").
 """
 RELEASES = ('22.05', '23.02', '23.11', '24.05', '24.11', '25.05', '25.11', '26.05')
 SOURCES = {
@@ -609,5 +612,35 @@ VALUE_KEYWORDS = {
         '26.05': (
             'full', 'nrt', 'nvidia', 'nvml', 'off', 'oneapi', 'rsmi',
         ),
+    },
+}
+EARLIER = {
+    'slurm.conf': {
+        'CacheGroups': ('20.11', '21.08'),
+        'CheckpointType': ('20.11', '21.08'),
+        'ChosLoc': ('20.02', '20.11'),
+        'DefaultStorageHost': ('20.11', '21.08'),
+        'DefaultStorageLoc': ('20.11', '21.08'),
+        'DefaultStoragePass': ('20.11', '21.08'),
+        'DefaultStoragePort': ('20.11', '21.08'),
+        'DefaultStorageType': ('20.11', '21.08'),
+        'DefaultStorageUser': ('20.11', '21.08'),
+        'JobCheckpointDir': ('20.11', '21.08'),
+        'Layouts': ('20.02', '20.11'),
+        'MemLimitEnforce': ('20.11', '21.08'),
+        'MsgAggregationParams': ('20.02', '20.11'),
+        'SchedulerPort': ('20.11', '21.08'),
+        'SchedulerRootFilter': ('20.11', '21.08'),
+        'SlurmdPlugstack': ('17.02', '17.11'),
+    },
+    'node': {
+    },
+    'partition': {
+    },
+    'cgroup.conf': {
+        'CgroupSubsystems': ('17.02', '17.11'),
+        'TaskAffinity': ('21.08', '22.05'),
+    },
+    'gres.conf': {
     },
 }

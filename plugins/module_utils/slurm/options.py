@@ -3,8 +3,8 @@
 ``lookup(table, key, version)`` answers for one key of slurm.conf, cgroup.conf, a NodeName= or PartitionName= line
 or gres.conf, in the release the cluster runs (``"MAJOR.MINOR"``): the name as Slurm spells it and the type its
 parser declares, or why not (unknown: "did you mean"; removed, defunct or not yet added: in which release, with the
-release-notes line; renamed, moved or obsolete: what to write instead). Keys are case-insensitive in Slurm, so they
-are here.
+release-notes line, also for an option a release before the first known one dropped; renamed, moved or obsolete:
+what to write instead). Keys are case-insensitive in Slurm, so they are here.
 
 A version between two known releases reads as the older one; one older than the first known release as the first;
 one newer than the last as the last (a newer release may add options this table does not know yet: refresh it with
@@ -14,7 +14,7 @@ import difflib
 import functools
 import re
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import HISTORY, RELEASES
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import EARLIER, HISTORY, RELEASES
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import DEFAULT_SLURM_VERSION, parse_version
 
 TABLES = tuple(HISTORY)
@@ -120,6 +120,13 @@ def lookup(name, key, version=None):
         first = changes[0][0]
         return _raise(expected, "%s (added in Slurm %s)" % (key, first),
                       "set hpc_gres_slurm_version to %s or later if the cluster runs it" % first)
+    earlier = {k.lower(): (k, v) for k, v in EARLIER[name].items()}.get(str(key).lower())
+    if earlier:
+        spelled, (last, gone) = earlier
+        return _raise(expected, "%s (removed in Slurm %s)" % (key, gone),
+                      "Slurm %s was the last release whose parser accepted %s; Slurm %s stops on a key it does not "
+                      "know (\"Parsing error at unrecognized key: %s\", parse_config.c); remove it"
+                      % (last, spelled, release, spelled))
     close = difflib.get_close_matches(str(key).lower(), list(known), n=1, cutoff=0.75)
     hint = "did you mean %s?" % known[close[0]][0] if close else None
     return _raise(expected, "unknown option %s" % key, hint)

@@ -6,7 +6,7 @@ import pytest
 import testpaths
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import options
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import HISTORY, RELEASES
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_tables import EARLIER, HISTORY, RELEASES
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_schema as model
 
 ROOT = testpaths.ROOT
@@ -67,6 +67,13 @@ def test_the_table_parser_reads_a_real_slurm_block():
     ("slurm.conf", "KeepAliveTime", "24.11", "KeepAliveTime (renamed)", "write CommunicationParameters instead"),
     ("slurm.conf", "JobContainerType", "25.11", "JobContainerType (renamed)", "write NamespaceType instead"),
     ("cgroup.conf", "AllowedDevicesFile", "23.11", "AllowedDevicesFile (obsolete)", "remove it; Slurm 23.11 logs"),
+    # dropped before 22.05 (the 17.02 to 21.08 tables): which release, not a "did you mean" to a different option
+    ("slurm.conf", "SchedulerPort", "22.05", "SchedulerPort (removed in Slurm 21.08)",
+     "Slurm 20.11 was the last release whose parser accepted SchedulerPort; Slurm 22.05 stops on a key it does not "
+     "know (\"Parsing error at unrecognized key: SchedulerPort\""),
+    ("slurm.conf", "cachegroups", "24.11", "cachegroups (removed in Slurm 21.08)", "accepted CacheGroups;"),
+    ("slurm.conf", "ChosLoc", "26.05", "ChosLoc (removed in Slurm 20.11)", "Slurm 20.02 was the last"),
+    ("cgroup.conf", "TaskAffinity", "22.05", "TaskAffinity (removed in Slurm 22.05)", "Slurm 21.08 was the last"),
 ])
 def test_a_key_the_release_does_not_read_is_refused_with_why(table, key, version, found, hint):
     with pytest.raises(options.OptionError) as err:
@@ -101,6 +108,14 @@ def test_the_collection_defaults_are_options_every_release_reads(release):
             assert options.lookup(table, key, release)[0] == key
     for key in ("Sockets", "CoresPerSocket", "ThreadsPerCore", "RealMemory", "Weight", "Features", "Gres"):
         options.lookup("node", key, release)
+
+
+def test_options_dropped_before_the_first_known_release_are_the_earlier_tables_keys_it_lacks():
+    assert EARLIER["slurm.conf"]["CacheGroups"] == ("20.11", "21.08")
+    assert EARLIER["cgroup.conf"]["CgroupSubsystems"] == ("17.02", "17.11")
+    for table, dropped in EARLIER.items():
+        assert not {k.lower() for k in dropped} & {k.lower() for k in HISTORY[table]}
+    assert "ControlMachine" not in EARLIER["slurm.conf"] and "FastSchedule" not in EARLIER["slurm.conf"]
 
 
 def test_history_records_removals_and_defunct_options_with_their_release():
