@@ -160,7 +160,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="import refused, nothing written: %s" % exc, refusals=[str(exc)])
             return result
         except ImportRefused as exc:
-            result.update(failed=True, msg=str(exc), refusals=[str(r) for r in exc.refusals], notes=exc.notes)
+            result.update(failed=True, msg=str(exc), refusals=exc.lines(), notes=exc.notes)
             return result
         try:
             written = write_new_files(os.path.abspath(args["dest"]), done["files"], check=self._task.check_mode)

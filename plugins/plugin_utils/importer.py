@@ -20,6 +20,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     slurm_boolean,
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.hostlists import trailing_hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import option_tables, options
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm import values as values_mod
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import (
     SHARED_NAMES,
@@ -33,6 +34,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import model_schema
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_cluster import cluster_name_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_source import SourceError, combine_slurm_conf
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_gres import NODE_OPTION_KEYS
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import host_expression
 
 NVIDIA_FILE_RE = re.compile(r"^/dev/nvidia(\d+)$")
 # Device files of other vendors' GPUs (AMD ROCm, Intel): the collection deploys NVIDIA GPU configuration.
@@ -67,9 +69,15 @@ class Refusal(object):
         self.why = why
 
     def __str__(self):
+        return self.text([self.node] if self.node else [])
+
+    def text(self, nodes):
+        """The refusal as one line, naming `nodes` (this refusal's node, or every node it applies to)."""
         text = self.where
-        if self.node:
-            text += ", node %s" % self.node
+        if len(nodes) == 1:
+            text += ", node %s" % nodes[0]
+        elif nodes:
+            text += ", nodes %s" % host_expression(nodes)
         text += ": " + self.what
         if self.why:
             text += " (%s)" % self.why
@@ -82,10 +90,41 @@ class ImportRefused(Exception):
     def __init__(self, refusals, notes=()):
         self.refusals = list(refusals)
         self.notes = list(notes)
-        lines = [str(r) for r in self.refusals]
+        lines = self.lines()
         super(ImportRefused, self).__init__(
             "import refused, nothing written: %d problem(s):\n- %s%s" % (len(lines), "\n- ".join(lines), "".join(
                 "\n" + n for n in self.notes)))
+
+    def lines(self):
+        """One line per refusal, slurm.conf's first, then file by file in line order; refusals that differ only in
+        their node (one gres.conf line for many nodes) are one line naming the nodes as a hostlist."""
+        groups, order = {}, []
+        for refusal in _in_file_order(self.refusals):
+            key = (refusal.where, refusal.what, refusal.why or "", refusal.node is None)
+            if key not in groups:
+                groups[key] = (refusal, [])
+                order.append(key)
+            if refusal.node is not None and refusal.node not in groups[key][1]:
+                groups[key][1].append(refusal.node)
+        return [groups[key][0].text(groups[key][1]) for key in order]
+
+
+_WHERE_RE = re.compile(r"\A(?P<file>.+?) line (?P<line>\d+)\Z")
+
+
+def _in_file_order(refusals):
+    """The refusals sorted by file (slurm.conf first, the others in the order they first appear) and line; one
+    without a line stays before the lines of its file."""
+    files = ["slurm.conf"]
+    keys = []
+    for refusal in refusals:
+        match = _WHERE_RE.match(refusal.where or "")
+        name, line = (match.group("file"), int(match.group("line"))) if match else (refusal.where, 0)
+        if name not in files:
+            files.append(name)
+        keys.append((name, line))
+    order = sorted(range(len(refusals)), key=lambda i: (files.index(keys[i][0]), keys[i][1], i))
+    return [refusals[i] for i in order]
 
 
 def count_text(count):
@@ -189,7 +228,7 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
     _gres_types(imp, conf, node_vars, cluster)
     _cgroup(imp, source, cluster)
     if imp.refusals:
-        raise ImportRefused(imp.refusals)
+        raise ImportRefused(imp.refusals + _options_no_release_reads(imp, cluster))
     node_hosts = {name: imp.hosts.get(name, name) for name in node_vars}
     hostvars = {}
     for name, values in node_vars.items():
@@ -212,6 +251,33 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
             "controllers": ctl_hosts, "report": imp.report, "changes": imp.changes_made(), "views": imp.views,
             "conf": conf, "slurm_text": text, "provenance": imp.provenance, "mig": imp.mig, "origin": imp.origin,
             "controller_names": ctl_names}
+
+
+def _options_no_release_reads(imp, cluster):
+    """Refusals for the slurm.conf and cgroup.conf keys that no release of the option tables reads (removed, or
+    dropped before them), in the words of the render's check. That check runs only on an import this stage accepts,
+    so without these a site would learn of them in a second round, after fixing the refusals of this one."""
+    out = []
+    for table, variable in (("slurm.conf", "hpc_gres_slurm_conf_options"),
+                            ("cgroup.conf", "hpc_gres_cgroup_conf_options")):
+        for key, value in sorted((cluster.get(variable) or {}).items()):
+            if value is None or any(_reads(table, key, release) for release in option_tables.RELEASES):
+                continue
+            try:
+                options.lookup(table, key)
+            except options.OptionError as exc:
+                field = "%s.%s" % (variable, key)
+                out.append(Refusal(imp.provenance.get((None, field.lower()), table), None, "%s: expected %s, "
+                                   "found %s" % (field, exc.expected, exc.found), exc.hint))
+    return out
+
+
+def _reads(table, key, release):
+    try:
+        options.lookup(table, key, release)
+    except options.OptionError:
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------- cluster
@@ -535,7 +601,7 @@ def _check_registered(imp, name, where, declared, view):
             gres, _colon, gtype = key.partition(":")
             lines = sorted(set(r["line"] for r in view["records"] if r["line"] and r["name"].lower() == gres
                                and (not gtype or (r["type"] or "").lower() == gtype)))
-            source = " (gres.conf %s %s)" % ("line" if len(lines) == 1 else "lines", ", ".join(
+            source = " (%s %s %s)" % (_gres_text(imp, name)[1], "line" if len(lines) == 1 else "lines", ", ".join(
                 str(n) for n in lines)) if lines else " (no gres.conf line gives it)"
             hint = "slurmctld drains this node today (count reported lower/too low); fix the files first"
             if not lines and imp.source.get("gres.conf") is None and not imp.source.get("node_gres"):

@@ -113,7 +113,7 @@ def test_a_refused_import_names_file_line_and_node_and_writes_nothing(tmp_path):
     rc, log = run("playbooks/import-config.yml", "-e", "hpc_gres_import_src=%s" % src,
                   "-e", "hpc_gres_import_dest=%s" % (tmp_path / "dest"))
     assert rc != 0
-    assert "gres.conf line 3, node gpu02: AMD/Intel GPU device file /dev/dri/renderD128" in log
+    assert "gres.conf line 3, nodes gpu[01-04]: AMD/Intel GPU device file /dev/dri/renderD128" in log
     assert not (tmp_path / "dest").exists()
 
 

@@ -205,6 +205,38 @@ def test_refusals_name_file_line_and_node(slurm, gres, expected):
     assert any(r.startswith(expected) for r in found), found
 
 
+def test_one_gres_conf_line_refused_for_many_nodes_is_one_line_naming_them():
+    with pytest.raises(ImportRefused) as err:
+        run_import(source("GresTypes=gpu\nNodeName=n[001-120] Sockets=1 CoresPerSocket=4 Gres=gpu:2\n"
+                          "NodeName=m1 Sockets=1 CoresPerSocket=4 Gres=gpu:1\n",
+                          "NodeName=n[001-120] Name=gpu File=/dev/nvidia0 Cores=0-3\n"
+                          "NodeName=n[001-120] Name=gpu File=/dev/nvidia1 Cores=0-7\n"
+                          "NodeName=m1 Name=gpu File=/dev/nvidia0 Cores=0-7\n"), ["test"])
+    lines = err.value.lines()
+    assert len(err.value.refusals) == 121
+    assert [line.split(" (", 1)[0] for line in lines] == [
+        "gres.conf line 2, nodes n[001-120]: gpu Cores=0-7", "gres.conf line 3, node m1: gpu Cores=0-7"]
+    assert str(err.value).startswith("import refused, nothing written: 2 problem(s):\n- gres.conf line 2, nodes "
+                                     "n[001-120]: gpu Cores=0-7 (slurmd drops this binding")
+
+
+def test_refusals_come_in_file_and_line_order_with_the_options_no_release_reads():
+    """A node refused in the first stage does not hide the options that stop every release (they are refused in
+    the render's words, which come in a later stage otherwise); lines are sorted by file and line."""
+    with pytest.raises(ImportRefused) as err:
+        run_import(source("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:4\n"
+                          "AccountingStoreJobComment=YES\nSchedulerPort=7321\nMaxJobCount=5000\n",
+                          "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\n", cgroup="TaskAffinity=no\n"), ["test"])
+    assert [line.split(":", 1)[0] for line in err.value.lines()] == [
+        "slurm.conf line 7, node n1", "slurm.conf line 8", "slurm.conf line 9", "cgroup.conf line 1"]
+    lines = err.value.lines()
+    assert lines[0].startswith("slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (gres.conf "
+                               "line 1)")
+    assert "hpc_gres_slurm_conf_options.AccountingStoreJobComment: expected a slurm.conf option that Slurm" in lines[1]
+    assert "SchedulerPort (removed in Slurm 21.08)" in lines[2] and "TaskAffinity (removed in Slurm 22.05)" in lines[3]
+    assert "MaxJobCount" not in str(err.value)
+
+
 def test_no_cluster_name_is_refused():
     with pytest.raises(ImportRefused) as err:
         run_import({"slurm.conf": "SlurmctldHost=c\nNodeName=n1\n", "includes": {}, "cgroup.conf": None,
@@ -377,7 +409,7 @@ def test_a_gpu_type_of_digits_is_carried_with_its_count_and_a_warning():
     done = imported("GresTypes=gpu\nNodeName=n1 Gres=gpu:5090:2 CPUs=8\n", "Name=gpu Type=5090 File=/dev/nvidia[0-1]\n")
     assert "NodeName=n1 Name=gpu Type=5090 File=/dev/nvidia[0-1]\n" in done["rendered"]["n1/gres.conf"]
     assert "NodeName=n1 CPUs=8 Gres=gpu:5090:2\n" in done["rendered"]["slurm.conf"]
-    assert any(line.startswith("WARNING: gres.conf line 1, node n1: hpc_gres_gpus[0].type: expected a GPU type that does "
+    assert any(line.startswith("WARNING: gres.conf line 1, node n1: hpc_gres_gpus[0-1].type: expected a GPU type that does "
                                "not read as a count, found '5090' (jobs ask for it with a count, --gres=gpu:5090:1")
                for line in done["report"]), done["report"]
 
