@@ -6,9 +6,14 @@ and, where it is known, the inventory file and line the value comes from.
 Hosts of one group share their group_vars, so one mistake there is the same problem on every host of the group:
 ``host gpu-01.lab``, ``host gpu-02.lab``, ... become one line ``hosts gpu-[01-08].lab: ...``. Problems are the
 same when field, expected, found and hint are; a problem whose text names its host (``also used by host x``) stays
-a line of its own.
+a line of its own. The same mistake in several entries of a list (eight GPU entries with ``tpye:``) is one line
+``hpc_gres_gpus[0-7].tpye``.
 """
+import re
+
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 
@@ -58,5 +63,42 @@ def line(hosts, problem, location=None):
 
 
 def report_lines(problems, where=None):
-    """One line per distinct problem (see ``line``)."""
-    return [line(hosts, problem, location) for hosts, problem, location in grouped(problems, where)]
+    """One line per distinct problem (see ``line``); the same mistake in several entries of one list, on the same
+    hosts and in one file, is one line too (``hpc_gres_gpus[0-7].cores``, ``defined in FILE:10-17``)."""
+    return [line(hosts, problem, location) for hosts, problem, location in _entries_merged(grouped(problems, where))]
+
+
+_ENTRY_FIELD_RE = re.compile(r"\A(?P<head>[^\[]*)\[(?P<index>\d+)\](?P<tail>.*)\Z")
+_LOCATION_RE = re.compile(r"\A(?P<file>.*):(?P<line>\d+)\Z")
+
+
+def _entries_merged(groups):
+    """``grouped``'s result with the groups that differ only in the list index of their field (the first ``[N]``)
+    and the line of their location merged, in the order each first appears."""
+    merged, order = {}, []
+    for hosts, problem, location in groups:
+        entry = _ENTRY_FIELD_RE.match(str(problem.field))
+        place = _LOCATION_RE.match(location or "")
+        if entry is None or (location and place is None):
+            key = (id(problem),)
+        else:
+            key = (tuple(hosts), entry.group("head"), entry.group("tail"), place.group("file") if place else None) + \
+                message_key(problem)[1:]
+        if key not in merged:
+            merged[key] = (hosts, problem, location, [], [])
+            order.append(key)
+        if entry is not None:
+            merged[key][3].append(int(entry.group("index")))
+        if place is not None:
+            merged[key][4].append(int(place.group("line")))
+    out = []
+    for key in order:
+        hosts, problem, location, indexes, lines = merged[key]
+        if len(indexes) > 1:
+            entry = _ENTRY_FIELD_RE.match(str(problem.field))
+            field = "%s[%s]%s" % (entry.group("head"), format_int_ranges(indexes), entry.group("tail"))
+            problem = Problem(problem.host, field, problem.expected, problem.found, problem.hint)
+            if lines:
+                location = "%s:%s" % (key[3], format_int_ranges(lines))
+        out.append((hosts, problem, location))
+    return out

@@ -91,7 +91,7 @@ def test_failed_render_leaves_a_previous_tree_as_it_was(tmp_path):
     inventory = write_inventory(tmp_path / "inv", HOSTS, group_vars={"a100": broken})
     rc, out = render(inventory, dest)
     assert rc != 0
-    assert "hosts gpu[01-03].lab: hpc_gres_gpus[2].cores: expected Slurm logical core indices within 0-31" in out
+    assert "hosts gpu[01-03].lab: hpc_gres_gpus[2-3].cores: expected Slurm logical core indices within 0-31" in out
     assert {p: (dest / p).read_bytes() for p in before} == before
 
 

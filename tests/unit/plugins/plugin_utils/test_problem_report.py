@@ -30,6 +30,36 @@ def test_a_location_is_named_and_splits_a_group_whose_hosts_take_the_value_from_
         "host_vars/n3.yml:2"]
 
 
+def test_one_mistake_in_several_entries_of_a_list_is_one_line_naming_the_entries_and_lines():
+    where = {h: {i: "group_vars/gpu.yml:%d" % (10 + i) for i in range(8)} for h in ("n1", "n2")}
+    where["n3"] = {i: "host_vars/n3.yml:%d" % (4 + i) for i in range(8)}
+    problems = []
+    for host in ("n1", "n2", "n3"):
+        problems += [Problem(host, "hpc_gres_gpus[%d].tpye" % i, "a GPU key", "unknown key 'tpye'", "did you mean "
+                             "type?") for i in range(8)]
+        problems += [Problem(host, "hpc_gres_gpus[%d].cores" % i, "cores within 0-7", "'0-%d'" % (9 + i // 4))
+                     for i in (0, 1, 2, 3, 5, 6, 7)]
+    problems.append(Problem("n1", "hpc_gres_gpus[2].mig[1]", "a profile", "'4g'"))
+    lines = report_lines(problems, lambda host, field: where[host][int(field.split("[")[1].split("]")[0])])
+    assert lines == [
+        "hosts n[1-2]: hpc_gres_gpus[0-7].tpye: expected a GPU key, found unknown key 'tpye' (did you mean type?); "
+        "defined in group_vars/gpu.yml:10-17",
+        "hosts n[1-2]: hpc_gres_gpus[0-3].cores: expected cores within 0-7, found '0-9'; defined in "
+        "group_vars/gpu.yml:10-13",
+        "hosts n[1-2]: hpc_gres_gpus[5-7].cores: expected cores within 0-7, found '0-10'; defined in "
+        "group_vars/gpu.yml:15-17",
+        "host n3: hpc_gres_gpus[0-7].tpye: expected a GPU key, found unknown key 'tpye' (did you mean type?); "
+        "defined in host_vars/n3.yml:4-11",
+        "host n3: hpc_gres_gpus[0-3].cores: expected cores within 0-7, found '0-9'; defined in host_vars/n3.yml:4-7",
+        "host n3: hpc_gres_gpus[5-7].cores: expected cores within 0-7, found '0-10'; defined in host_vars/n3.yml:9-11",
+        "host n1: hpc_gres_gpus[2].mig[1]: expected a profile, found '4g'; defined in group_vars/gpu.yml:12"]
+    # without locations, and a field with no list index, nothing else changes
+    assert report_lines([Problem("n1", "hpc_gres_gpus[%d].type" % i, "a type", "''") for i in (0, 1)] +
+                        [Problem("n1", "hpc_gres_node_sockets", "an integer", "'x'")]) == [
+        "host n1: hpc_gres_gpus[0-1].type: expected a type, found ''",
+        "host n1: hpc_gres_node_sockets: expected an integer, found 'x'"]
+
+
 def test_host_names_the_hostlist_syntax_cannot_hold_are_listed_as_they_are():
     assert host_expression(["b[1]", "a2", "a1", "a1", "x,y"]) == "a[1-2],b[1],x,y"
     assert host_expression(["localhost"]) == "localhost"
