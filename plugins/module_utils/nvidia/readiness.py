@@ -691,6 +691,8 @@ def parse_fabricmanager(text):
         out["active"] = journal
     if out["active"] is None and out["version_mismatch"] is not None:
         out["active"] = False  # "aborts the process" (FM user guide, via FACTS.md section 5)
+    if out["active"] is None and out["nothing_to_do"]:
+        out["active"] = False  # the fabric manager stops after "request to query NVSwitch device information failed"
     return out
 
 
@@ -749,10 +751,16 @@ def check_fabric(smi_q=None, lspci=None, fabric_manager=None, driver_version=Non
         label = _gpu_label(gpu, index_map)
         state, status = fabric.get("state"), fabric.get("status")
         if state != "Completed" or status != "Success":
-            hint = ("the GPU has not joined the NVLink fabric: start nvidia-fabricmanager (on B200-class systems "
-                    "also NVLSM) and check its journal" if state != "Completed" and not mnnvl else
-                    "the fabric registration failed: check the fabric manager's log (IMEX / NVLink domain on "
-                    "GB200) and the NVSwitch SXid lines in the kernel log")
+            if state != "Completed" and not mnnvl and lspci is not None and not switches:
+                hint = ("the GPU has not joined the NVLink fabric, and lspci shows no NVSwitch on this node: in a VM "
+                        "with pass-through GPUs the fabric manager of the host registers them (ask its admin or "
+                        "provider); on bare metal the NVSwitches are missing from the PCI bus")
+            elif state != "Completed" and not mnnvl:
+                hint = ("the GPU has not joined the NVLink fabric: start nvidia-fabricmanager (on B200-class systems "
+                        "also NVLSM) and check its journal")
+            else:
+                hint = ("the fabric registration failed: check the fabric manager's log (IMEX / NVLink domain on "
+                        "GB200) and the NVSwitch SXid lines in the kernel log")
             findings.append(finding("error", "fabric", label, "fabric State Completed, Status Success",
                                     "fabric State %s, Status %s" % (state, status or "N/A"), hint))
             continue
@@ -793,9 +801,15 @@ def _fabric_manager_findings(fm, driver_version):
                                                           "exact version"))
     if fm.get("active") is False and not mismatch:
         hint = "systemctl start nvidia-fabricmanager; read its journal"
-        if fm.get("nothing_to_do"):
+        if fm.get("nothing_to_do") and fm.get("nvl5"):
             hint = ("the fabric manager found nothing to manage (NV_WARN_NOTHING_TO_DO): on B200-class (NVL5) "
                     "systems NVLSM must run first")
+        elif fm.get("nothing_to_do"):
+            hint = ("the fabric manager found no NVSwitch to manage (NV_WARN_NOTHING_TO_DO%s): check that lspci "
+                    "shows the NVSwitches and read the SXid lines in the kernel log; in a VM with pass-through GPUs "
+                    "the host's fabric manager registers them%s" % (
+                        " on a pre-NVL5 system" if fm.get("nvl5") is False else "",
+                        "" if fm.get("nvl5") is False else "; on B200-class (NVL5) systems NVLSM must run first"))
         out.append(finding("error", "fabric", None, "nvidia-fabricmanager active (running)",
                            "nvidia-fabricmanager %s" % (fm.get("state") or "not running"), hint))
     elif fm.get("active") is None and not mismatch:
@@ -1081,6 +1095,12 @@ FATAL_CLASSES = ("reset", "reboot")
 # which it is into the line ("RLW_SRC_TRACK Nonfatal XC1 i0 Link 17 ...").
 _NVLINK5_XIDS = range(144, 151)
 _NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
+# The driver's own marks at the end of an error-containment Xid (94, 95 and others on Ampere and later):
+# "... Contained: CE User Channel (0x9). RST: No, D-RST: No"; Yes when it marked the GPU for a reset, or for a drain
+# and reset (gpuMarkDeviceForReset / gpuMarkDeviceForDrainAndReset, open-gpu-kernel-modules). A Yes makes any Xid a
+# reset, whatever the catalogue says of its number.
+_RESET_MARK = re.compile(r"(?<![\w-])RST:\s*Yes\b", re.I)
+_DRAIN_RESET_MARK = re.compile(r"\bD-RST:\s*Yes\b", re.I)
 
 # Line prefixes: dmesg "[  123.456789] ", dmesg -T/--ctime "[Mon Dec  1 10:00:00 2025] ", syslog/journal
 # "Dec 01 10:00:00 host kernel: " (-o short-precise: "Dec 01 10:00:00.123456"; the month in the journal's locale too:
@@ -1344,7 +1364,13 @@ def _xid_class(event):
         if to[0] == 0:
             return ("recovered", "XID_154", "GPU Recovery Action changed to None")
         return ("reboot" if "reboot" in to[1].lower() else "reset", to[1], "GPU Recovery Action: %s" % to[1])
-    return XID_CLASSES.get(xid, ("unknown", None, None))
+    cls = XID_CLASSES.get(xid, ("unknown", None, None))
+    message = event.get("message") or ""
+    if cls[0] in ("application", "unknown") and (_DRAIN_RESET_MARK.search(message) or _RESET_MARK.search(message)):
+        drain = bool(_DRAIN_RESET_MARK.search(message))
+        return ("reset", "DRAIN_AND_RESET" if drain else "RESET_GPU", "%s; the driver marked the GPU for %s" % (
+            cls[2] or "Xid %d" % xid, "drain and reset (D-RST: Yes)" if drain else "reset (RST: Yes)"))
+    return cls
 
 
 def xid_verdicts(events, acknowledgements=None):

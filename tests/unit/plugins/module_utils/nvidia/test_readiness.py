@@ -694,6 +694,38 @@ def test_nothing_to_do_on_a_switchless_box_with_fabric_manager_installed():
     assert result["applies"] is False
 
 
+def test_a_fabric_in_progress_without_nvswitch_on_the_bus_points_at_the_host_not_at_starting_the_fabric_manager():
+    """A VM given SXM GPUs but not their NVSwitches: the GPU waits for a fabric this node cannot manage."""
+    node, p5_lspci, _log = p5_node("h100-p5-570-fabric-in-progress-grep.txt")
+    no_switch = dict(p5_lspci, nvswitches=[])
+    findings = r.check_fabric(node, no_switch)["findings"]
+    assert len(findings) == 8 and all(f["severity"] == "error" for f in findings)
+    assert "lspci shows no NVSwitch on this node: in a VM with pass-through GPUs" in findings[0]["hint"]
+    # with the NVSwitches on the bus (or lspci not read), starting the fabric manager is the advice
+    for lspci in (p5_lspci, None):
+        assert r.check_fabric(node, lspci)["findings"][0]["hint"].startswith(
+            "the GPU has not joined the NVLink fabric: start nvidia-fabricmanager")
+
+
+def test_nothing_to_do_says_which_fabric_manager_cannot_work_here():
+    journal = load("fabricmanager", "rtx4090-no-nvswitch-fabricmanager-failed-nothing-to-do-journal.txt")
+    node, lspci, _log = p5_node()
+    hints = {}
+    for name, text in (("journal", journal),
+                       # the same messages without the service's exit lines: the fabric manager stops after them
+                       ("messages", "\n".join(line.split(": ", 1)[1] for line in journal.splitlines()[:2]) + "\n"),
+                       ("nvl5", journal.replace("Detected Pre-NVL5 system", "started") +
+                        "nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg -g 0x1234\n")):
+        fm = r.parse_fabricmanager(text)
+        assert fm["active"] is False and fm["nothing_to_do"], name
+        [finding] = r.check_fabric(node, lspci, fm, node["driver_version"])["findings"]
+        hints[name] = finding["hint"]
+    assert hints["journal"] == hints["messages"]
+    assert "found no NVSwitch to manage (NV_WARN_NOTHING_TO_DO on a pre-NVL5 system)" in hints["journal"]
+    assert "NVLSM" not in hints["journal"]
+    assert hints["nvl5"].endswith("on B200-class (NVL5) systems NVLSM must run first")
+
+
 def test_azure_nvswitch_lspci_with_a_running_fabric_manager():
     lspci = r.parse_lspci(load("lspci", "a100-8gpu-sxm4-azure-nvswitch-bridges-lspci-nn.txt"))
     fm = r.parse_fabricmanager(load("fabricmanager", "a100-p4d-bottlerocket-systemctl-status-active-running.txt"))
@@ -816,6 +848,10 @@ KERNEL = {
     # the driver's failed checks after the GPU stopped answering, no Xid line and no bus id
     "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [
         ("gpu_lost", None, None, stamp) for stamp in ("35.564060", "35.564062", "35.564063", "35.564065")],
+    # NVIDIA's example lines in a driver source comment: prefix and quotes around each, bare (no time)
+    "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [
+        ("xid", "00000000:01:00.0", 94, None), ("xid", "00000000:01:00.0", 94, None),
+        ("xid", "00000000:01:00.0", 95, None)],
     "gpu-19-00-xid48-dbe-xid63-row-remap-xid94-contained-dmesg-iso-peermem-gpud.txt": [
         ("xid", "00000000:19:00.0", 48, "2024-11-15T12:02:03,470068+00:00"),
         ("xid", "00000000:19:00.0", 63, "2024-11-15T12:02:03,498753+00:00")] + [
@@ -870,6 +906,8 @@ XID_VERDICTS = {
     "rtx5080-laptop-580-open-dmesg-H-relative-stamps-gsp-fmc-boot-error-ogkm935.txt": [],
     # a node-level error: the lines name no GPU
     "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [("error", None)],
+    # the contained 94s (RST: No) are the job's; the 95 is a reset
+    "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [("error", "00000000:01:00.0")],
     # the Xid 48 (double bit error: reset); 63 and 94 are the driver containing it
     "gpu-19-00-xid48-dbe-xid63-row-remap-xid94-contained-dmesg-iso-peermem-gpud.txt": [("error", "00000000:19:00.0")],
     "journal-lowercase-month-april-xid79-pid-name-vivaldi-off-bus-ogkm1010.txt": [("error", "00000000:01:00.0")],
@@ -906,6 +944,26 @@ def test_a_gpu_lost_line_is_the_xid_79_before_it_or_a_node_level_error_without_o
     # a driver reload after it deals with it, as with an Xid
     reload = "[  90.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan 22 02:00:00 UTC 2025\n"
     assert r.check_xid(r.parse_kernel_log(lost + reload))["findings"] == []
+
+
+def test_the_drivers_reset_marks_make_any_xid_a_reset():
+    """An error-containment Xid ends in the driver's marks "RST: Yes|No, D-RST: Yes|No" (kern_gpu_error_cont_ga100.c);
+    a Yes means the driver marked the GPU for a reset (or a drain and reset), whatever the number's catalogue row."""
+    lines = load("kernel-log", "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt").splitlines()
+    contained = lines[1]
+    assert [v["class"] for v in r.xid_verdicts(r.parse_kernel_log(contained))] == ["application"]
+    for marks, action in (("RST: Yes, D-RST: No", "RESET_GPU"), ("RST: No, D-RST: Yes", "DRAIN_AND_RESET"),
+                          ("RST: Yes, D-RST: Yes", "DRAIN_AND_RESET")):
+        marked = contained.replace("RST: No, D-RST: No", marks)
+        [verdict] = r.xid_verdicts(r.parse_kernel_log(marked))
+        assert (verdict["class"], verdict["action"]) == ("reset", action)
+        assert verdict["description"].startswith("Contained memory error; the driver marked the GPU for ")
+        [finding] = r.check_xid(r.parse_kernel_log(marked))["findings"]
+        assert finding["severity"] == "error" and finding["gpu"] == "00000000:01:00.0"
+    # the catalogue's reset or reboot stays what it is
+    [verdict] = r.xid_verdicts(r.parse_kernel_log(lines[2]))
+    assert (verdict["class"], verdict["action"], verdict["description"]) == (
+        "reset", "RESET_GPU", "Uncontained memory error")
 
 
 def test_dmesg_human_stamps_are_read_and_keep_messages_apart():
