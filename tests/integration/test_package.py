@@ -121,6 +121,23 @@ def test_tarball_holds_what_admins_need_and_no_development_material(package):
     assert listed == sorted(name for name in files if name not in ("MANIFEST.json", "FILES.json"))
 
 
+def test_the_shipped_docs_link_only_to_files_the_tarball_holds(package):
+    """An admin reads README.md and docs/ in the installed copy: a relative link to a file left out of the build
+    (scripts/, molecule/, tests/) is dead there; such links are written as the repository's URL."""
+    files = {name for name, m in package["members"].items() if m.isfile()}
+    dead = []
+    with tarfile.open(package["tarball"]) as archive:
+        for name in sorted(n for n in files if n.endswith(".md")):
+            text = archive.extractfile(name).read().decode()
+            for target in re.findall(r"\]\(([^)#\s]+)", text):
+                if re.match(r"^[a-z]+:", target):
+                    continue
+                path = os.path.normpath(os.path.join(os.path.dirname(name), target))
+                if path not in files and not any(f.startswith(path + "/") for f in files):
+                    dead.append("%s -> %s" % (name, target))
+    assert dead == []
+
+
 def test_license_is_the_declared_gpl3(package):
     assert GALAXY["license"] == ["GPL-3.0-or-later"]
     text = (package["installed"] / "LICENSE").read_text()
