@@ -379,6 +379,7 @@ def summarize(model, files=None):
     """Counts for a human: nodes, GPUs per type, MIG instances, shards, NodeName lines, files."""
     by_type = {}
     mig = {}
+    split = {}  # GPUs split with MIG, by type: Slurm schedules their instances, not them
     shards = 0
     gpu_nodes = 0
     for node in model["nodes"]:
@@ -392,6 +393,8 @@ def summarize(model, files=None):
             key = gpu["type"] or UNTYPED
             by_type[key] = by_type.get(key, 0) + 1
             shards += gpu["shards"] or 0
+            if gpu["mig"]:
+                split[key] = split.get(key, 0) + 1
             for profile in gpu["mig"] or ():
                 key = mig_gres_type(gpu["type"], profile)
                 mig[key] = mig.get(key, 0) + 1
@@ -408,6 +411,7 @@ def summarize(model, files=None):
         "gpus": sum(by_type.values()),
         "gpus_by_type": dict(sorted(by_type.items())),
         "mig_instances_by_type": dict(sorted(mig.items())),
+        "mig_split_by_type": dict(sorted(split.items())),
         "shards": shards,
         "nodename_lines": lines,
         "files": len(files) if files is not None else None,
@@ -424,7 +428,9 @@ def summarize(model, files=None):
     text.append("GPUs: %d (%s)" % (summary["gpus"], ", ".join("%s %d" % kv for kv in summary["gpus_by_type"].items())
                                    or "none"))
     if mig:
-        text.append("MIG instances: %s" % ", ".join("%s %d" % kv for kv in summary["mig_instances_by_type"].items()))
+        text.append("MIG instances: %s (on %s split with MIG, which Slurm schedules as these instances)" % (
+            ", ".join("%s %d" % kv for kv in summary["mig_instances_by_type"].items()),
+            ", ".join("%d %s" % (count, gtype) for gtype, count in summary["mig_split_by_type"].items())))
     if shards:
         text.append("shards: %d" % shards)
     text.append("slurm.conf: %d NodeName line%s" % (lines, "" if lines == 1 else "s"))

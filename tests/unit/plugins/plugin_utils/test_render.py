@@ -253,6 +253,10 @@ def test_summary_counts():
     assert summary["nodes"] == 2 and summary["gpu_nodes"] == 1 and summary["cpu_only_nodes"] == 1
     assert summary["gpus_by_type"] == {"a100": 2}
     assert summary["mig_instances_by_type"] == {"3g.40gb": 2}
+    # the split GPU is one of the two a100, and the MIG line says Slurm schedules its instances instead
+    assert summary["mig_split_by_type"] == {"a100": 1}
+    assert "MIG instances: 3g.40gb 2 (on 1 a100 split with MIG, which Slurm schedules as these instances)" in \
+        summary["lines"]
     assert summary["shards"] == 0 and summary["nodename_lines"] == 2
     assert summary["files"] == 3 and summary["gres_conf_files"] == 1
     assert summary["lines"][0] == "cluster cluster: 2 nodes (1 with GPUs, 1 CPU-only), controller ctl01"
