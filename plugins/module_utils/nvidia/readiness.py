@@ -939,7 +939,8 @@ def check_clocks(smi_q=None, bus_to_index=None):
     """A GPU whose clocks a hardware slowdown holds down (``Clocks Event Reasons``, ``Clocks Throttle Reasons``
     before R535): one of :data:`SLOWDOWNS` Active while the GPU is not at rest (Idle, or P8 or deeper and not
     busy) and its SM clock is below half its maximum (NVML: HW Slowdown reduces "the core clocks by a factor of 2 or
-    more"). A warning: the GPU works, jobs
+    more"), or the clocks or the maximum were not read (an excerpt such as ``-q -d PERFORMANCE``). A warning: the GPU
+    works, jobs
     run at a fraction of its speed; NVML also reports HW Slowdown briefly "during PState or clock change", and a
     flag with the clock at its maximum (seen on a real H100) is no finding. Applies when a GPU reports the reasons
     (N/A on older GeForce drivers and vGPUs)."""
@@ -950,17 +951,24 @@ def check_clocks(smi_q=None, bus_to_index=None):
     judged = False
     for gpu in smi_q.get("gpus") or []:
         events = gpu.get("clock_events")
-        sm, top = (events or {}).get("sm_mhz"), (events or {}).get("sm_max_mhz")
-        if not events or sm is None or not top:  # -q -d PERFORMANCE prints no clocks: nothing to judge by
+        if not events:
             continue
-        judged = True
+        sm, top = events.get("sm_mhz"), events.get("sm_max_mhz")
         slow = [reason for reason in SLOWDOWNS if reason in events["active"]]
+        if (sm is None or not top) and not slow:
+            continue  # -q -d PERFORMANCE prints no clocks: nothing to judge by
+        judged = True
         # a GPU at rest (Idle, or P8 and deeper unless busy: a real idle RTX 5090 read Idle Not Active there, and a
         # laptop GPU held by a slowdown was reported busy at P8) has low clocks anyway
         busy = events.get("busy")
         resting = events.get("idle") or ((events.get("pstate") or 0) >= 8 and (busy is None or busy < 10))
-        if not slow or resting or sm * 2 > top:
+        if not slow or resting or (sm is not None and top and sm * 2 > top):
             continue
+        if sm is not None and top:
+            clocks = "SM clock %d MHz of %d MHz" % (sm, top)
+        else:  # an excerpt (-q -d PERFORMANCE, a paste): the slowdown alone, which NVML also sets briefly
+            clocks = ("SM clock %d MHz, its maximum not read" % sm if sm is not None else "no clocks read") + \
+                " (NVML also reports a slowdown for a moment during a clock change)"
         if "HW Power Brake Slowdown" in slow:
             hint = ("the platform asserts the power brake (power supply or BMC): check the PSU redundancy and the "
                     "BMC's power events, and that the server supports this GPU model")
@@ -972,7 +980,7 @@ def check_clocks(smi_q=None, bus_to_index=None):
                     "supply")
         findings.append(finding("warning", "clocks", _gpu_label(gpu, index_map),
                                 "clocks not held down by a hardware slowdown",
-                                "%s Active, SM clock %d MHz of %d MHz" % (", ".join(slow), sm, top),
+                                "%s Active, %s" % (", ".join(slow), clocks),
                                 hint + "; jobs run at a fraction of the GPU's speed until it clears (read nvidia-smi "
                                 "-q -d PERFORMANCE,CLOCK again a minute later)"))
     if not judged:

@@ -417,6 +417,9 @@ def parse_smi_q(text):
         result["unindented"] = True
     pseudo = None
     seen_gpu = False
+    # The top level is where the GPU headers are: column 0 as printed, further right in a paste that indented every
+    # line (a Markdown code block), where the driver version and the other global lines are just as far right.
+    top = items[headers[0]][0] if headers else 0
     # A GPU header always starts a top-level block, whatever its indentation in a paste.
     blocks = []
     for item in items:
@@ -438,7 +441,7 @@ def parse_smi_q(text):
             result["gpus"].append(_gpu(bus, _to_dict(_tree(block[1:]))))
             continue
         for node in _tree(block):
-            if node["value"] is not None and not node["children"] and node["indent"] == 0 and (
+            if node["value"] is not None and not node["children"] and node["indent"] <= top and (
                     not seen_gpu or pseudo is None):
                 result["globals"][node["key"]] = node["value"]
                 continue

@@ -234,6 +234,9 @@ Q_VERDICTS = {
     "rtx3090-gpu2-535-q-i2-excerpt-reset-required-not-ready.txt": [("error", "memory", None)],
     # R610: "Driver Version : 610.88 [Deprecated; ... Use KMD Version instead]" and "KMD Version : 610.88"
     "rtx3060-laptop-1gpu-610-windows-deprecated-driver-version-kmd-version.txt": [],
+    "mx330-1gpu-465-q-d-performance-markdown-indented-cut.txt": [],
+    # HW Power Brake Slowdown Active at 382 MHz, the maximum not in the excerpt: a warning that says so
+    "v100-sxm2-32gb-c4130-power-brake-excerpt-no-max-clocks.txt": [("warning", "clocks", None)],
 }
 
 
@@ -1353,9 +1356,21 @@ def test_the_old_throttle_reasons_key_is_read_and_an_idle_gpu_is_not_judged():
     busy = rest.replace("    Clocks\n", "    Utilization\n        Gpu                               : 97 %\n    Clocks\n")
     assert [f["gpu"] for f in checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(busy)), "clocks")] == [
         "00000000:1A:00.0"]
-    # the reasons without the clocks (nvidia-smi -q -d PERFORMANCE): not judged
+    # the reasons without the clocks (nvidia-smi -q -d PERFORMANCE), or the clocks without the maximum (the excerpt
+    # as published): a slowdown Active is a warning that says what was not read; with none Active, not judged
     bare = text.split("    Clocks\n", maxsplit=1)[0]
-    assert "clocks" in r.readiness_findings(smi_q=smi_q.parse_smi_q(bare))["not_applied"]
+    no_max = text.split("    Max Clocks\n", maxsplit=1)[0]
+    assert [f["found"] for f in checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(bare)), "clocks")] == [
+        "HW Slowdown, HW Power Brake Slowdown Active, no clocks read (NVML also reports a slowdown for a moment "
+        "during a clock change)"]
+    [finding] = checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(no_max)), "clocks")
+    assert finding["severity"] == "warning" and finding["found"].startswith(
+        "HW Slowdown, HW Power Brake Slowdown Active, SM clock 382 MHz, its maximum not read")
+    calm = bare.replace("HW Slowdown                       : Active", "HW Slowdown                       : Not Active") \
+        .replace("HW Power Brake Slowdown       : Active", "HW Power Brake Slowdown       : Not Active")
+    assert "clocks" in r.readiness_findings(smi_q=smi_q.parse_smi_q(calm))["not_applied"]
+    assert checks(r.readiness_findings(smi_q=smi_q.parse_smi_q(bare.replace(
+        "Idle                              : Not Active", "Idle                              : Active"))), "clocks") == []
 
 
 def test_retired_pages_at_the_limit_are_an_error_and_many_double_bit_ones_a_warning():

@@ -72,6 +72,11 @@ EXPECTED = {
     # no minor number and no persistence mode under WDDM
     "rtx3060-laptop-1gpu-610-windows-deprecated-driver-version-kmd-version.txt":
         ("610.88", 1, 1, "00000000:01:00.0", "NVIDIA GeForce RTX 3060 Laptop GPU", None, None),
+    # every line 4 blanks to the right (a Markdown code block): the global lines are where the GPU header is
+    "mx330-1gpu-465-q-d-performance-markdown-indented-cut.txt":
+        ("465.27", 1, 1, "00000000:2D:00.0", None, None, None),
+    "v100-sxm2-32gb-c4130-power-brake-excerpt-no-max-clocks.txt":
+        (None, None, 1, None, None, None, None),
 }
 
 
