@@ -14,6 +14,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     parse_slurm_conf,
     partition_definition,
 )
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values import IGNORED_BESIDE
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import defunct
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import hostlist_form_problem, release_of
@@ -297,7 +298,8 @@ _DEFUNCT_FILES = (("slurm.conf", "hpc_gres_slurm_conf_options"), ("cgroup.conf",
 
 def _drop_defunct(imported, release):
     """Leave out of ``imported`` the options ``release`` ignores as defunct (a Debian 12 cgroup.conf's
-    ``CgroupAutomount=yes`` on a cluster that runs 23.11 or later), each with a note; the proof then leaves them out
+    ``CgroupAutomount=yes`` on a cluster that runs 23.11 or later), and a slurm.conf option Slurm ignores beside
+    another (``DefMemPerCPU`` beside ``DefMemPerNode``), each with a note; the proof then leaves them out
     of its comparison (``imported["dropped"]``). The render refuses them in an inventory: Slurm would log an error at
     every start. Returns the notes (a refusal for another reason shows them too)."""
     dropped = imported.setdefault("dropped", {})
@@ -317,6 +319,17 @@ def _drop_defunct(imported, release):
                     conf_name))
             del options[key]
             dropped.setdefault(conf_name, set()).add(key.lower())
+    options = imported["cluster"].get("hpc_gres_slurm_conf_options") or {}
+    present = {k.lower(): k for k, v in options.items() if v is not None}
+    for ignored, kept in IGNORED_BESIDE:
+        if ignored.lower() in present and kept.lower() in present:
+            key = present[ignored.lower()]
+            where = imported["provenance"].get((None, "hpc_gres_slurm_conf_options.%s" % key.lower()), "slurm.conf")
+            notes.append("%s: %s=%s not imported: Slurm ignores it beside %s and logs '%s ignored, since it's mutually "
+                         "exclusive with %s' (read_config.c), so the rendered slurm.conf leaves it out" % (
+                             where, key, options[key], kept, ignored, kept))
+            del options[key]
+            dropped.setdefault("slurm.conf", set()).add(key.lower())
     imported["report"].extend(notes)
     return notes
 

@@ -28,12 +28,8 @@ def boot_settings(col, host, cluster, nodes):
         mig = CLUSTER_VARS["hpc_gres_boot_mig"]
     out["mig"] = mig
     for key, name in (("timeout", "hpc_gres_boot_timeout"), ("retry_interval", "hpc_gres_boot_retry_interval")):
-        value = _get(cluster, name)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SECONDS:
-            col.add(host, name, "an integer from 0 to %d (seconds)" % MAX_SECONDS, describe(value),
-                    text_hint(name, value))
-            value = CLUSTER_VARS[name]
-        out[key] = value
+        value = col.int_value(host, name, _get(cluster, name), 0, MAX_SECONDS, note="seconds")
+        out[key] = CLUSTER_VARS[name] if value is None else value
     out["hosts"] = sorted(n["host"] for n in nodes if n["gpus"])
     split = sorted(n["host"] for n in nodes if any(g["mig"] for g in n["gpus"]))
     if enabled and mig == "none" and split:

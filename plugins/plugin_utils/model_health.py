@@ -31,12 +31,8 @@ def health_settings(col, host, cluster, release):
         out[key] = value
     for key, name, low, high in (("interval", "hpc_gres_health_interval", 0, 65535),
                                  ("timeout", "hpc_gres_health_timeout", 1, 60)):
-        value = _get(cluster, name)
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            col.add(host, name, "an integer from %d to %d (seconds)" % (low, high), describe(value),
-                    text_hint(name, value))
-            value = CLUSTER_VARS[name]
-        out[key] = value
+        value = col.int_value(host, name, _get(cluster, name), low, high, note="seconds")
+        out[key] = CLUSTER_VARS[name] if value is None else value
     state = _get(cluster, "hpc_gres_health_node_state")
     words = str(state).upper().split(",") if isinstance(state, str) else []
     start_only = versions.parse_version(options.release_for(release)) >= versions.parse_version("25.11")

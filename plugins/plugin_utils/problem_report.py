@@ -5,8 +5,9 @@ and, where it is known, the inventory file and line the value comes from.
 
 Hosts of one group share their group_vars, so one mistake there is the same problem on every host of the group:
 ``host gpu-01.lab``, ``host gpu-02.lab``, ... become one line ``hosts gpu-[01-08].lab: ...``. Problems are the
-same when field, expected, found and hint are; a problem whose text names its host (``also used by host x``) stays
-a line of its own. The same mistake in several entries of a list (eight GPU entries with ``tpye:``) is one line
+same when field, expected, found and hint are, the host's own name as a node aside (Slurm's "... for node gpu-03
+doesn't match ..." reads "for node <node>" on the group's line); a problem whose text names another host (``also
+used by host x``) stays a line of its own. The same mistake in several entries of a list (eight GPU entries with ``tpye:``) is one line
 ``hpc_gres_gpus[0-7].tpye``.
 """
 import re
@@ -18,8 +19,23 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import
 
 
 def message_key(problem):
-    """What makes two problems the same problem on different hosts."""
-    return (str(problem.field), str(problem.expected), str(problem.found), str(problem.hint or ""))
+    """What makes two problems the same problem on different hosts: their texts, with the host's own name where a
+    text names it as a node or host (Slurm's "... for node gpu03 doesn't match ...") taken as any host's."""
+    return tuple(_own_name_out(str(text), problem.host, OWN_NAME)
+                 for text in (problem.field, problem.expected, problem.found, problem.hint or ""))
+
+
+OWN_NAME = "<node>"
+
+
+def _own_name_out(text, host, placeholder):
+    """``text`` with the host's name (and its short name) after "node ", "host " or "NodeName=" as ``placeholder``."""
+    host = str(host or "")
+    if not host or host not in text and host.split(".")[0] not in text:
+        return text
+    names = sorted({host, host.split(".")[0]}, key=len, reverse=True)
+    return re.sub(r"(?<=\bnode )(?:%s)(?![\w.-])|(?<=\bhost )(?:%s)(?![\w.-])|(?<=NodeName=)(?:%s)(?![\w.-])" % (
+        ("|".join(re.escape(n) for n in names),) * 3), placeholder, text)
 
 
 def host_expression(hosts):
@@ -48,7 +64,15 @@ def grouped(problems, where=None):
             order.append(key)
         if problem.host not in groups[key][0]:
             groups[key][0].append(problem.host)
-    return [groups[key] for key in order]
+    out = []
+    for key in order:
+        hosts, problem, location = groups[key]
+        if len(hosts) > 1:  # the texts name one of the hosts: name none of them
+            problem = Problem(problem.host, *(_own_name_out(str(text), problem.host, OWN_NAME) if text else text
+                                              for text in (problem.field, problem.expected, problem.found,
+                                                           problem.hint)))
+        out.append((hosts, problem, location))
+    return out
 
 
 def line(hosts, problem, location=None):
@@ -68,13 +92,14 @@ def report_lines(problems, where=None):
     return [line(hosts, problem, location) for hosts, problem, location in _entries_merged(grouped(problems, where))]
 
 
-_ENTRY_FIELD_RE = re.compile(r"\A(?P<head>[^\[]*)\[(?P<index>\d+)\](?P<tail>.*)\Z")
+_ENTRY_FIELD_RE = re.compile(r"\A(?P<head>.*)\[(?P<index>\d+)\](?P<tail>[^\[]*)\Z")
 _LOCATION_RE = re.compile(r"\A(?P<file>.*):(?P<line>\d+)\Z")
 
 
 def _entries_merged(groups):
-    """``grouped``'s result with the groups that differ only in the list index of their field (the first ``[N]``)
-    and the line of their location merged, in the order each first appears."""
+    """``grouped``'s result with the groups that differ only in the list index of their field (the last ``[N]``:
+    ``hpc_gres_gpus[3].type``, ``hpc_gres_gpus[0].mig[5]``) and the line of their location merged, in the order
+    each first appears."""
     merged, order = {}, []
     for hosts, problem, location in groups:
         entry = _ENTRY_FIELD_RE.match(str(problem.field))

@@ -534,7 +534,7 @@ def _check_devices(node):
         out.append(finding(
             "warning", "device", None, "device minor of each GPU (/proc/driver/nvidia/gpus/*/information)",
             "unknown; assumed /dev/nvidiaN is nvidia-smi GPU N",
-            "the File-to-GPU checks below rest on that assumption"))
+            "the File-to-GPU checks of this table rest on that assumption"))
     for slot in node.slots:
         files = slot["multiple"] or [slot["file"]]
         for pos, path in enumerate(files):

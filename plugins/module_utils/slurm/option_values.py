@@ -509,6 +509,11 @@ _PRIORITY_WEIGHTS = ("PriorityWeightAge", "PriorityWeightAssoc", "PriorityWeight
                      "PriorityWeightPartition", "PriorityWeightQOS")
 
 
+# (ignored, kept): read_config.c logs "DefMemPerCPU ignored, since it's mutually exclusive with DefMemPerNode" and
+# runs on with the kept one, in slurm.conf and on a PartitionName= line alike (22.05 to 26.05).
+IGNORED_BESIDE = (("DefMemPerCPU", "DefMemPerNode"), ("MaxMemPerCPU", "MaxMemPerNode"))
+
+
 def _exclusive(ignored, kept):
     def rule(settings, version):
         if ignored in settings and kept in settings:
@@ -622,10 +627,10 @@ def _decay(settings, version):
 
 
 RELATIONS = {
-    "slurm.conf": (_exclusive("DefMemPerCPU", "DefMemPerNode"), _exclusive("MaxMemPerCPU", "MaxMemPerNode"),
-                   _preempt, _priority_weights, _job_ids, _max_node_count, _sched_log, _mcs, _decay),
-    "partition": (_exclusive("DefMemPerCPU", "DefMemPerNode"), _exclusive("MaxMemPerCPU", "MaxMemPerNode"),
-                  _allow_deny("AllowAccounts", "DenyAccounts"), _allow_deny("AllowQos", "DenyQos")),
+    "slurm.conf": tuple(_exclusive(*pair) for pair in IGNORED_BESIDE) + (
+        _preempt, _priority_weights, _job_ids, _max_node_count, _sched_log, _mcs, _decay),
+    "partition": tuple(_exclusive(*pair) for pair in IGNORED_BESIDE) + (
+        _allow_deny("AllowAccounts", "DenyAccounts"), _allow_deny("AllowQos", "DenyQos")),
 }
 
 

@@ -457,6 +457,19 @@ def test_the_collections_own_refusals_name_the_file_and_line_the_value_came_from
     assert any(r.startswith(expected) for r in found), found
 
 
+def test_an_option_slurm_ignores_beside_another_is_left_out_with_a_note():
+    # read_config.c: error("DefMemPerCPU ignored, since it's mutually exclusive with DefMemPerNode"), and runs on; the
+    # render refuses the pair in an inventory (an error at every start), so the import keeps what Slurm uses
+    done = run_import(source("NodeName=n1\nDefMemPerCPU=2000\nDefMemPerNode=64000\nMaxMemPerCPU=4000\n"), [])
+    [note] = [line for line in done["report"] if "not imported: Slurm ignores it" in line]
+    assert note == ("slurm.conf line 7: DefMemPerCPU=2000 not imported: Slurm ignores it beside DefMemPerNode and logs "
+                    "'DefMemPerCPU ignored, since it's mutually exclusive with DefMemPerNode' (read_config.c), so the "
+                    "rendered slurm.conf leaves it out")
+    assert "first deploy: slurm.conf line 7: DefMemPerCPU=2000 is left out" in done["report"]
+    conf = done["rendered"]["slurm.conf"]
+    assert "DefMemPerCPU" not in conf and "DefMemPerNode=64000" in conf and "MaxMemPerCPU=4000" in conf
+
+
 def test_an_option_the_named_release_ignores_as_defunct_is_left_out_with_a_note():
     # Slurm 23.11+ parses CgroupAutomount, and 24.05+ CoreSpecPlugin, only to log "The option ... is defunct"
     # (cgroup.c and read_config.c _defunct_option) and runs on; an option Slurm no longer reads (ConstrainKmemSpace)

@@ -41,14 +41,20 @@ def test_settings_are_taken():
 @pytest.mark.parametrize("name, value, expected", [
     ("hpc_gres_boot", "yes", "true or false"),
     ("hpc_gres_boot_mig", "nvidia", "one of collection, mig-manager, none"),
-    ("hpc_gres_boot_timeout", -1, "an integer from 0 to 86400 (seconds)"),
-    ("hpc_gres_boot_timeout", "300", "an integer from 0 to 86400 (seconds)"),
-    ("hpc_gres_boot_retry_interval", True, "an integer from 0 to 86400 (seconds)"),
+    ("hpc_gres_boot_timeout", -1, "an integer 0-86400 (seconds)"),
+    ("hpc_gres_boot_timeout", "5m", "an integer 0-86400 (seconds)"),
+    ("hpc_gres_boot_retry_interval", True, "an integer 0-86400 (seconds)"),
 ])
 def test_bad_values_are_refused_by_name(name, value, expected):
     with pytest.raises(GresError) as err:
         build(**{name: value})
     assert ["%s: %s" % (p.field, p.expected) for p in err.value.problems] == ["%s: %s" % (name, expected)]
+
+
+def test_digit_strings_are_the_integers_they_spell_as_everywhere_else():
+    """What -e name=300 passes (inventory.md: digit strings from -e are accepted for integers)."""
+    boot = build(hpc_gres_boot_timeout="300", hpc_gres_boot_retry_interval="0")["boot"]
+    assert (boot["timeout"], boot["retry_interval"]) == (300, 0)
 
 
 def test_no_one_recreating_mig_instances_at_boot_is_warned():

@@ -370,10 +370,9 @@ def test_a_cluster_without_any_gpu_entry_warns_where_the_variables_are_read():
     assert not [w for w in build_cluster_model(*base())["warnings"] if "hpc_gres_gpus: expected GPU entries" in w]
 
 
-@pytest.mark.parametrize("name, value, literal", [("hpc_gres_health_timeout", "5", "5"),
-                                                  ("hpc_gres_boot", "false", "false"),
+@pytest.mark.parametrize("name, value, literal", [("hpc_gres_boot", "false", "false"),
                                                   ("hpc_gres_health_nhc", "yes", "true"),
-                                                  ("hpc_gres_boot_timeout", "600", "600")])
+                                                  ("hpc_gres_health", "TRUE", "true")])
 def test_a_typed_variable_given_as_text_says_how_to_pass_it_typed(name, value, literal):
     # what -e name=value gives: a string, refused, with the JSON form that passes the type
     hostvars, groups, cluster = base()
@@ -381,6 +380,18 @@ def test_a_typed_variable_given_as_text_says_how_to_pass_it_typed(name, value, l
     [problem] = [p for p in problems_of(hostvars, groups, cluster) if p.field == name]
     assert problem.hint == "-e %s=%s passes a string: write -e '{\"%s\": %s}', or unquoted in YAML" % (
         name, value, name, literal)
+
+
+@pytest.mark.parametrize("name, value", [("hpc_gres_health_timeout", "5"), ("hpc_gres_health_interval", "600"),
+                                         ("hpc_gres_boot_timeout", "600")])
+def test_an_integer_variable_given_as_digits_is_that_integer(name, value):
+    # what -e name=600 gives, accepted as for every other integer variable (inventory.md)
+    hostvars, groups, cluster = base()
+    cluster[name] = value
+    model = build_cluster_model(hostvars, groups, cluster)
+    key = {"hpc_gres_health_timeout": ("health", "timeout"), "hpc_gres_health_interval": ("health", "interval"),
+           "hpc_gres_boot_timeout": ("boot", "timeout")}[name]
+    assert model[key[0]][key[1]] == int(value)
 
 
 def test_a_partition_of_a_group_whose_nodes_were_refused_is_not_called_empty():

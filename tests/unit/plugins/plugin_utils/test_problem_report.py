@@ -53,11 +53,33 @@ def test_one_mistake_in_several_entries_of_a_list_is_one_line_naming_the_entries
         "host n3: hpc_gres_gpus[0-3].cores: expected cores within 0-7, found '0-9'; defined in host_vars/n3.yml:4-7",
         "host n3: hpc_gres_gpus[5-7].cores: expected cores within 0-7, found '0-10'; defined in host_vars/n3.yml:9-11",
         "host n1: hpc_gres_gpus[2].mig[1]: expected a profile, found '4g'; defined in group_vars/gpu.yml:12"]
+    # the last index of the field: seven wrong profiles of one GPU's MIG layout, on one line of the file
+    assert report_lines([Problem("n1", "hpc_gres_gpus[0].mig[%d]" % i, "an H100 profile", "'1g.5gb'")
+                         for i in range(7)], lambda host, field: "host_vars/n1.yml:9") == [
+        "host n1: hpc_gres_gpus[0].mig[0-6]: expected an H100 profile, found '1g.5gb'; defined in host_vars/n1.yml:9"]
     # without locations, and a field with no list index, nothing else changes
     assert report_lines([Problem("n1", "hpc_gres_gpus[%d].type" % i, "a type", "''") for i in (0, 1)] +
                         [Problem("n1", "hpc_gres_node_sockets", "an integer", "'x'")]) == [
         "host n1: hpc_gres_gpus[0-1].type: expected a type, found ''",
         "host n1: hpc_gres_node_sockets: expected an integer, found 'x'"]
+
+
+def test_a_text_that_names_its_own_host_as_a_node_is_one_line_for_the_group():
+    """Slurm's own message quoted with the node in it ("... for node gn03 doesn't match ...") on every host of a group
+    is one problem: the line names the hosts once and the node as <node>; a word that only looks like a host name
+    ("gres/gpu" on host gpu) and another host named in the text are left alone."""
+    problems = [Problem("gn%02d.lab" % i, "hpc_gres_gpus[0].cores", "whole sockets", "0-15 for GPU 0: gres/gpu GRES "
+                        "core specification 0-15 for node gn%02d doesn't match socket boundaries." % i)
+                for i in range(1, 7)]
+    problems += [Problem(h, "hpc_gres_node_name", "a name of its own", "'x', also used by host %s" % o)
+                 for h, o in (("gpu", "cpu"), ("cpu", "gpu"))]
+    assert report_lines(problems) == [
+        "hosts gn[01-06].lab: hpc_gres_gpus[0].cores: expected whole sockets, found 0-15 for GPU 0: gres/gpu GRES core "
+        "specification 0-15 for node <node> doesn't match socket boundaries.",
+        "host gpu: hpc_gres_node_name: expected a name of its own, found 'x', also used by host cpu",
+        "host cpu: hpc_gres_node_name: expected a name of its own, found 'x', also used by host gpu"]
+    # one host: its own name stays
+    assert report_lines(problems[:1])[0].endswith("for node gn01 doesn't match socket boundaries.")
 
 
 def test_host_names_the_hostlist_syntax_cannot_hold_are_listed_as_they_are():
