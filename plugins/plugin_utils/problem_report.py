@@ -7,8 +7,8 @@ Hosts of one group share their group_vars, so one mistake there is the same prob
 ``host gpu-01.lab``, ``host gpu-02.lab``, ... become one line ``hosts gpu-[01-08].lab: ...``. Problems are the
 same when field, expected, found and hint are, the host's own name as a node aside (Slurm's "... for node gpu-03
 doesn't match ..." reads "for node <node>" on the group's line); a problem whose text names another host (``also
-used by host x``) stays a line of its own. The same mistake in several entries of a list (eight GPU entries with ``tpye:``) is one line
-``hpc_gres_gpus[0-7].tpye``.
+used by host x``) stays a line of its own. The same mistake in several entries of a list (eight GPU entries with
+``tpye:``) is one line ``hpc_gres_gpus[0-7].tpye``.
 """
 import re
 
