@@ -635,13 +635,16 @@ def _bad_cores(imp, name, where, rec):
                        "changes)" % (where, name, rec["name"], rec["cores_text"], REPAIRS["drop_invalid_cores"],
                                      rec["name"]))
             return False
-        imp.refuse(where, name, "%s Cores=%s" % (rec["name"], rec["cores_text"]),
-                   "slurmd drops this binding (Invalid GRES data for %s): it checks Cores= against the cores "
+        key = rec.get("cores_key") or "Cores"
+        imp.refuse(where, name, "%s %s=%s" % (rec["name"], key, rec["cores_text"]),
+                   "%sslurmd drops this binding (Invalid GRES data for %s): it checks Cores= against the cores "
                    "slurm.conf declares (Sockets x CoresPerSocket), also on hardware with more; slurmctld still gets "
                    "the Cores= text and keeps a topology record for it, which an import without the binding would "
-                   "change; fix Cores= or slurm.conf's layout (slurmd -C), then import, or import without the "
+                   "change; fix %s or slurm.conf's layout (slurmd -C), then import, or import without the "
                    "binding: -e %s=true (the report lists it as a change)"
-                   % (rec["name"], REPAIRS["drop_invalid_cores"]))
+                   % ("slurmd reads CPUs= as Cores=, core indices, not the CPU ids of hyperthreads: " if key == "CPUs"
+                      else "", rec["name"], "the core indices" if key == "CPUs" else "Cores=",
+                      REPAIRS["drop_invalid_cores"]))
         return True
     return False
 

@@ -483,7 +483,10 @@ def parse_topo_matrix(text):
             break
         rows.append(line)
     if not rows:
-        raise ValueError("nvidia-smi topo -m: header found but no GPU rows under it")
+        after = next((line.strip() for line in lines[h + 1:] if line.strip()), None)
+        raise ValueError("nvidia-smi topo -m: header found but no GPU rows under it%s" % (
+            " (the next line starts %r: a header wrapped, or a paste that lost its rows?)" % after[:30]
+            if after else ""))
     indent = re.match(r"^[ \t]*", rows[0]).group()
     header = header_line[len(indent):] if header_line.startswith(indent) else header_line.lstrip()
     expanded_header = header.expandtabs(8)
@@ -530,6 +533,10 @@ def parse_topo_matrix(text):
             if key not in gpu:
                 gpu[key] = value
         gpus.append(gpu)
+    missing = [c for c in columns if re.match(r"^GPU\d+$", c) and c not in {g["name"] for g in gpus}]
+    if missing:
+        raise ValueError("nvidia-smi topo -m: the header names %s, which no row follows (an output cut after %s?)"
+                         % (", ".join(missing), gpus[-1]["name"] if gpus else "the header"))
 
     legend = _nic_legend(lines[h:])
     for nic in nics:

@@ -225,11 +225,14 @@ def parse_count(text):
 
 
 def parse_gres_spec(spec):
-    """slurm.conf ``Gres=gpu:a100:8,shard:32`` -> {"gpu:a100": 8, "shard": 32} (repeats are summed)."""
+    """slurm.conf ``Gres=gpu:a100:8,shard:32`` -> {"gpu:a100": 8, "shard": 32} (repeats are summed; an empty
+    element, such as after a trailing comma, is skipped: gres.c reads the list with strtok_r)."""
     counts = {}
     if spec is None or spec.strip() == "" or spec.strip().lower() == "(null)":
         return counts
     for elem in spec.split(","):
+        if not elem.strip():
+            continue
         parts = [p for p in elem.strip().split(":") if p.lower() != "no_consume"]
         if not parts or not parts[0]:
             raise ValueError("empty GRES element in %r" % spec)
@@ -472,6 +475,8 @@ def _gres_conf_lines_cached(text):
                     raise ConfSyntaxError("%s line %d: invalid Count %r" % (fname, lineno, value))
             else:
                 rec[canon] = value
+                if canon == "cores":  # CPUs= is read as Cores= (gres.c); a message names the key as written
+                    rec["cores_key"] = "CPUs" if key.lower() == "cpus" else "Cores"
         if rec["nodes"] is not None:
             try:
                 rec["node_list"] = list(_expand_cached(rec["nodes"]))

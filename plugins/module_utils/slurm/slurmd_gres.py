@@ -73,11 +73,12 @@ def parse_flags(text):
 
 
 def links_valid(links):
-    """gres.c ``gres_links_validate``: comma list of integers -2..1023 with exactly one -1."""
+    """gres.c ``gres_links_validate``: comma list of integers -2..1023 with exactly one -1. It reads the list with
+    strtok_r, which skips empty entries: ``0,0,-1,,0`` is valid (a real DeepOps gres.conf, NVIDIA/deepops#1102)."""
     if links is None or links == "":
         return False
     selves = 0
-    for tok in links.split(","):
+    for tok in (t for t in links.split(",") if t):
         if not re.match(r"^[+-]?\d+$", tok) or not -2 <= int(tok) <= GRES_MAX_LINK:
             return False
         selves += int(tok) == -1
@@ -160,7 +161,7 @@ def node_total_cores(node):
 
 def _record(line_rec, name):
     return {"name": name, "type": None, "count": 0, "files": [], "multiple": False, "cores": None,
-            "cores_text": None, "links": None, "env": None, "no_gpu_env": False, "flags": frozenset(),
+            "cores_text": None, "cores_key": None, "links": None, "env": None, "no_gpu_env": False, "flags": frozenset(),
             "line": line_rec["line"] if line_rec else None}
 
 
@@ -203,6 +204,7 @@ def _build_record(view, rec, contexts, prev_env):
     out["type"] = rec["type"]
     if rec["cores"] is not None:
         out["cores_text"] = rec["cores"]
+        out["cores_key"] = rec.get("cores_key", "Cores")
         cores = _canonical_cores(rec["cores"], view.total_cores)
         if cores is None:
             view.msg("error", "Invalid GRES data for %s, Cores=%s" % (rec["name"], rec["cores"]), line)

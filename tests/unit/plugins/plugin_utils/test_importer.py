@@ -205,6 +205,14 @@ def test_refusals_name_file_line_and_node(slurm, gres, expected):
     assert any(r.startswith(expected) for r in found), found
 
 
+def test_cpus_in_gres_conf_is_named_as_written_and_read_as_core_indices():
+    found = refusals("GresTypes=gpu\nNodeName=n1 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 Gres=gpu:1\n",
+                     "Name=gpu File=/dev/nvidia0 CPUs=0-3,8-11\n")
+    assert found[0].startswith("gres.conf line 1, node n1: gpu CPUs=0-3,8-11 (slurmd reads CPUs= as Cores=, core "
+                               "indices, not the CPU ids of hyperthreads: slurmd drops this binding"), found
+    assert "fix the core indices or slurm.conf's layout" in found[0]
+
+
 def test_one_gres_conf_line_refused_for_many_nodes_is_one_line_naming_them():
     with pytest.raises(ImportRefused) as err:
         run_import(source("GresTypes=gpu\nNodeName=n[001-120] Sockets=1 CoresPerSocket=4 Gres=gpu:2\n"

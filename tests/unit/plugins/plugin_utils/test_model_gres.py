@@ -58,6 +58,12 @@ def test_links_get_a_line_per_gpu_and_bad_links_are_refused():
     found = problems({"n1": {"hpc_gres_gpus": [{"index": 0, "links": "0,0"}]}})
     assert found[0].startswith("host n1: hpc_gres_gpus[0].links: expected a Links list of integers -2..1023 "
                                "with exactly one -1")
+    # an empty entry is skipped (gres_links_validate reads the list with strtok_r), and the text is kept as written:
+    # a real DeepOps gres.conf (NVIDIA/deepops#1102) has Links=0,0,-1,,0,0,0,0,0 and slurmd 22.05.8 takes it
+    files = render_all(model({"n1": {"hpc_gres_gpus": [{"index": 0, "type": "h100", "links": "0,0,-1,,0,0,0,0,0"}]}}))
+    assert "NodeName=n1 Name=gpu Type=h100 File=/dev/nvidia0 Links=0,0,-1,,0,0,0,0,0\n" in files["n1/gres.conf"]
+    assert problems({"n1": {"hpc_gres_gpus": [{"index": 0, "links": ",,"}]}})[0].startswith(
+        "host n1: hpc_gres_gpus[0].links: expected a Links list")
 
 
 def test_flags_are_exact_words_and_env_flags_agree():

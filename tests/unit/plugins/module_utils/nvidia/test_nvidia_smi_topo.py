@@ -272,6 +272,19 @@ def test_gpu_row_missing_link_cells_is_an_error():
         parse_topo_matrix(text)
 
 
+def test_gpu_rows_missing_after_the_last_one_read_are_an_error():
+    """A paste cut after a whole row (kubernetes/kubernetes#53497 stops after GPU4 of 8): the header names the GPUs
+    that no row follows; a row cut part-way is the link-cell error above. NIC rows may be left out."""
+    text = nvsmi_fixtures.load("nvidia-smi", "topo", "a100-8gpu-4nic-2s-ht-confluence.txt")
+    lines = text.splitlines(True)
+    gpu5 = next(i for i, line in enumerate(lines) if line.split()[:1] == ["GPU5"])
+    with pytest.raises(ValueError, match=r"the header names GPU5, GPU6, GPU7, which no row follows \(an output cut "
+                                         r"after GPU4\?\)"):
+        parse_topo_matrix("".join(lines[:gpu5]))
+    no_nic_rows = [line for line in lines if not re.match(r"^\s*NIC\d", line)]
+    assert len(parse_topo_matrix("".join(no_nic_rows))["gpus"]) == 8
+
+
 def test_descending_cpu_range_is_rejected():
     text = "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t23-0\t0\n"
     with pytest.raises(ValueError, match="CPU Affinity"):

@@ -36,12 +36,16 @@ def fixture(name):
     ("gpu:a100_1g.10gb+me:7", {"gpu:a100_1g.10gb+me": 7}),
     ("(null)", {}),
     ("", {}),
+    # empty elements are skipped, as gres.c's strtok_r skips them (a real site's Gres=gpu:nv1080:1,...,gpu:nv1080:1,
+    # ocf/puppet#352: slurmctld 22.05.8 shows Gres=gpu:nv1080:4)
+    ("gpu:nv1080:1,gpu:nv1080:1,", {"gpu:nv1080": 2}),
+    (",gpu:1,,shard:4", {"gpu": 1, "shard": 4}),
 ])
 def test_parse_gres_spec(spec, expected):
     assert parse_gres_spec(spec) == expected
 
 
-@pytest.mark.parametrize("spec", ["gpu:a:b:3", ",gpu:1"])
+@pytest.mark.parametrize("spec", ["gpu:a:b:3", ":1"])
 def test_parse_gres_spec_refuses_junk(spec):
     with pytest.raises(ValueError):
         parse_gres_spec(spec)
