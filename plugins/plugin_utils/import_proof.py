@@ -17,7 +17,12 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.option_values import IGNORED_BESIDE
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.options import defunct
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.slurmd_gres import node_view, view_units
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import hostlist_form_problem, release_of
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions import (
+    SUPPORTED,
+    hostlist_form_problem,
+    parse_version,
+    release_of,
+)
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout, import_release
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_diff import first_deploy_changes
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
@@ -344,15 +349,25 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
     "rendered": {...}, "slurm_version": release, "release_line": str}``; raises ImportRefused with every refusal
     (or difference) found, each naming the file and line it concerns.
     """
-    imported = import_cluster(source, hosts, None, repairs)
+    named = None
     if slurm_version is not None:
+        # judged first and alone: files judged by a release the admin did not name would refuse for its reasons
         named = version_note or "-e %s=%s" % (import_release.VARIABLE, slurm_version)
-        imported["provenance"][(None, "hpc_gres_slurm_version")] = named
         try:
-            release_of(slurm_version)
+            release = release_of(slurm_version)
         except ValueError:
-            raise ImportRefused([Refusal(named, None, "expected a Slurm release such as 22.05, found %r"
-                                         % (slurm_version,))])
+            release = None
+        if release not in SUPPORTED:
+            hint = "name the release slurmctld -V prints (slurm 24.11.5 is 24.11)"
+            if release is not None and parse_version(release) < parse_version(SUPPORTED[0]):
+                hint = "the collection renders for Slurm %s and later: import after the upgrade" % SUPPORTED[0]
+            elif release is not None and parse_version(release) > parse_version(SUPPORTED[-1]):
+                hint = "a release newer than this collection knows: a newer collection renders for it"
+            raise ImportRefused([Refusal(named, None, "expected a Slurm release this collection knows (%s), found %r"
+                                         % (", ".join(SUPPORTED), str(slurm_version)), hint)])
+    imported = import_cluster(source, hosts, None, repairs)
+    if named is not None:
+        imported["provenance"][(None, "hpc_gres_slurm_version")] = named
     attempts = {}
     release, release_line = _release(imported, source, header, slurm_version, version_note, attempts)
     dropped = _drop_defunct(imported, release)

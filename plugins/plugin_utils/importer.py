@@ -334,8 +334,10 @@ def _cluster_options(imp, conf):
             options[key] = None
             dropped.append(key)
     if dropped:
-        imp.note("hpc_gres_slurm_conf_options: %s set to null: the site's slurm.conf does not set them, so the rendered "
-                 "slurm.conf leaves them to Slurm's defaults as today" % ", ".join(dropped))
+        one = len(dropped) == 1
+        imp.note("hpc_gres_slurm_conf_options: %s set to null: the site's slurm.conf does not set %s, so the rendered "
+                 "slurm.conf leaves %s to Slurm's default%s as today" % (
+                     ", ".join(dropped), "it" if one else "them", "it" if one else "them", "" if one else "s"))
     # the GPU health check changes slurm.conf (HealthCheckProgram): an import keeps the site's, and says how to add it
     cluster["hpc_gres_health"] = False
     program = [options[k] for k in options if k.lower() == "healthcheckprogram"]
@@ -945,7 +947,14 @@ def _cgroup(imp, source, cluster):
             imp.provenance[(None, "hpc_gres_cgroup_conf_options.%s" % key.lower())] = "cgroup.conf line %d" % lineno
     imp.mark(None, "hpc_gres_cgroup_conf_options", "cgroup.conf line 1")
     present = {k.lower() for k in options}
+    dropped = []
     for key, _unused in model_schema.DEFAULT_CGROUP_CONF:
         if key.lower() not in present:
             options[key] = None
+            dropped.append(key)
+    if dropped:
+        one = len(dropped) == 1
+        imp.note("hpc_gres_cgroup_conf_options: %s set to null: the site's cgroup.conf does not set %s, so the "
+                 "rendered cgroup.conf leaves %s to Slurm's default%s as today" % (
+                     ", ".join(dropped), "it" if one else "them", "it" if one else "them", "" if one else "s"))
     cluster["hpc_gres_cgroup_conf_options"] = options

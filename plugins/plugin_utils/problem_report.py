@@ -31,9 +31,9 @@ OWN_NAME = "<node>"
 def _own_name_out(text, host, placeholder):
     """``text`` with the host's name (and its short name) after "node ", "host " or "NodeName=" as ``placeholder``."""
     host = str(host or "")
-    if not host or host not in text and host.split(".")[0] not in text:
+    if not host or host not in text and host.split(".", maxsplit=1)[0] not in text:
         return text
-    names = sorted({host, host.split(".")[0]}, key=len, reverse=True)
+    names = sorted({host, host.split(".", maxsplit=1)[0]}, key=len, reverse=True)
     return re.sub(r"(?<=\bnode )(?:%s)(?![\w.-])|(?<=\bhost )(?:%s)(?![\w.-])|(?<=NodeName=)(?:%s)(?![\w.-])" % (
         ("|".join(re.escape(n) for n in names),) * 3), placeholder, text)
 

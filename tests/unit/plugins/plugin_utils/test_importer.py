@@ -205,6 +205,26 @@ def test_refusals_name_file_line_and_node(slurm, gres, expected):
     assert any(r.startswith(expected) for r in found), found
 
 
+@pytest.mark.parametrize("named, hint", [
+    ("23.05", "name the release slurmctld -V prints"), ("21.08", "renders for Slurm 22.05 and later"),
+    ("27.05", "a release newer than this collection knows"), ("latest", "name the release slurmctld -V prints")])
+def test_a_named_release_the_collection_does_not_know_is_the_one_refusal(named, hint):
+    """Files judged by another release than the one named would refuse for its reasons: the name is judged alone."""
+    with pytest.raises(ImportRefused) as err:
+        run_import(source("NodeName=n1\n", cgroup="CgroupAutomount=yes\n"), [], slurm_version=named)
+    [line] = err.value.lines()
+    assert line.startswith("-e hpc_gres_import_slurm_version=%s: expected a Slurm release this collection knows "
+                           "(22.05, 23.02, " % named) and hint in line
+    assert "judged by" not in str(err.value)
+
+
+def test_cgroup_defaults_the_site_leaves_unset_are_named_in_the_report():
+    done = run_import(source("NodeName=n1\n", cgroup="ConstrainCores=yes\nConstrainDevices=yes\n"
+                                                    "ConstrainRAMSpace=yes\n"), [], slurm_version="24.11")
+    assert ("hpc_gres_cgroup_conf_options: CgroupPlugin set to null: the site's cgroup.conf does not set it, so the "
+            "rendered cgroup.conf leaves it to Slurm's default as today") in done["report"]
+
+
 def test_cpus_in_gres_conf_is_named_as_written_and_read_as_core_indices():
     found = refusals("GresTypes=gpu\nNodeName=n1 Sockets=2 CoresPerSocket=4 ThreadsPerCore=2 Gres=gpu:1\n",
                      "Name=gpu File=/dev/nvidia0 CPUs=0-3,8-11\n")
