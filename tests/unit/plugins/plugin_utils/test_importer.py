@@ -219,8 +219,8 @@ def test_a_named_release_the_collection_does_not_know_is_the_one_refusal(named, 
 
 
 def test_cgroup_defaults_the_site_leaves_unset_are_named_in_the_report():
-    done = run_import(source("NodeName=n1\n", cgroup="ConstrainCores=yes\nConstrainDevices=yes\n"
-                                                    "ConstrainRAMSpace=yes\n"), [], slurm_version="24.11")
+    cgroup = "ConstrainCores=yes\nConstrainDevices=yes\nConstrainRAMSpace=yes\n"
+    done = run_import(source("NodeName=n1\n", cgroup=cgroup), [], slurm_version="24.11")
     assert ("hpc_gres_cgroup_conf_options: CgroupPlugin set to null: the site's cgroup.conf does not set it, so the "
             "rendered cgroup.conf leaves it to Slurm's default as today") in done["report"]
 
