@@ -630,14 +630,14 @@ def _bad_cores(imp, name, where, rec):
         # node slurmctld keeps in service (slurmd.c _read_config), and drops the binding; but it still sends the
         # Cores= text to slurmctld, which logs "invalid GRES core specification" and keeps a topology record for it
         # (gres_node_config_validate). An inventory without the binding changes that record; only the text keeps it.
+        key = rec.get("cores_key") or "Cores"
         if imp.repairs.get("drop_invalid_cores"):
-            imp.change("%s, node %s: %s Cores=%s is left out (%s=true): slurmd drops this binding today (Invalid "
+            imp.change("%s, node %s: %s %s=%s is left out (%s=true): slurmd drops this binding today (Invalid "
                        "GRES data for %s), so the GPUs stay unbound for jobs; slurmctld, which receives the Cores= "
                        "text today and keeps a topology record for it, no longer gets it (scontrol show node -d "
-                       "changes)" % (where, name, rec["name"], rec["cores_text"], REPAIRS["drop_invalid_cores"],
+                       "changes)" % (where, name, rec["name"], key, rec["cores_text"], REPAIRS["drop_invalid_cores"],
                                      rec["name"]))
             return False
-        key = rec.get("cores_key") or "Cores"
         imp.refuse(where, name, "%s %s=%s" % (rec["name"], key, rec["cores_text"]),
                    "%sslurmd drops this binding (Invalid GRES data for %s): it checks Cores= against the cores "
                    "slurm.conf declares (Sockets x CoresPerSocket), also on hardware with more; slurmctld still gets "

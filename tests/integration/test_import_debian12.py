@@ -180,14 +180,15 @@ def test_cores_slurmd_drops_are_refused_by_default_and_left_out_as_a_listed_chan
              "RealMemory=1000000 Gres=gpu:8\n")
     src = site(tmp_path / "src", nodes=nodes, gres=dgx)
     found = refused(src)
-    assert found[0].startswith("gres.conf line 1, node gpu01: gpu Cores=48-63,176-191 (slurmd drops this binding")
+    assert found[0].startswith("gres.conf line 1, node gpu01: gpu CPUs=48-63,176-191 (slurmd reads CPUs= as Cores=, "
+                               "core indices, not the CPU ids of hyperthreads: slurmd drops this binding")
     assert found[0].endswith("or import without the binding: -e hpc_gres_import_drop_invalid_cores=true (the "
                              "report lists it as a change))")
     assert [r.split(",")[0] for r in found] == ["gres.conf line %d" % n for n in range(1, 9)]
     dest = tmp_path / "dest"
     rc, log = import_config(src, dest, "-e", "hpc_gres_import_drop_invalid_cores=true")
     assert rc == 0, log
-    assert "CHANGE: gres.conf line 1, node gpu01: gpu Cores=48-63,176-191 is left out " \
+    assert "CHANGE: gres.conf line 1, node gpu01: gpu CPUs=48-63,176-191 is left out " \
            "(hpc_gres_import_drop_invalid_cores=true)" in log
     rendered = tmp_path / "rendered"
     rc, render_log = playbook("playbooks/render-gres.yml", "-i", str(dest), "-e", "hpc_gres_render_dir=%s" % rendered)
