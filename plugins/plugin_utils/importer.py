@@ -273,10 +273,11 @@ def _options_no_release_reads(imp, cluster):
 
 
 def _reads(table, key, release):
+    """Whether `release` reads `key`, or only logs it as defunct and runs on (the import then leaves it out)."""
     try:
         options.lookup(table, key, release)
     except options.OptionError:
-        return False
+        return options.defunct(table, key, release) is not None
     return True
 
 
