@@ -5,7 +5,6 @@ per slurm.conf option, partition and cgroup.conf option. Any difference refuses 
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
     cgroup_options,
@@ -32,6 +31,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
     import_cluster,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import merged_entries
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import CLUSTER, deferred_gres, render_all
 
 # slurm.conf options the renderer derives; compared through the model instead of as text
@@ -149,19 +149,16 @@ def _tres(conf):
     return (conf["options"].get("accountingstoragetres") or "").strip()
 
 
-# a field naming several entries of a list: hpc_gres_gpus[0-3].type
-_ENTRIES_RE = re.compile(r"\A([^\[]*)\[(\d+[-,][\d,-]*)\](.*)\Z")
-
-
 def where_of(imported, node, field):
     """"FILE line N" a value of the imported inventory came from (import_cluster's provenance): the field, else the
     nearest field it is part of, else the node's NodeName line, else slurm.conf. A field that names several entries
     (``hpc_gres_gpus[0-3].type``, problem_report) is where each of them came from."""
-    entries = _ENTRIES_RE.match(field or "")
+    entries = merged_entries(field)
     if entries:
+        head, indexes, tail = entries
         places = []
-        for index in parse_int_ranges(entries.group(2)):
-            place = where_of(imported, node, "%s[%d]%s" % (entries.group(1), index, entries.group(3)))
+        for index in indexes:
+            place = where_of(imported, node, "%s[%d]%s" % (head, index, tail))
             if place not in places:
                 places.append(place)
         return " and ".join(places)

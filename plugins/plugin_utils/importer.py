@@ -90,14 +90,17 @@ class ImportRefused(Exception):
     def __init__(self, refusals, notes=()):
         self.refusals = list(refusals)
         self.notes = list(notes)
-        lines = self.lines()
+        self._lines = self._grouped_lines()
         super(ImportRefused, self).__init__(
-            "import refused, nothing written: %d problem(s):\n- %s%s" % (len(lines), "\n- ".join(lines), "".join(
-                "\n" + n for n in self.notes)))
+            "import refused, nothing written: %d problem(s):\n- %s%s" % (
+                len(self._lines), "\n- ".join(self._lines), "".join("\n" + n for n in self.notes)))
 
     def lines(self):
         """One line per refusal, slurm.conf's first, then file by file in line order; refusals that differ only in
         their node (one gres.conf line for many nodes) are one line naming the nodes as a hostlist."""
+        return list(self._lines)
+
+    def _grouped_lines(self):
         groups, order = {}, []
         for refusal in _in_file_order(self.refusals):
             key = (refusal.where, refusal.what, refusal.why or "", refusal.node is None)
@@ -334,11 +337,7 @@ def _cluster_options(imp, conf):
         if key.lower() not in present:
             options[key] = None
             dropped.append(key)
-    if dropped:
-        one = len(dropped) == 1
-        imp.note("hpc_gres_slurm_conf_options: %s set to null: the site's slurm.conf does not set %s, so the rendered "
-                 "slurm.conf leaves %s to Slurm's default%s as today" % (
-                     ", ".join(dropped), "it" if one else "them", "it" if one else "them", "" if one else "s"))
+    _note_left_to_slurm(imp, "hpc_gres_slurm_conf_options", "slurm.conf", dropped)
     # the GPU health check changes slurm.conf (HealthCheckProgram): an import keeps the site's, and says how to add it
     cluster["hpc_gres_health"] = False
     program = [options[k] for k in options if k.lower() == "healthcheckprogram"]
@@ -953,9 +952,14 @@ def _cgroup(imp, source, cluster):
         if key.lower() not in present:
             options[key] = None
             dropped.append(key)
-    if dropped:
-        one = len(dropped) == 1
-        imp.note("hpc_gres_cgroup_conf_options: %s set to null: the site's cgroup.conf does not set %s, so the "
-                 "rendered cgroup.conf leaves %s to Slurm's default%s as today" % (
-                     ", ".join(dropped), "it" if one else "them", "it" if one else "them", "" if one else "s"))
+    _note_left_to_slurm(imp, "hpc_gres_cgroup_conf_options", "cgroup.conf", dropped)
     cluster["hpc_gres_cgroup_conf_options"] = options
+
+
+def _note_left_to_slurm(imp, variable, conf_name, keys):
+    """The report line for the collection's defaults the site's file does not set: null, left to Slurm's."""
+    if keys:
+        them = "it" if len(keys) == 1 else "them"
+        imp.note("%s: %s set to null: the site's %s does not set %s, so the rendered %s leaves %s to Slurm's "
+                 "default%s as today" % (variable, ", ".join(keys), conf_name, them, conf_name, them,
+                                         "" if len(keys) == 1 else "s"))

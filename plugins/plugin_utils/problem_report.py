@@ -14,7 +14,7 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import Problem
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges, parse_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 
 
@@ -93,6 +93,19 @@ def report_lines(problems, where=None):
 
 
 _ENTRY_FIELD_RE = re.compile(r"\A(?P<head>.*)\[(?P<index>\d+)\](?P<tail>[^\[]*)\Z")
+# what _entries_merged writes: the last index a range list (hpc_gres_gpus[0-7].tpye, hpc_gres_gpus[0].mig[0-6])
+_MERGED_FIELD_RE = re.compile(r"\A(?P<head>.*)\[(?P<indexes>\d+[-,][-,\d]*)\](?P<tail>[^\[]*)\Z")
+
+
+def merged_entries(field):
+    """``(head, [indexes], tail)`` of a field a merged line names (``hpc_gres_gpus[0-2].type`` -> ``("hpc_gres_gpus",
+    [0, 1, 2], ".type")``), or None for a field of one entry."""
+    match = _MERGED_FIELD_RE.match(str(field or ""))
+    if match is None:
+        return None
+    return match.group("head"), parse_int_ranges(match.group("indexes")), match.group("tail")
+
+
 _LOCATION_RE = re.compile(r"\A(?P<file>.*):(?P<line>\d+)\Z")
 
 

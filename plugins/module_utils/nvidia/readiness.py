@@ -1374,8 +1374,8 @@ def _xid_class(event):
         return ("reboot" if "reboot" in to[1].lower() else "reset", to[1], "GPU Recovery Action: %s" % to[1])
     cls = XID_CLASSES.get(xid, ("unknown", None, None))
     message = event.get("message") or ""
-    if cls[0] in ("application", "unknown") and (_DRAIN_RESET_MARK.search(message) or _RESET_MARK.search(message)):
-        drain = bool(_DRAIN_RESET_MARK.search(message))
+    drain = bool(_DRAIN_RESET_MARK.search(message))
+    if cls[0] in ("application", "unknown") and (drain or _RESET_MARK.search(message)):
         return ("reset", "DRAIN_AND_RESET" if drain else "RESET_GPU", "%s; the driver marked the GPU for %s" % (
             cls[2] or "Xid %d" % xid, "drain and reset (D-RST: Yes)" if drain else "reset (RST: Yes)"))
     return cls

@@ -5,7 +5,11 @@ import pytest
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model_schema import MAX_PROBLEMS
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import host_expression, report_lines
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import (
+    host_expression,
+    merged_entries,
+    report_lines,
+)
 
 GPU = {"hpc_gres_node_sockets": 2, "hpc_gres_node_cores_per_socket": 4, "hpc_gres_node_threads_per_core": 1}
 
@@ -57,6 +61,10 @@ def test_one_mistake_in_several_entries_of_a_list_is_one_line_naming_the_entries
     assert report_lines([Problem("n1", "hpc_gres_gpus[0].mig[%d]" % i, "an H100 profile", "'1g.5gb'")
                          for i in range(7)], lambda host, field: "host_vars/n1.yml:9") == [
         "host n1: hpc_gres_gpus[0].mig[0-6]: expected an H100 profile, found '1g.5gb'; defined in host_vars/n1.yml:9"]
+    # the fields a merged line names are read back entry by entry (the import places each at its source line)
+    assert merged_entries("hpc_gres_gpus[0-2,5].type") == ("hpc_gres_gpus", [0, 1, 2, 5], ".type")
+    assert merged_entries("hpc_gres_gpus[0].mig[0-6]") == ("hpc_gres_gpus[0].mig", list(range(7)), "")
+    assert merged_entries("hpc_gres_gpus[3].type") is None and merged_entries("hpc_gres_node_sockets") is None
     # without locations, and a field with no list index, nothing else changes
     assert report_lines([Problem("n1", "hpc_gres_gpus[%d].type" % i, "a type", "''") for i in (0, 1)] +
                         [Problem("n1", "hpc_gres_node_sockets", "an integer", "'x'")]) == [
