@@ -21,6 +21,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.versions impo
     hostlist_form_problem,
     parse_version,
     release_of,
+    short_month,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import import_layout, import_release
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.import_diff import first_deploy_changes
@@ -350,12 +351,15 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
     if slurm_version is not None:
         # judged first and alone: files judged by a release the admin did not name would refuse for its reasons
         named = version_note or "-e %s=%s" % (import_release.VARIABLE, slurm_version)
+        short = short_month(str(slurm_version))
         try:
-            release = release_of(slurm_version)
+            release = None if short else release_of(slurm_version)
         except ValueError:
             release = None
         if release not in SUPPORTED:
             hint = "name the release slurmctld -V prints (slurm 24.11.5 is 24.11)"
+            if short:
+                hint = "Slurm writes the month with two digits: %s if that is the release slurmctld -V prints" % short
             if release is not None and parse_version(release) < parse_version(SUPPORTED[0]):
                 hint = "the collection renders for Slurm %s and later: import after the upgrade" % SUPPORTED[0]
             elif release is not None and parse_version(release) > parse_version(SUPPORTED[-1]):

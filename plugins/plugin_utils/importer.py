@@ -145,6 +145,7 @@ class _Import(object):
         self.repairs = repairs or {}
         self.refusals = []
         self.report = []
+        self.changed_nodes = {}
         self.origin = None
         self.conf = None
         self.views = {}
@@ -162,12 +163,25 @@ class _Import(object):
         if text not in self.report:
             self.report.append(text)
 
-    def change(self, text):
-        """A change to what runs today that the admin asked for (REPAIRS): the report lists it as one."""
-        self.note("CHANGE: " + text)
+    def change(self, where, node, text):
+        """A change to what runs today that the admin asked for (REPAIRS): the report lists it as one line per
+        file line and change, naming every node it applies to (one gres.conf line for many nodes is one line)."""
+        key = ("CHANGE", where, text)
+        self.note(key)
+        nodes = self.changed_nodes.setdefault(key, [])
+        if node not in nodes:
+            nodes.append(node)
+
+    def report_lines(self):
+        return [self._change_line(line) if isinstance(line, tuple) else line for line in self.report]
 
     def changes_made(self):
-        return [line for line in self.report if line.startswith("CHANGE: ")]
+        return [self._change_line(line) for line in self.report if isinstance(line, tuple)]
+
+    def _change_line(self, key):
+        nodes = self.changed_nodes[key]
+        return "CHANGE: %s, %s: %s" % (key[1], "node %s" % nodes[0] if len(nodes) == 1
+                                       else "nodes %s" % host_expression(nodes), key[2])
 
     def where(self, lineno):
         return self.origin.where(lineno) if self.origin else "slurm.conf line %s" % lineno
@@ -251,7 +265,7 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
     groups = {"slurmctld": ctl_hosts, "slurmd": [node_hosts[n] for n in node_vars]}
     ctl_names = {imp.hosts.get(ctl["name"], ctl["name"]): ctl["name"] for ctl in controllers}
     return {"hostvars": hostvars, "groups": groups, "cluster": cluster, "node_hosts": node_hosts,
-            "controllers": ctl_hosts, "report": imp.report, "changes": imp.changes_made(), "views": imp.views,
+            "controllers": ctl_hosts, "report": imp.report_lines(), "changes": imp.changes_made(), "views": imp.views,
             "conf": conf, "slurm_text": text, "provenance": imp.provenance, "mig": imp.mig, "origin": imp.origin,
             "controller_names": ctl_names}
 
@@ -632,10 +646,10 @@ def _bad_cores(imp, name, where, rec):
         # (gres_node_config_validate). An inventory without the binding changes that record; only the text keeps it.
         key = rec.get("cores_key") or "Cores"
         if imp.repairs.get("drop_invalid_cores"):
-            imp.change("%s, node %s: %s %s=%s is left out (%s=true): slurmd drops this binding today (Invalid "
+            imp.change(where, name, "%s %s=%s is left out (%s=true): slurmd drops this binding today (Invalid "
                        "GRES data for %s), so the GPUs stay unbound for jobs; slurmctld, which receives the Cores= "
                        "text today and keeps a topology record for it, no longer gets it (scontrol show node -d "
-                       "changes)" % (where, name, rec["name"], key, rec["cores_text"], REPAIRS["drop_invalid_cores"],
+                       "changes)" % (rec["name"], key, rec["cores_text"], REPAIRS["drop_invalid_cores"],
                                      rec["name"]))
             return False
         imp.refuse(where, name, "%s %s=%s" % (rec["name"], key, rec["cores_text"]),
@@ -728,12 +742,12 @@ def _mig_gpus(imp, name):
     for minor in sorted(imp.mig.get(name, {})):
         gpu = imp.mig[name][minor]
         out.append(gpu)
-        imp.change("%s line(s) %s, node %s: the MultipleFiles= lines of /dev/nvidia%d are imported as mig: [%s], "
+        imp.change("%s line(s) %s" % (fname, ",".join(str(n) for n in gpu["lines"])), name,
+                   "the MultipleFiles= lines of /dev/nvidia%d are imported as mig: [%s], "
                    "model: %s (%s); the rendered gres.conf leaves them to the node, which writes one line per live "
                    "MIG device (Type=profile MultipleFiles=/dev/nvidia%d,GI cap,CI cap) when the deploy verifies it, "
                    "and refuses the node while its live MIG layout differs"
-                   % (fname, ",".join(str(n) for n in gpu["lines"]), name, minor, ", ".join(gpu["mig"]),
-                      gpu["model"], REPAIRS["mig_model"], minor))
+                   % (minor, ", ".join(gpu["mig"]), gpu["model"], REPAIRS["mig_model"], minor))
     return [dict(g, type=None, file=None, links=None, flags=None) for g in out]
 
 

@@ -73,6 +73,11 @@ def slurm_release(col, host, value):
         return versions.DEFAULT_SLURM_VERSION
     expected = "a Slurm release %s to %s, quoted (\"24.11\"): %s" % (
         versions.SUPPORTED[0], versions.SUPPORTED[-1], ", ".join(versions.SUPPORTED))
+    short = versions.short_month(value)
+    if short is not None:
+        col.add(host, "hpc_gres_slurm_version", expected, describe(value),
+                "Slurm writes the month with two digits: %s if that is the release slurmctld -V prints" % short)
+        return None
     try:
         release = versions.release_of(value)
     except ValueError:

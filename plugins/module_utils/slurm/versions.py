@@ -121,6 +121,15 @@ def parse_version(value):
     return (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
 
 
+def short_month(value):
+    """``"23.02"`` for a release written with a one-digit month (``"23.2"``), else None. Slurm writes every release
+    with two (``slurmctld -V``: ``slurm 23.02.7``); ``23.2`` may be 23.02 or a cut-off 23.11, so it is not guessed."""
+    if not isinstance(value, str):
+        return None
+    match = re.match(r"^\s*(?:slurm(?:-wlm)?\s+)?(\d{2})\.(\d)(?![\d])", value)
+    return "%s.0%s" % (match.group(1), match.group(2)) if match else None
+
+
 def release_of(value):
     """The major release ``"24.11"`` of any version form parse_version takes."""
     major, minor = parse_version(value)[:2]

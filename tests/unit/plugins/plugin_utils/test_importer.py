@@ -207,7 +207,8 @@ def test_refusals_name_file_line_and_node(slurm, gres, expected):
 
 @pytest.mark.parametrize("named, hint", [
     ("23.05", "name the release slurmctld -V prints"), ("21.08", "renders for Slurm 22.05 and later"),
-    ("27.05", "a release newer than this collection knows"), ("latest", "name the release slurmctld -V prints")])
+    ("27.05", "a release newer than this collection knows"), ("latest", "name the release slurmctld -V prints"),
+    ("23.2", "Slurm writes the month with two digits: 23.02 if")])
 def test_a_named_release_the_collection_does_not_know_is_the_one_refusal(named, hint):
     """Files judged by another release than the one named would refuse for its reasons: the name is judged alone."""
     with pytest.raises(ImportRefused) as err:
@@ -562,6 +563,15 @@ def test_cores_slurmd_drops_are_left_out_only_when_asked_and_then_listed_as_a_ch
                                "Cores= text today and keeps a topology record for it, no longer gets it (scontrol show "
                                "node -d changes)"]
     assert done["changes"][0] in done["report"]
+
+
+def test_one_change_to_a_line_many_nodes_share_is_one_report_line():
+    slurm = "GresTypes=gpu\nNodeName=n[1-40] Sockets=1 CoresPerSocket=4 Gres=gpu:2\n"
+    gres = "Name=gpu File=/dev/nvidia0 Cores=0-3\nName=gpu File=/dev/nvidia1 Cores=4-7\n"
+    done = run_import(source(slurm, gres), [], repairs={"drop_invalid_cores": True})
+    assert [line[:60] for line in done["changes"]] == [
+        "CHANGE: gres.conf line 2, nodes n[1-40]: gpu Cores=4-7 is le"]
+    assert [line for line in done["report"] if line.startswith("CHANGE")] == done["changes"]
 
 
 @pytest.mark.parametrize("gres, why", [

@@ -44,7 +44,8 @@ def test_accepted_versions(value, release):
 
 
 @pytest.mark.parametrize("value,hint", [("21.08", None), ("24.12", None), ("27.05", "versions.py"), ("latest", None),
-                                        (["24.11"], None)])
+                                        (["24.11"], None), ("23.2", "two digits: 23.02 if"),
+                                        ("24.5.1", "two digits: 24.05 if"), (23.2, None)])
 def test_refused_versions_name_the_variable(value, hint):
     found = problems({"gpu01": node()}, hpc_gres_slurm_version=value)
     assert [(p.host, p.field) for p in found] == [("localhost", "hpc_gres_slurm_version")]

@@ -33,6 +33,13 @@ def test_release_of_pads_the_minor():
     assert v.release_of("slurm 26.05.3") == "26.05"
 
 
+@pytest.mark.parametrize("value,expected", [
+    ("23.2", "23.02"), ("24.5.1", "24.05"), ("slurm 23.2.7", "23.02"), ("23.02", None), ("24.11.5", None),
+    (23.2, None), ("23.20", None), ("latest", None)])
+def test_short_month_names_the_two_digit_spelling(value, expected):
+    assert v.short_month(value) == expected
+
+
 def test_table_shape():
     keys = [v.parse_version(r) for r in v.RELEASES]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
