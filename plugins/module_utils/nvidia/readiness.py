@@ -21,6 +21,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
     INFOROM_CORRUPTED_RE,
+    LOST_GPU_RE,
     RC_INFOROM_CORRUPTED,
     find_lost_gpus,
     normalize_bus_id,
@@ -120,6 +121,8 @@ _NO_LIBRARY = re.compile(r"couldn't find libnvidia-ml\.so|libnvidia-ml\.so[^\n]*
 _NVML_INIT = re.compile(r"Failed to initialize NVML:\s*(.+)")
 _NO_DEVICES = re.compile(r"^\s*No devices were found\s*$", re.M)
 _GPU_LOST = re.compile(r"GPU is lost", re.I)
+# NVML_ERROR_NOT_FOUND: the driver has no such GPU (it failed to initialise it), not a GPU in a fault state
+_NOT_FOUND = re.compile(r"Not Found\s*$", re.I)
 _NOT_READY = re.compile(r"system not yet initialized|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY|"
                         r"returned 802\b", re.I)
 
@@ -172,7 +175,7 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         out.update(kind="no_devices", message="No devices were found")
     elif lost:
         kind = "gpu_lost" if any(_GPU_LOST.search(g["reason"]) for g in lost) else "device_handle"
-        out.update(kind=kind, gpus=lost, message=first(re.compile(r"Unable to determine the device handle")))
+        out.update(kind=kind, gpus=lost, message=first(LOST_GPU_RE))
     elif _NOT_READY.search(text):
         out.update(kind="system_not_ready", message=first(_NOT_READY))
     elif rc == RC_INFOROM_CORRUPTED and INFOROM_CORRUPTED_RE.search(text):
@@ -197,6 +200,9 @@ _NVML_HINTS = {
                 "kernel log for Xid 79",
     "device_handle": "NVML cannot open this GPU (overheated, fell off the bus, or in a fault state): check the "
                      "kernel log for Xid 79/119/...; reset the GPU or reboot",
+    "not_found": "the driver did not bring this GPU up: check the kernel log for 'RmInitAdapter failed' and the GSP "
+                 "firmware, and that the driver (open or proprietary modules) supports this GPU; a reset does not "
+                 "help while the driver cannot initialise it",
     "system_not_ready": "CUDA error 802: the NVLink fabric is not initialized; start nvidia-fabricmanager (and "
                         "NVLSM on B200-class systems)",
     "other": "nvidia-smi failed: read its message",
@@ -228,7 +234,8 @@ def check_nvml(smi_failure=None, smi_q=None, proc_version=None):
     findings = []
     if kind in ("gpu_lost", "device_handle") and smi_failure.get("gpus"):
         for gpu in smi_failure["gpus"]:
-            hint = _NVML_HINTS["gpu_lost" if _GPU_LOST.search(gpu["reason"]) else "device_handle"]
+            hint = _NVML_HINTS["gpu_lost" if _GPU_LOST.search(gpu["reason"]) else
+                               "not_found" if _NOT_FOUND.match(gpu["reason"]) else "device_handle"]
             if gpu["bus_id"]:
                 findings.append(finding("error", "nvml", gpu["bus_id"], "NVML can open GPU %s" % gpu["bus_id"],
                                         "Unable to determine the device handle: %s" % gpu["reason"], hint))
@@ -741,8 +748,11 @@ def check_fabric(smi_q=None, lspci=None, fabric_manager=None, driver_version=Non
         if smi_q is None and lspci is None:
             return _not_applied("fabric", "neither nvidia-smi -q nor lspci was read", mnnvl=False,
                                 fabric_manager_required=False)
-        return _not_applied("fabric", "no NVSwitch: lspci shows no NVIDIA bridge and no GPU reports a fabric state",
-                            mnnvl=False, fabric_manager_required=False)
+        return _not_applied("fabric", "no NVSwitch: %s" % (
+            "lspci shows no NVIDIA bridge and no GPU reports a fabric state" if lspci is not None and smi_q is not None
+            else "no GPU reports a fabric state (lspci was not read)" if lspci is None
+            else "lspci shows no NVIDIA bridge (nvidia-smi -q was not read)"),
+            mnnvl=False, fabric_manager_required=False)
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
     mnnvl = is_mnnvl(smi_q)
     findings = []
@@ -1145,6 +1155,10 @@ _RUNTIME_OFF_BUS = re.compile(r"^GPU (?:at )?(?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa
 # the driver's check/assert lines once the GPU stopped answering ("nvCheckOkFailedNoLog: Check failed: GPU lost from
 # the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from ..."): the state of an Xid 79, often without its line
 _LOST_FROM_BUS = re.compile(r"\[NV_ERR_GPU_IS_LOST\]")
+# the same kind of line when the driver (GSP) refuses work until the GPU is reset ("nvAssertOkFailedNoLog: Assertion
+# failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874"): jobs on
+# that GPU fail ("CUDA-capable device(s) is/are busy or unavailable", scitix/sichek#51), often with no Xid before it
+_RESET_REQUIRED = re.compile(r"\[NV_ERR_RESET_REQUIRED\]")
 _INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
 _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
 # "the client has the version 390.25, but this kernel module has the version 390.12" and, from about 575, "the client
@@ -1152,7 +1166,8 @@ _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of t
 _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (\d+(?:\.\d+)*), but this kernel "
                            r"module has the version (\d+(?:\.\d+)*)")
 
-EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "driver_load", "init_failed", "open_required", "api_mismatch", "sxid")
+EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "driver_load", "init_failed", "open_required",
+               "api_mismatch", "sxid")
 
 
 def _stamp(prefix):
@@ -1210,7 +1225,8 @@ def parse_kernel_log(text):
     "phase"}`` where ``kind`` is ``xid`` (``NVRM: Xid (PCI:0000:9b:00): 119, pid=..., name=..., ...``; also the
     old shape without pid/name and the MIG ``GPU-I:``/``GPU-CI:`` attribution), ``off_bus`` ("fallen off the bus"
     without an Xid: at probe, ``phase`` "probe", or at run time), ``gpu_lost`` (a driver line reporting
-    ``[NV_ERR_GPU_IS_LOST]``, which names no GPU), ``driver_load`` ("NVRM: loading NVIDIA UNIX
+    ``[NV_ERR_GPU_IS_LOST]``, which names no GPU), ``reset_required`` (one reporting ``[NV_ERR_RESET_REQUIRED]``,
+    which names no GPU either), ``driver_load`` ("NVRM: loading NVIDIA UNIX
     ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``open_required`` (the GPU
     needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
     (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
@@ -1267,6 +1283,10 @@ def parse_kernel_log(text):
             continue
         if _LOST_FROM_BUS.search(message):
             event.update(kind="gpu_lost")
+            events.append(event)
+            continue
+        if _RESET_REQUIRED.search(message):
+            event.update(kind="reset_required")
             events.append(event)
             continue
         m = _INIT_FAILED.match(message)
@@ -1335,6 +1355,8 @@ def _ack_matches(ack, event):
         return True
     if event["kind"] in ("off_bus", "gpu_lost"):
         return ack["xid"] == 79
+    if event["kind"] == "reset_required":
+        return False  # it has no Xid: only "*" covers it
     return ack["xid"] == event["xid"]
 
 
@@ -1346,12 +1368,15 @@ def _ack_matches(ack, event):
 # their next access hangs; "Restart the system to reset the GPUs and NVSwitches".
 _SXID_FATAL = re.compile(r"Fatal\b")
 SXID_FATAL_CLASS = ("reboot", "RESTART_BM", "NVSwitch fatal error: the GPUs' NVLink traffic through it stalls")
+RESET_REQUIRED_CLASS = ("reset", "RESET_GPU", "the driver refuses work until a GPU is reset (NV_ERR_RESET_REQUIRED)")
 
 
 def _xid_class(event):
     """(class, action, description) of one event; 45 follows the Xid it names; 154 by its new action."""
     if event["kind"] in ("off_bus", "gpu_lost"):
         return XID_CLASSES[79]
+    if event["kind"] == "reset_required":
+        return RESET_REQUIRED_CLASS
     if event["kind"] == "sxid":
         return SXID_FATAL_CLASS
     xid = event["xid"]
@@ -1399,7 +1424,7 @@ def xid_verdicts(events, acknowledgements=None):
         # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
         if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
             continue
-        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid"):
+        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "reset_required", "sxid"):
             continue
         session = sum(1 for line in loads if line < event["line"])
         if event["phase"] == "probe":
@@ -1413,6 +1438,10 @@ def xid_verdicts(events, acknowledgements=None):
             cls = "duplicate"
         elif event["kind"] == "gpu_lost" and any(s == session for _unused, s in xid79):
             # the checks that fail after an Xid 79 of this session (they name no GPU)
+            cls = "duplicate"
+        elif event["kind"] == "reset_required" and any(
+                v["session"] == session and v["bus_id"] and v["class"] in FATAL_CLASSES for v in out):
+            # the calls that fail after a fatal Xid of a named GPU in this session: that Xid's finding says it
             cls = "duplicate"
         if event["kind"] == "off_bus":
             xid79.add((event["bus_id"], session))
@@ -1441,7 +1470,8 @@ def xid_verdicts(events, acknowledgements=None):
 
 
 def _describe(v):
-    what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s"
+    what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s",
+            "reset_required": "a GPU reset required (no Xid, no bus id)%.0s",
             }.get(v["kind"], "fallen off the bus (no Xid)%.0s") % v["xid"]
     if v["kind"] == "xid" and v["xid"] == 45 and v.get("caused_by") is not None:
         what += " (caused by Xid %d)" % v["caused_by"]
@@ -1474,7 +1504,8 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
         # Xid before a fatal one); the finding shows the latest Xid line rather than the "fallen off the bus" line
         # that follows an Xid 79.
-        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else 79 for v in items if v["position"] <= last["position"]}
+        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] == "reset_required" else 79
+                   for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
         last = ([v for v in shown if v["kind"] in ("xid", "sxid")] or shown)[-1]
         healthy = "the GPU is healthy"

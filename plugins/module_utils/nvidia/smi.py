@@ -60,7 +60,8 @@ ELISION = re.compile(r"^\s*(?:\[\.\.\.\]|\.\.\.|\u2026|--)\s*$")
 # ("... for GPU0: 0000:01:00.0: GPU is lost." / "Reboot the system to recover this GPU")
 _LOST_GPU_HINT = re.compile(r"^\s*(?:Reboot\s+)?the system to recover this GPU\.?\s*$", re.I)
 
-LOST_GPU_RE = re.compile(r"Unable to determine the device handle for[^\n]*")
+# "determine" on Linux; "detect" in the Windows build's wording (Easy-GPU-PV#276)
+LOST_GPU_RE = re.compile(r"Unable to (?:determine|detect) the device handle for[^\n]*")
 # nvidia-smi's warning before or after any output, with exit code 14: "WARNING: infoROM is corrupted at gpu
 # 0008:00:00.0"
 INFOROM_CORRUPTED_RE = re.compile(r"infoROM is corrupted at gpu "

@@ -66,6 +66,11 @@ def test_nothing_read_nothing_applies():
 SMI_ERRORS = {
     "2015-unable-to-determine-device-handle-old-shape.txt":
         ("device_handle", None, [("00000000:0B:00.0", "Unknown Error")]),
+    # the Windows build's wording ("detect")
+    "a10-hyperv-windows-unable-to-detect-device-handle-easygpupv276.txt":
+        ("device_handle", None, [("00000000:B1:00.0", "Unknown Error")]),
+    "open-515-lowercase-gpu-device-handle-not-found-ogkm246.txt":
+        ("device_handle", None, [("00000000:01:00.0", "Not Found")]),
     "460-couldnt-communicate-with-driver.txt": ("no_driver", None, []),
     "460-driver-library-mismatch-no-version-line.txt": ("driver_library_mismatch", None, []),
     "ci-550-driver-library-mismatch-nvml-version.txt": ("driver_library_mismatch", "550.144", []),
@@ -154,10 +159,16 @@ def test_p2p_mismatch_versions_agree_on_major_minor_only():
     ("tesla-p4-unable-to-determine-device-handle-unknown-error.txt", "00000000:07:00.0"),
     ("gpu-is-lost-reboot-to-recover.txt", "00000000:03:00.0"),
     ("2015-unable-to-determine-device-handle-old-shape.txt", "00000000:0B:00.0"),
+    ("a10-hyperv-windows-unable-to-detect-device-handle-easygpupv276.txt", "00000000:B1:00.0"),
+    ("open-515-lowercase-gpu-device-handle-not-found-ogkm246.txt", "00000000:01:00.0"),
 ])
 def test_unreachable_gpu_is_an_nvml_error_naming_it(name, bus):
     result = r.readiness_findings(smi_failure=r.classify_smi_failure(15, load("nvidia-smi-errors", name)))
     assert summary(result["findings"]) == [("error", "nvml", bus)]
+    # NVML's "Not Found": the driver has no such GPU (it failed to bring it up), which a reset does not cure
+    hint = result["findings"][0]["hint"]
+    assert ("RmInitAdapter failed" in hint) is name.startswith("open-515")
+    assert ("reset the GPU or reboot" in hint) is ("Unknown Error" in load("nvidia-smi-errors", name))
 
 
 @pytest.mark.parametrize("name, kind", [
@@ -851,6 +862,9 @@ KERNEL = {
     # the driver's failed checks after the GPU stopped answering, no Xid line and no bus id
     "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [
         ("gpu_lost", None, None, stamp) for stamp in ("35.564060", "35.564062", "35.564063", "35.564065")],
+    # the driver refusing work until a reset, no Xid and no bus id; the GspRmAlloc line before it is no event
+    "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt": [
+        ("reset_required", None, None, "Sun Jan 11 09:52:01 2026")],
     # NVIDIA's example lines in a driver source comment: prefix and quotes around each, bare (no time)
     "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [
         ("xid", "00000000:01:00.0", 94, None), ("xid", "00000000:01:00.0", 94, None),
@@ -909,6 +923,7 @@ XID_VERDICTS = {
     "rtx5080-laptop-580-open-dmesg-H-relative-stamps-gsp-fmc-boot-error-ogkm935.txt": [],
     # a node-level error: the lines name no GPU
     "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [("error", None)],
+    "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt": [("error", None)],
     # the contained 94s (RST: No) are the job's; the 95 is a reset
     "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [("error", "00000000:01:00.0")],
     # the Xid 48 (double bit error: reset); 63 and 94 are the driver containing it
@@ -947,6 +962,28 @@ def test_a_gpu_lost_line_is_the_xid_79_before_it_or_a_node_level_error_without_o
     # a driver reload after it deals with it, as with an Xid
     reload = "[  90.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan 22 02:00:00 UTC 2025\n"
     assert r.check_xid(r.parse_kernel_log(lost + reload))["findings"] == []
+
+
+def test_a_reset_required_line_is_a_node_level_reset_unless_a_fatal_xid_of_the_session_says_it():
+    text = load("kernel-log", "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt")
+    [finding] = r.check_xid(r.parse_kernel_log(text))["findings"]
+    assert (finding["severity"], finding["gpu"]) == ("error", None)
+    assert finding["found"].startswith("a GPU reset required (no Xid, no bus id) at Sun Jan 11 09:52:01 2026")
+    assert "reset the GPU (nvidia-smi -r)" in finding["hint"]
+    # no Xid number: only "*" acknowledges it
+    assert finding["hint"].endswith("'* * Sun Jan 11 09:52:01 2026'")
+    assert r.check_xid(r.parse_kernel_log(text), r.parse_acknowledgements(
+        "* 79 Sun Jan 11 09:52:01 2026\n"))["findings"] == [finding]
+    # after a fatal Xid of a named GPU in the same driver session it is that Xid's consequence
+    xid = "[Sun Jan 11 09:51:58 2026] NVRM: Xid (PCI:0000:1b:00): 119, pid=77, name=python, Timeout after 6s\n"
+    [finding] = r.check_xid(r.parse_kernel_log(xid + text))["findings"]
+    assert finding["gpu"] == "00000000:1B:00.0" and finding["found"].startswith("Xid 119")
+    # an application Xid before it does not explain it
+    xid13 = "[Sun Jan 11 09:51:58 2026] NVRM: Xid (PCI:0000:1b:00): 13, pid=77, name=python, Graphics Exception\n"
+    assert [f["gpu"] for f in r.check_xid(r.parse_kernel_log(xid13 + text))["findings"]] == [None]
+    # an assertion naming the status in its expression (not as the returned status) is no event
+    assert r.parse_kernel_log("NVRM: nvAssertFailedNoLog: Assertion failed: (status == NV_OK) || (status == "
+                              "NV_ERR_RESET_REQUIRED) @ rs_server.c:259\n") == []
 
 
 def test_the_drivers_reset_marks_make_any_xid_a_reset():
