@@ -1,6 +1,6 @@
 """Run the import over a part of the real-config corpus and print each case's verdict and the totals.
 
-    .venv/bin/python scripts/import-corpus-report.py dev|heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7 [CASE...]
+    .venv/bin/python scripts/import-corpus-report.py dev|heldout|heldout2|heldout3|heldout4|heldout5|heldout6|heldout7|heldout8 [CASE...]
 
 Needs root and Debian's slurmd (the judge is the real slurmd -G, see tests/integration/import_corpus.py).
 """

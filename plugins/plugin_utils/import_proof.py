@@ -274,12 +274,16 @@ class _Attempt(object):
         self.refusals = [r for _unused, r in self.site] + self.refusals
 
 
+def _named_release_line(slurm_version, version_note):
+    return "Slurm release %s (%s): the files are judged by its rules" % (
+        release_of(slurm_version), version_note or "named with -e %s" % import_release.VARIABLE)
+
+
 def _release(imported, source, header, slurm_version, version_note, attempts):
     """(the release, the report line saying how it was known or why it was assumed); ``attempts`` collects the
     _Attempt of each release tried."""
     if slurm_version is not None:
-        return release_of(slurm_version), "Slurm release %s (%s): the files are judged by its rules" % (
-            release_of(slurm_version), version_note or "named with -e %s" % import_release.VARIABLE)
+        return release_of(slurm_version), _named_release_line(slurm_version, version_note)
 
     def judge(release):
         attempt = attempts[release] = _Attempt(imported, header, release, source=source)
@@ -347,7 +351,7 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
     "rendered": {...}, "slurm_version": release, "release_line": str}``; raises ImportRefused with every refusal
     (or difference) found, each naming the file and line it concerns.
     """
-    named = None
+    named = release = None
     if slurm_version is not None:
         # judged first and alone: files judged by a release the admin did not name would refuse for its reasons
         named = version_note or "-e %s=%s" % (import_release.VARIABLE, slurm_version)
@@ -366,7 +370,12 @@ def run_import(source, header, hosts=None, slurm_version=None, repairs=None, ver
                 hint = "a release newer than this collection knows: a newer collection renders for it"
             raise ImportRefused([Refusal(named, None, "expected a Slurm release this collection knows (%s), found %r"
                                          % (", ".join(SUPPORTED), str(slurm_version)), hint)])
-    imported = import_cluster(source, hosts, None, repairs)
+    try:
+        imported = import_cluster(source, hosts, None, repairs, judged_release=release)
+    except ImportRefused as exc:
+        if named is None:
+            raise
+        raise ImportRefused(exc.refusals, notes=list(exc.notes) + [_named_release_line(slurm_version, version_note)])
     if named is not None:
         imported["provenance"][(None, "hpc_gres_slurm_version")] = named
     attempts = {}

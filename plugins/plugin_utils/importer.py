@@ -7,6 +7,7 @@ line and node. ``import_proof.prove`` then renders the result and compares it wi
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.ranges import format_int_ranges
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.mig.profiles import (
     known_models,
     normalize_model,
@@ -113,6 +114,7 @@ class ImportRefused(Exception):
 
 
 _WHERE_RE = re.compile(r"\A(?P<file>.+?) line (?P<line>\d+)\Z")
+_NOTE_AT_LINE = re.compile(r"\A(?P<file>\S+) line (?P<line>\d+): (?P<text>.*)\Z", re.S)
 
 
 def _in_file_order(refusals):
@@ -173,7 +175,25 @@ class _Import(object):
             nodes.append(node)
 
     def report_lines(self):
-        return [self._change_line(line) if isinstance(line, tuple) else line for line in self.report]
+        """The report: a note said alike of several lines of one file (one per NodeName line) is one line naming
+        them all, where the first stood; a change names its nodes."""
+        groups, order = {}, []
+        for line in self.report:
+            if isinstance(line, tuple):
+                order.append(self._change_line(line))
+                continue
+            match = _NOTE_AT_LINE.match(line)
+            if not match:
+                order.append(line)
+                continue
+            key = (match.group("file"), match.group("text"))
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            groups[key].append(int(match.group("line")))
+        return [item if isinstance(item, str) else "%s line%s %s: %s" % (
+            item[0], "s" if len(groups[item]) > 1 else "", format_int_ranges(groups[item]), item[1])
+            for item in order]
 
     def changes_made(self):
         return [self._change_line(line) for line in self.report if isinstance(line, tuple)]
@@ -201,7 +221,7 @@ def _int(value):
         return None
 
 
-def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
+def import_cluster(source, hosts=None, slurm_version=None, repairs=None, judged_release=None):
     """Translate a site's files into inventory variables.
 
     ``source``: ``{"slurm.conf": text, "includes": {name: text}, "cgroup.conf": text or None, "gres.conf": text or
@@ -210,6 +230,8 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
     ``slurm_version``: the release the cluster runs ("24.11"), written as the inventory's hpc_gres_slurm_version; the proof
     renders for it (unset: the model's default release, whose rules, e.g. whole-socket GPU Cores, then apply).
     ``repairs``: the admin's opt-ins (``REPAIRS``): ``drop_invalid_cores`` (True), ``mig_model`` (a MIG model name).
+    ``judged_release``: the release the admin named, which the refusals of options no release reads speak of (unset:
+    the default release's words).
     Returns ``{"hostvars", "groups", "cluster", "node_hosts": {node: host}, "controllers": [hosts],
     "report": [str], "changes": [str], "views": {node: node_view}, "conf": parsed slurm.conf, "provenance":
     {(node or None, lower-case field): "FILE line N"}, "mig": {node: {gres type: count}}}``; raises ImportRefused
@@ -245,7 +267,7 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
     _gres_types(imp, conf, node_vars, cluster)
     _cgroup(imp, source, cluster)
     if imp.refusals:
-        raise ImportRefused(imp.refusals + _options_no_release_reads(imp, cluster))
+        raise ImportRefused(imp.refusals + _options_no_release_reads(imp, cluster, judged_release))
     node_hosts = {name: imp.hosts.get(name, name) for name in node_vars}
     hostvars = {}
     for name, values in node_vars.items():
@@ -270,7 +292,7 @@ def import_cluster(source, hosts=None, slurm_version=None, repairs=None):
             "controller_names": ctl_names}
 
 
-def _options_no_release_reads(imp, cluster):
+def _options_no_release_reads(imp, cluster, release=None):
     """Refusals for the slurm.conf and cgroup.conf keys that no release of the option tables reads (removed, or
     dropped before them), in the words of the render's check. That check runs only on an import this stage accepts,
     so without these a site would learn of them in a second round, after fixing the refusals of this one."""
@@ -281,7 +303,7 @@ def _options_no_release_reads(imp, cluster):
             if value is None or any(_reads(table, key, release) for release in option_tables.RELEASES):
                 continue
             try:
-                options.lookup(table, key)
+                options.lookup(table, key, release)
             except options.OptionError as exc:
                 field = "%s.%s" % (variable, key)
                 out.append(Refusal(imp.provenance.get((None, field.lower()), table), None, "%s: expected %s, "
@@ -619,7 +641,21 @@ def _check_registered(imp, name, where, declared, view):
                                and (not gtype or (r["type"] or "").lower() == gtype)))
             source = " (%s %s %s)" % (_gres_text(imp, name)[1], "line" if len(lines) == 1 else "lines", ", ".join(
                 str(n) for n in lines)) if lines else " (no gres.conf line gives it)"
-            hint = "slurmctld drains this node today (count reported lower/too low); fix the files first"
+            if got.get(key, 0) < want.get(key, 0):
+                # slurmctld's reason (gres.c, 22.05 to 26.05): the GRES's total is checked first, then each type
+                total_got, total_want = (sum(counts.get(k, 0) for k in set(want) | set(got)
+                                             if k.partition(":")[0] == gres) for counts in (got, want))
+                if total_got < total_want:
+                    reason = "gres/%s count reported lower than configured (%d < %d)" % (gres, total_got, total_want)
+                else:
+                    reason = "%s count too low (%d < %d)" % (key, got.get(key, 0), want.get(key, 0))
+                hint = "slurmctld drains this node today: %s; fix the files first" % reason
+            else:
+                hint = "slurmctld's view of this node differs from slurm.conf today; fix the files first"
+            if gres == "gpu" and not lines and got.get(key, 0) == 0 and (imp.source.get("gres.conf") is not None or
+                                                       imp.source.get("node_gres")):
+                hint += ("; slurmd keeps a GPU only with a File= line (Name=%s%s File=/dev/nvidiaN) or AutoDetect "
+                         "finding it" % (gres, " Type=%s" % gtype if gtype else ""))
             if not lines and imp.source.get("gres.conf") is None and not imp.source.get("node_gres"):
                 hint = ("no gres.conf was found in the source directory (expected gres.conf beside slurm.conf, or "
                         "NODE/gres.conf per node): if the nodes have one, copy it there and import again; with none, "

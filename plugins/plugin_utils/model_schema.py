@@ -410,7 +410,8 @@ DOC_TABLES = {
             '`hpc_gres_slurm_version`',
             '`"24.11"`',
             'the Slurm release the cluster runs, `"22.05"` to `"26.05"` (`"24.11.5"` and `slurmd -V` text are read '
-            'as their release). Quote it: an unquoted `24.10` would be the number 24.1. Rendering and every check '
+            "as their release), written with Slurm's two-digit month: `\"23.2\"` is refused rather than guessed. "
+            'Quote it: an unquoted `24.10` would be the number 24.1. Rendering and every check '
             "follow that release's rules, see [Slurm releases](#slurm-releases). Unset, `24.11` is assumed and the "
             'render summary says so.',
         ),

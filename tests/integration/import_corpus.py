@@ -1,7 +1,7 @@
 """Judge the import on real cluster configs with the real slurmd (used by test_import_corpus.py and
 scripts/import-corpus-report.py).
 
-A case is a directory of tests/fixtures/slurm/import/{dev,heldout,heldout2,...,heldout7}/ holding a site's
+A case is a directory of tests/fixtures/slurm/import/{dev,heldout,heldout2,...,heldout8}/ holding a site's
 slurm.conf and gres.conf (each file starts with its ``# source:`` line). Per case:
 
 * accepted: the real ``slurmd -N NODE -G`` starts on the original files for every GRES node (no fatal; a

@@ -188,7 +188,8 @@ def test_autodetect_of_the_cluster_and_one_node_off():
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "Name=gpu File=/dev/gpu~0\n",
      "gres.conf line 1, node n1: device file /dev/gpu~0 (the inventory takes a GPU's device file as an absolute path"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:4\n", "Name=gpu File=/dev/nvidia[0-1]\n",
-     "slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (gres.conf line 1) (slurmctld drains this node today"),
+     "slurm.conf line 7, node n1: slurm.conf declares gpu:4, slurmd registers 2 (gres.conf line 1) (slurmctld drains this node today: "
+     "gres/gpu count reported lower than configured (2 < 4); fix the files first)"),
     ("GresTypes=gpu\nNodeName=n1 Sockets=1 CoresPerSocket=4 Gres=gpu:1\n", "Name=gpu File=/dev/nvidia0 Cores=0-7\n",
      "gres.conf line 1, node n1: gpu Cores=0-7 (slurmd drops this binding (Invalid GRES data for gpu)"),
     ("GresTypes=gpu\nNodeName=n1 Gres=gpu:1\n", "AutoDetect=rsmi\nName=gpu File=/dev/nvidia0\n",
@@ -216,6 +217,44 @@ def test_a_named_release_the_collection_does_not_know_is_the_one_refusal(named, 
     [line] = err.value.lines()
     assert line.startswith("-e hpc_gres_import_slurm_version=%s: expected a Slurm release this collection knows "
                            "(22.05, 23.02, " % named) and hint in line
+    assert "judged by" not in str(err.value)
+
+
+def test_a_typed_gpu_with_no_gres_conf_line_is_refused_with_slurms_reason_and_what_slurmd_needs():
+    found = refusals("GresTypes=gpu\nNodeName=n1 Gres=gpu:rtx6000:2\n", "Name=mps Count=100\n")
+    assert found == ["slurm.conf line 7, node n1: slurm.conf declares gpu:rtx6000:2, slurmd registers 0 (no gres.conf "
+                     "line gives it) (slurmctld drains this node today: gres/gpu count reported lower than configured "
+                     "(0 < 2); fix the files first; slurmd keeps a GPU only with a File= line (Name=gpu Type=rtx6000 "
+                     "File=/dev/nvidiaN) or AutoDetect finding it)"], found
+    # one type short: slurmd leaves out the extra a100 (Ignoring extra GRES), so the total is short too, and
+    # slurmctld's reason is the total's
+    found = refusals("GresTypes=gpu\nNodeName=n1 Gres=gpu:a100:1,gpu:v100:1\n",
+                     "Name=gpu Type=a100 File=/dev/nvidia0\nName=gpu Type=a100 File=/dev/nvidia1\n")
+    assert [line.split(" (", 2)[2][:95] for line in found] == [
+        "slurmctld drains this node today: gres/gpu count reported lower than configured (1 < 2); fix the files first"[:95]]
+
+
+def test_a_note_said_alike_of_many_nodename_lines_is_one_report_line():
+    slurm = "GresTypes=gpu\n" + "".join(
+        "NodeName=n%d Boards=1 SocketsPerBoard=2 CoresPerSocket=4 Gres=gpu:1\n" % i for i in range(1, 5))
+    done = run_import(source(slurm, "Name=gpu File=/dev/nvidia0\n"), [], slurm_version="24.11")
+    notes = [line for line in done["report"] if "SocketsPerBoard written as Sockets" in line]
+    assert notes == ["slurm.conf lines 7-10: SocketsPerBoard written as Sockets (one board: the same for Slurm)"]
+
+
+def test_first_stage_refusals_speak_of_the_release_the_admin_named_and_end_with_it():
+    """A node refused before the release is chosen (it drains today) comes with the options no release reads: their
+    refusal names the release the admin named, not the default, and the release line ends the refusal."""
+    slurm = "GresTypes=gpu\nSchedulerPort=7321\nNodeName=n1 Gres=gpu:2\n"
+    with pytest.raises(ImportRefused) as err:
+        run_import(source(slurm, "Name=gpu File=/dev/nvidia0\n"), [], slurm_version="22.05")
+    text = str(err.value)
+    assert "expected a slurm.conf option that Slurm 22.05 reads, found SchedulerPort" in text, text
+    assert "Slurm 24.11" not in text
+    assert text.endswith("Slurm release 22.05 (named with -e hpc_gres_import_slurm_version): the files are judged "
+                         "by its rules")
+    with pytest.raises(ImportRefused) as err:
+        run_import(source(slurm, "Name=gpu File=/dev/nvidia0\n"), [])
     assert "judged by" not in str(err.value)
 
 
