@@ -114,6 +114,9 @@ def compare(imported, files, source, deferred=None):
     if old_types != new_types:
         diffs.append("GresTypes %s != rendered %s" % (",".join(sorted(old_types)), ",".join(sorted(new_types))))
     old_parts = {n: partition_definition(p) for n, p in old["partitions"].items()}
+    for name, keys in (dropped.get("partitions") or {}).items():
+        for key in keys:
+            old_parts.get(name, {}).pop(key, None)
     defaults = [n for n, p in old_parts.items() if p["default"] == "YES"]  # partition_definition: YES/NO
     for name in defaults[:-1]:  # slurmctld: the last Default=YES partition is the default
         old_parts[name]["default"] = "NO"
@@ -305,8 +308,8 @@ _DEFUNCT_FILES = (("slurm.conf", "hpc_gres_slurm_conf_options"), ("cgroup.conf",
 
 def _drop_defunct(imported, release):
     """Leave out of ``imported`` the options ``release`` ignores as defunct (a Debian 12 cgroup.conf's
-    ``CgroupAutomount=yes`` on a cluster that runs 23.11 or later), and a slurm.conf option Slurm ignores beside
-    another (``DefMemPerCPU`` beside ``DefMemPerNode``), each with a note; the proof then leaves them out
+    ``CgroupAutomount=yes`` on a cluster that runs 23.11 or later), and a slurm.conf or partition option Slurm ignores
+    beside another (``DefMemPerCPU`` beside ``DefMemPerNode``), each with a note; the proof then leaves them out
     of its comparison (``imported["dropped"]``). The render refuses them in an inventory: Slurm would log an error at
     every start. Returns the notes (a refusal for another reason shows them too)."""
     dropped = imported.setdefault("dropped", {})
@@ -337,6 +340,19 @@ def _drop_defunct(imported, release):
                              where, key, options[key], kept, ignored, kept))
             del options[key]
             dropped.setdefault("slurm.conf", set()).add(key.lower())
+    # a partition's pair likewise (read_config.c: its own or PartitionName=DEFAULT's PerNode wins over either PerCPU)
+    for pos, part in enumerate(imported["cluster"].get("hpc_gres_partitions") or []):
+        options = part.get("options") or {}
+        present = {k.lower(): k for k, v in options.items() if v is not None}
+        for ignored, kept in IGNORED_BESIDE:
+            if ignored.lower() in present and kept.lower() in present:
+                key = present[ignored.lower()]
+                where = imported["provenance"].get((None, "hpc_gres_partitions[%d]" % pos), "slurm.conf")
+                notes.append("%s: PartitionName=%s %s=%s not imported: Slurm ignores it beside %s and logs '%s ignored, "
+                             "since it's mutually exclusive with %s' (read_config.c), so the rendered slurm.conf "
+                             "leaves it out" % (where, part["name"], key, options[key], kept, ignored, kept))
+                del options[key]
+                dropped.setdefault("partitions", {}).setdefault(part["name"], set()).add(key.lower())
     imported["report"].extend(notes)
     return notes
 

@@ -544,6 +544,24 @@ def test_an_option_slurm_ignores_beside_another_is_left_out_with_a_note():
     assert "DefMemPerCPU" not in conf and "DefMemPerNode=64000" in conf and "MaxMemPerCPU=4000" in conf
 
 
+@pytest.mark.parametrize("lines, partition_line", [
+    ("PartitionName=gpu Nodes=n1 DefMemPerCPU=2000 DefMemPerNode=64000 MaxTime=1-0\n", 7),
+    # PartitionName=DEFAULT's PerNode wins over the partition's own PerCPU (read_config.c reads tbl, then dflt)
+    ("PartitionName=DEFAULT DefMemPerNode=64000\nPartitionName=gpu Nodes=n1 DefMemPerCPU=2000 MaxTime=1-0\n", 8),
+])
+def test_a_partitions_option_slurm_ignores_beside_another_is_left_out_with_a_note(lines, partition_line):
+    done = run_import(source("NodeName=n1\n" + lines), [])
+    [note] = [line for line in done["report"] if "not imported: Slurm ignores it" in line]
+    assert note == ("slurm.conf line %d: PartitionName=gpu DefMemPerCPU=2000 not imported: Slurm ignores it beside "
+                    "DefMemPerNode and logs 'DefMemPerCPU ignored, since it's mutually exclusive with DefMemPerNode' "
+                    "(read_config.c), so the rendered slurm.conf leaves it out" % partition_line)
+    [rendered] = [line for line in done["rendered"]["slurm.conf"].splitlines() if line.startswith("PartitionName=gpu")]
+    assert "DefMemPerNode=64000" in rendered and "DefMemPerCPU" not in rendered
+    # alone, a partition's DefMemPerCPU stays
+    done = run_import(source("NodeName=n1\nPartitionName=gpu Nodes=n1 DefMemPerCPU=2000 MaxTime=1-0\n"), [])
+    assert "DefMemPerCPU=2000" in done["rendered"]["slurm.conf"]
+
+
 def test_an_option_the_named_release_ignores_as_defunct_is_left_out_with_a_note():
     # Slurm 23.11+ parses CgroupAutomount, and 24.05+ CoreSpecPlugin, only to log "The option ... is defunct"
     # (cgroup.c and read_config.c _defunct_option) and runs on; an option Slurm no longer reads (ConstrainKmemSpace)
