@@ -4,6 +4,7 @@ per slurm.conf option, partition and cgroup.conf option. Any difference refuses 
 """
 import re
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import hostlist
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.conf import (
     ConfSyntaxError,
@@ -32,7 +33,7 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.importer import (
     import_cluster,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.model import build_cluster_model
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import merged_entries
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.problem_report import host_expression, merged_entries
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.render import CLUSTER, deferred_gres, render_all
 
 # slurm.conf options the renderer derives; compared through the model instead of as text
@@ -196,7 +197,17 @@ def _warning(imported, nodes, text):
                 "hpc_gres_gpus to the imported inventory")
     match = re.match(r"^host (\S+): ([^:\s]+): (.*)$", text, re.S)
     if not match:
-        return "imported inventory: %s" % text
+        group = re.match(r"^hosts (\S+): ([^:\s]+): (.*)$", text, re.S)
+        try:
+            names = [nodes.get(h, h) for h in hostlist.expand_hostlist(group.group(1))] if group else []
+        except hostlist.BadHostlist:
+            names = []
+        if not names:
+            return "WARNING: imported inventory: %s" % text
+        # one warning for the hosts of one group: at their line when they share it (one NodeName line)
+        wheres = set(where_of(imported, name, group.group(2)) for name in names)
+        return "WARNING: %snodes %s: %s: %s" % ("%s, " % wheres.pop() if len(wheres) == 1 else "",
+                                                host_expression(names), group.group(2), group.group(3))
     node = nodes.get(match.group(1))
     return "WARNING: %s%s: %s: %s" % (where_of(imported, node, match.group(2)), ", node %s" % node if node else "",
                                       match.group(2), match.group(3))

@@ -242,6 +242,14 @@ def test_a_note_said_alike_of_many_nodename_lines_is_one_report_line():
     assert notes == ["slurm.conf lines 7-10: SocketsPerBoard written as Sockets (one board: the same for Slurm)"]
 
 
+def test_a_warning_for_the_hosts_of_one_group_names_their_line_and_nodes():
+    done = run_import(source("GresTypes=gpu\nNodeName=n[1-3] Gres=gpu:teslak40:1\n",
+                             "Name=gpu Type=teslak40 File=/dev/nvidia0\n"), [], slurm_version="24.11")
+    [line] = [line for line in done["report"] if "teslak40" in line and "WARNING" in line]
+    assert line.startswith("WARNING: gres.conf line 1, nodes n[1-3]: hpc_gres_gpus[0].type: expected a type that "
+                           "names a GPU model"), line
+
+
 def test_first_stage_refusals_speak_of_the_release_the_admin_named_and_end_with_it():
     """A node refused before the release is chosen (it drains today) comes with the options no release reads: their
     refusal names the release the admin named, not the default, and the release line ends the refusal."""
