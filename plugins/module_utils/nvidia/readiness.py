@@ -1159,6 +1159,9 @@ _LOST_FROM_BUS = re.compile(r"\[NV_ERR_GPU_IS_LOST\]")
 # failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @ kernel_channel.c:2874"): jobs on
 # that GPU fail ("CUDA-capable device(s) is/are busy or unavailable", scitix/sichek#51), often with no Xid before it
 _RESET_REQUIRED = re.compile(r"\[NV_ERR_RESET_REQUIRED\]")
+# "nvGpuOpsReportFatalError: uvm encountered global fatal error 0x60, requiring os reboot to recover." (nv_gpu_ops.c):
+# the UVM driver's state is poisoned for every GPU; with R560+ an Xid 154 (Node Reboot Required) usually follows
+_UVM_FATAL = re.compile(r"uvm encountered global fatal error", re.I)
 _INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
 _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
 # "the client has the version 390.25, but this kernel module has the version 390.12" and, from about 575, "the client
@@ -1166,8 +1169,8 @@ _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of t
 _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (\d+(?:\.\d+)*), but this kernel "
                            r"module has the version (\d+(?:\.\d+)*)")
 
-EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "driver_load", "init_failed", "open_required",
-               "api_mismatch", "sxid")
+EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "uvm_fatal", "driver_load", "init_failed",
+               "open_required", "api_mismatch", "sxid")
 
 
 def _stamp(prefix):
@@ -1226,7 +1229,8 @@ def parse_kernel_log(text):
     old shape without pid/name and the MIG ``GPU-I:``/``GPU-CI:`` attribution), ``off_bus`` ("fallen off the bus"
     without an Xid: at probe, ``phase`` "probe", or at run time), ``gpu_lost`` (a driver line reporting
     ``[NV_ERR_GPU_IS_LOST]``, which names no GPU), ``reset_required`` (one reporting ``[NV_ERR_RESET_REQUIRED]``,
-    which names no GPU either), ``driver_load`` ("NVRM: loading NVIDIA UNIX
+    which names no GPU either), ``uvm_fatal`` ("uvm encountered global fatal error ..., requiring os reboot"),
+    ``driver_load`` ("NVRM: loading NVIDIA UNIX
     ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``open_required`` (the GPU
     needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
     (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
@@ -1287,6 +1291,10 @@ def parse_kernel_log(text):
             continue
         if _RESET_REQUIRED.search(message):
             event.update(kind="reset_required")
+            events.append(event)
+            continue
+        if _UVM_FATAL.search(message):
+            event.update(kind="uvm_fatal")
             events.append(event)
             continue
         m = _INIT_FAILED.match(message)
@@ -1355,7 +1363,7 @@ def _ack_matches(ack, event):
         return True
     if event["kind"] in ("off_bus", "gpu_lost"):
         return ack["xid"] == 79
-    if event["kind"] == "reset_required":
+    if event["kind"] in _NODE_LEVEL_KINDS:
         return False  # it has no Xid: only "*" covers it
     return ack["xid"] == event["xid"]
 
@@ -1369,6 +1377,11 @@ def _ack_matches(ack, event):
 _SXID_FATAL = re.compile(r"Fatal\b")
 SXID_FATAL_CLASS = ("reboot", "RESTART_BM", "NVSwitch fatal error: the GPUs' NVLink traffic through it stalls")
 RESET_REQUIRED_CLASS = ("reset", "RESET_GPU", "the driver refuses work until a GPU is reset (NV_ERR_RESET_REQUIRED)")
+UVM_FATAL_CLASS = ("reboot", "RESTART_BM", "the driver's unified memory (UVM) is in a global fatal state: new CUDA "
+                   "work fails until the OS is rebooted")
+# Events that name no GPU and are judged for the node unless a fatal Xid of a named GPU in the same driver load
+# explains them.
+_NODE_LEVEL_KINDS = ("reset_required", "uvm_fatal")
 
 
 def _xid_class(event):
@@ -1377,6 +1390,8 @@ def _xid_class(event):
         return XID_CLASSES[79]
     if event["kind"] == "reset_required":
         return RESET_REQUIRED_CLASS
+    if event["kind"] == "uvm_fatal":
+        return UVM_FATAL_CLASS
     if event["kind"] == "sxid":
         return SXID_FATAL_CLASS
     xid = event["xid"]
@@ -1424,7 +1439,7 @@ def xid_verdicts(events, acknowledgements=None):
         # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
         if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
             continue
-        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "reset_required", "sxid"):
+        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid") + _NODE_LEVEL_KINDS:
             continue
         session = sum(1 for line in loads if line < event["line"])
         if event["phase"] == "probe":
@@ -1439,14 +1454,16 @@ def xid_verdicts(events, acknowledgements=None):
         elif event["kind"] == "gpu_lost" and any(s == session for _unused, s in xid79):
             # the checks that fail after an Xid 79 of this session (they name no GPU)
             cls = "duplicate"
-        elif event["kind"] == "reset_required" and any(
-                v["session"] == session and v["bus_id"] and v["class"] in FATAL_CLASSES for v in out):
-            # the calls that fail after a fatal Xid of a named GPU in this session: that Xid's finding says it
-            cls = "duplicate"
         if event["kind"] == "off_bus":
             xid79.add((event["bus_id"], session))
         out.append(dict(event, position=position, session=session, **{
             "class": cls, "action": action, "description": description, "dealt_with": None}))
+    explained = set(v["session"] for v in out if v["bus_id"] and v["class"] in FATAL_CLASSES)
+    for v in out:
+        if v["kind"] in _NODE_LEVEL_KINDS and v["session"] in explained:
+            # what a fatal Xid of a named GPU in this driver load brings with it (before or after it): that Xid's
+            # finding says it
+            v["class"] = "duplicate"
     last_session = max([len(loads)] + [v["session"] for v in out])
     for v in out:
         if v["session"] < last_session:
@@ -1472,6 +1489,7 @@ def xid_verdicts(events, acknowledgements=None):
 def _describe(v):
     what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s",
             "reset_required": "a GPU reset required (no Xid, no bus id)%.0s",
+            "uvm_fatal": "a UVM global fatal error (no Xid, no bus id)%.0s",
             }.get(v["kind"], "fallen off the bus (no Xid)%.0s") % v["xid"]
     if v["kind"] == "xid" and v["xid"] == 45 and v.get("caused_by") is not None:
         what += " (caused by Xid %d)" % v["caused_by"]
@@ -1504,7 +1522,7 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
         # Xid before a fatal one); the finding shows the latest Xid line rather than the "fallen off the bus" line
         # that follows an Xid 79.
-        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] == "reset_required" else 79
+        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NODE_LEVEL_KINDS else 79
                    for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
         last = ([v for v in shown if v["kind"] in ("xid", "sxid")] or shown)[-1]

@@ -865,6 +865,7 @@ KERNEL = {
     # the driver refusing work until a reset, no Xid and no bus id; the GspRmAlloc line before it is no event
     "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt": [
         ("reset_required", None, None, "Sun Jan 11 09:52:01 2026")],
+    "gb200-nv-err-reset-required-dmesg-one-line-dradriver982.txt": [("reset_required", None, None, "373871.354096")],
     # NVIDIA's example lines in a driver source comment: prefix and quotes around each, bare (no time)
     "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [
         ("xid", "00000000:01:00.0", 94, None), ("xid", "00000000:01:00.0", 94, None),
@@ -924,6 +925,7 @@ XID_VERDICTS = {
     # a node-level error: the lines name no GPU
     "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [("error", None)],
     "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt": [("error", None)],
+    "gb200-nv-err-reset-required-dmesg-one-line-dradriver982.txt": [("error", None)],
     # the contained 94s (RST: No) are the job's; the 95 is a reset
     "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [("error", "00000000:01:00.0")],
     # the Xid 48 (double bit error: reset); 63 and 94 are the driver containing it
@@ -984,6 +986,27 @@ def test_a_reset_required_line_is_a_node_level_reset_unless_a_fatal_xid_of_the_s
     # an assertion naming the status in its expression (not as the returned status) is no event
     assert r.parse_kernel_log("NVRM: nvAssertFailedNoLog: Assertion failed: (status == NV_OK) || (status == "
                               "NV_ERR_RESET_REQUIRED) @ rs_server.c:259\n") == []
+
+
+def test_a_uvm_global_fatal_error_is_a_node_reboot_unless_a_fatal_xid_of_the_load_explains_it():
+    """nv_gpu_ops.c nvGpuOpsReportFatalError: the UVM driver's state is poisoned for every GPU; R560+ print an Xid 154
+    (Node Reboot Required) with it, older drivers only this line (continued on a second line in dmesg)."""
+    uvm = ("[ 812.5] NVRM: nvGpuOpsReportFatalError: uvm encountered global fatal error 0x60,\n"
+           "               NVRM: requiring os reboot to recover.\n")
+    [event] = r.parse_kernel_log(uvm)
+    assert event["kind"] == "uvm_fatal" and event["message"].endswith("requiring os reboot to recover.")
+    [finding] = r.check_xid(r.parse_kernel_log(uvm))["findings"]
+    assert (finding["severity"], finding["gpu"]) == ("error", None) and "reboot the node" in finding["hint"]
+    assert finding["found"].startswith("a UVM global fatal error (no Xid, no bus id) at 812.5")
+    assert finding["hint"].endswith("'* * 812.5'")
+    # an Xid 154 after it, in the same driver load, names the GPU: one finding, the GPU's
+    xid154 = ("[ 812.6] NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 "
+              "(Node Reboot Required)\n")
+    [finding] = r.check_xid(r.parse_kernel_log(uvm + xid154))["findings"]
+    assert finding["gpu"] == "00000000:01:00.0"
+    # a reload of the driver deals with it
+    reload = "[ 900.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
+    assert r.check_xid(r.parse_kernel_log(uvm + reload))["findings"] == []
 
 
 def test_the_drivers_reset_marks_make_any_xid_a_reset():
