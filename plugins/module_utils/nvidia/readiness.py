@@ -592,8 +592,11 @@ def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
     notes = {}
     for event in kernel_events or []:
-        if event.get("bus_id") and event["kind"] in ("init_failed", "off_bus", "open_required"):
-            notes.setdefault(event["bus_id"], event["message"])
+        if event.get("bus_id") and event["kind"] in ("init_failed", "probe_failed", "off_bus", "open_required"):
+            notes.setdefault(event["bus_id"], event["message"] + (
+                " (the nvidia module could not take the GPU: most often a PCI BAR the BIOS left unassigned, 'BAR1 is "
+                "0M' or 'request_mem_region failed' before it: enable Above 4G decoding or a larger MMIO space; or "
+                "another driver holds it)" if event["kind"] == "probe_failed" else ""))
     findings = []
     listed = {b for b in seen if b}
     # a GPU bound to vfio-pci is the virtual machine's, not this node's: nvidia-smi never lists it
@@ -1144,6 +1147,9 @@ _XID = re.compile(r"^Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]
 # an Xid whose bus id is not one (elided or masked in a pasted log: "PCI:0000:xx:00"): still an Xid, of no known GPU
 _XID_UNKNOWN_BUS = re.compile(r"^Xid \(([^)]*)\):\s*(\d+),\s*(.*)$")
 _SXID = re.compile(r"SXid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
+# the kernel's driver core when the nvidia module's probe of a GPU fails ("nvidia: probe of 0000:af:00.0 failed with
+# error -1", gpu-operator#232: a BAR the BIOS left unassigned); the GPU stays on lspci and out of nvidia-smi
+_PROBE_FAILED = re.compile(r"nvidia: (probe of ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]) failed.*)$")
 _PID_NAME = re.compile(r"^pid=('?<?[^,>']*>?'?)(?:,\s*name=(<unknown>|[^,]*))?,\s*(.*)$")
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
 _RECOVERY = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]+) \(([^)]*)\) to (0x[0-9A-Fa-f]+) \(([^)]*)\)")
@@ -1170,7 +1176,7 @@ _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (
                            r"module has the version (\d+(?:\.\d+)*)")
 
 EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "uvm_fatal", "driver_load", "init_failed",
-               "open_required", "api_mismatch", "sxid")
+               "probe_failed", "open_required", "api_mismatch", "sxid")
 
 
 def _stamp(prefix):
@@ -1215,6 +1221,10 @@ def _messages(text):
                 messages.append((number, stamp, message))
         elif sx:
             messages.append((number, _stamp(line[:sx.start()]), line[sx.start():].strip()))
+        else:
+            probe = _PROBE_FAILED.search(line)
+            if probe:
+                messages.append((number, _stamp(line[:probe.start()]), line[probe.start():].strip()))
     return messages
 
 
@@ -1231,7 +1241,8 @@ def parse_kernel_log(text):
     ``[NV_ERR_GPU_IS_LOST]``, which names no GPU), ``reset_required`` (one reporting ``[NV_ERR_RESET_REQUIRED]``,
     which names no GPU either), ``uvm_fatal`` ("uvm encountered global fatal error ..., requiring os reboot"),
     ``driver_load`` ("NVRM: loading NVIDIA UNIX
-    ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``open_required`` (the GPU
+    ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``probe_failed`` (the kernel's
+    "nvidia: probe of <bus> failed with error -1"), ``open_required`` (the GPU
     needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
     (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
     """
@@ -1300,6 +1311,11 @@ def parse_kernel_log(text):
         m = _INIT_FAILED.match(message)
         if m:
             event.update(kind="init_failed", bus_id=_bus(m.group(1)), message=m.group(2))
+            events.append(event)
+            continue
+        m = _PROBE_FAILED.match(message)
+        if m:
+            event.update(kind="probe_failed", bus_id=_bus(m.group(2)), message=message)
             events.append(event)
             continue
         m = _OPEN_REQUIRED.search(message)

@@ -502,6 +502,17 @@ def test_a_driver_line_counts_for_the_function_right_above_it_only():
     assert r.parse_lspci(vmm)["gpus"][0]["driver"] == "vfio-pci"
 
 
+def test_a_failed_probe_in_the_kernel_log_goes_into_the_missing_gpus_hint():
+    lspci = r.parse_lspci(load("lspci", "a10-1gpu-qemu-vm-lspci-nn.txt"))  # its GPU at 06:00.0
+    no_devices = r.classify_smi_failure(6, load("nvidia-smi-errors", "rtx5090-575-no-devices-were-found.txt"))
+    log = load("kernel-log", "t4x4-dl380-probe-failed-request-mem-region-0M-dmesg-gpuop232.txt").replace(
+        "0000:af:00.0", "0000:06:00.0")
+    [finding] = r.check_gpu_count(lspci, smi_failure=no_devices, kernel_events=r.parse_kernel_log(log))["findings"]
+    assert finding["hint"].startswith("kernel log: nvidia: probe of 0000:06:00.0 failed with error -1 (the nvidia "
+                                      "module could not take the GPU")
+    assert "Above 4G decoding" in finding["hint"]
+
+
 def test_gpu_count_no_devices_and_not_applied():
     lspci = r.parse_lspci(load("lspci", "a10-1gpu-qemu-vm-lspci-nn.txt"))
     no_devices = r.classify_smi_failure(6, load("nvidia-smi-errors", "rtx5090-575-no-devices-were-found.txt"))
@@ -866,6 +877,9 @@ KERNEL = {
     "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt": [
         ("reset_required", None, None, "Sun Jan 11 09:52:01 2026")],
     "gb200-nv-err-reset-required-dmesg-one-line-dradriver982.txt": [("reset_required", None, None, "373871.354096")],
+    # the kernel's driver-core line for a failed probe (no NVRM: prefix); the request_mem_region message is no event
+    "t4x4-dl380-probe-failed-request-mem-region-0M-dmesg-gpuop232.txt": [
+        ("probe_failed", "00000000:AF:00.0", None, "204.163305")],
     # NVIDIA's example lines in a driver source comment: prefix and quotes around each, bare (no time)
     "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [
         ("xid", "00000000:01:00.0", 94, None), ("xid", "00000000:01:00.0", 94, None),
@@ -926,6 +940,7 @@ XID_VERDICTS = {
     "gpu-lost-from-the-bus-nvcheckokfailed-no-xid-dmesg-john5835.txt": [("error", None)],
     "gsp-nv-err-reset-required-no-xid-dmesg-T-sichek51.txt": [("error", None)],
     "gb200-nv-err-reset-required-dmesg-one-line-dradriver982.txt": [("error", None)],
+    "t4x4-dl380-probe-failed-request-mem-region-0M-dmesg-gpuop232.txt": [],
     # the contained 94s (RST: No) are the job's; the 95 is a reset
     "nvidia-rm-source-comment-xid94-xid95-rst-d-rst-flags-ga100.txt": [("error", "00000000:01:00.0")],
     # the Xid 48 (double bit error: reset); 63 and 94 are the driver containing it
