@@ -652,11 +652,11 @@ def _check_registered(imp, name, where, declared, view):
                 hint = "slurmctld drains this node today: %s; fix the files first" % reason
             else:
                 hint = "slurmctld's view of this node differs from slurm.conf today; fix the files first"
-            if gres == "gpu" and not lines and got.get(key, 0) == 0 and (imp.source.get("gres.conf") is not None or
-                                                       imp.source.get("node_gres")):
+            has_gres_conf = imp.source.get("gres.conf") is not None or bool(imp.source.get("node_gres"))
+            if gres == "gpu" and not lines and got.get(key, 0) == 0 and has_gres_conf:
                 hint += ("; slurmd keeps a GPU only with a File= line (Name=%s%s File=/dev/nvidiaN) or AutoDetect "
                          "finding it" % (gres, " Type=%s" % gtype if gtype else ""))
-            if not lines and imp.source.get("gres.conf") is None and not imp.source.get("node_gres"):
+            if not lines and not has_gres_conf:
                 hint = ("no gres.conf was found in the source directory (expected gres.conf beside slurm.conf, or "
                         "NODE/gres.conf per node): if the nodes have one, copy it there and import again; with none, "
                         "slurmctld drains this node today")
