@@ -145,7 +145,8 @@ ansible_facts:
               elements: int
             numa_affinity: {description: NUMA nodes of the GPU (C(topo -m)); null when not reported., type: list,
                             elements: int}
-            numa_node: {description: "The GPU's NUMA node, or null when unknown or ambiguous.", type: int}
+            numa_node: {description: "The GPU's NUMA node (where C(topo -m) says N/A, the one NUMA node holding all
+                                       its cpus), or null when unknown or ambiguous.", type: int}
             slurm_cores:
               description: Slurm core indices local to the GPU as a range string (C(Cores=) syntax); null when the
                 affinity or the CPU topology is unknown.

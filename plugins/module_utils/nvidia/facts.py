@@ -108,6 +108,11 @@ def read_process(root, pid, clock_ticks=None):
 
 def _numa_node(numa_affinity, cpu_affinity, numa_nodes):
     if not numa_affinity:
+        # topo -m prints N/A (one NUMA node, some VMs): the node whose cpus hold all of the GPU's, if exactly one does
+        if cpu_affinity and numa_nodes:
+            holding = [n for n, cpus in numa_nodes.items() if set(cpu_affinity) <= set(cpus)]
+            if len(holding) == 1:
+                return holding[0]
         return None
     if len(numa_affinity) == 1:
         return numa_affinity[0]

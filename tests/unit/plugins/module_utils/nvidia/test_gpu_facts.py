@@ -153,6 +153,10 @@ def test_numa_node_unknown_when_ambiguous():
     assert gpu_facts._numa_node([0, 1], [0], {0: [0], 1: [1]}) == 0
     assert gpu_facts._numa_node([0, 1], [0], {}) is None
     assert gpu_facts._numa_node(None, [0], {}) is None
+    # topo -m's N/A: the one node holding every cpu of the GPU's affinity, if one does
+    assert gpu_facts._numa_node(None, [0, 1], {0: [0, 1, 2, 3]}) == 0
+    assert gpu_facts._numa_node(None, [2, 3], {0: [0, 1], 1: [2, 3]}) == 1
+    assert gpu_facts._numa_node(None, [1, 2], {0: [0, 1], 1: [2, 3]}) is None
 
 
 def test_h200_vm_recorded_outputs_give_the_facts_read_off_them(tmp_path):
