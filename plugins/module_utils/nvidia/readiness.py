@@ -1141,7 +1141,9 @@ _CONTINUATION = re.compile(r"^\s+NVRM:\s?(.*)$")
 _RSYSLOG_NEWLINE = re.compile(r"#012(?:\s*NVRM:\s?)?")
 # a line of a multi-line message goes on in lower case or with a bracket ("NVRM: this kernel module has the version
 # ...", "NVRM: (PCI ID: 10de:26b5) installed in ..."); a new message starts upper case, or with "loading NVIDIA UNIX"
-_GOES_ON = re.compile(r"^(?!loading )[^A-Z]")
+# ... but a line that opens with the name of the driver function printing it ("nvAssertOkFailedNoLog: ...",
+# "rpcRmApiAlloc_GSP: ...") is a message of its own
+_GOES_ON = re.compile(r"^(?!loading )(?![A-Za-z_]\w*: )[^A-Z]")
 _XID = re.compile(r"^Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                   r"(?:\s+GPU-I:(\d+))?(?:\s+GPU-CI:(\d+))?\):\s*(\d+),\s*(.*)$")
 # an Xid whose bus id is not one (elided or masked in a pasted log: "PCI:0000:xx:00"): still an Xid, of no known GPU
