@@ -653,10 +653,10 @@ def registered(plan, read, check_mode=False):
 
 
 def confirmed(plan, state, files, mode="files"):
-    """Nodes slurmctld shows registered (ok or resumed), not drained, not DOWN, those this run restarted first, and
-    the smoke test's sruns on them (one per GPU type; the site's own files decide confinement in include mode)."""
+    """Nodes slurmctld shows registered (ok or resumed), not drained, not DOWN, idle ones and those this run
+    restarted first, and the smoke test's sruns on them (one per GPU type; the site's own files decide confinement in include mode)."""
     plan = dict(plan, refusal=None)
-    usable, preferred = [], []
+    usable, preferred, busy = [], [], []
     for host in plan["targets"]:
         facts = state.get(host, {})
         confirm = facts.get("hpc_gres_slurmd_confirmed") or (plan.get("registered") or {}).get(
@@ -669,11 +669,13 @@ def confirmed(plan, state, files, mode="files"):
         usable.append(plan["names"][host])
         if facts.get("hpc_gres_slurmd_restarted"):
             preferred.append(plan["names"][host])
+        if node.get("state_base") in ("ALLOCATED", "MIXED") or "COMPLETING" in (node.get("state_flags") or []):
+            busy.append(plan["names"][host])
     plan["smoke_nodes"] = usable
     plan["smoke_preferred_nodes"] = preferred
     site = None
     if mode == "include":
         sites = [p["site"] for p in (plan.get("controller_plans") or {}).values() if p.get("site")]
         site = sites[0] if sites else None
-    plan["smoke"] = smoke_plan(files, usable, preferred, site)
+    plan["smoke"] = smoke_plan(files, usable, preferred, site, busy)
     return plan

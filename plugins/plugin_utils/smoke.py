@@ -41,13 +41,14 @@ def _type_positions(declared_gres, records):
     return positions
 
 
-def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None):
-    """One test per GPU type: the node with most GPUs of that type, all of them requested.
+def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None, busy_nodes=None):
+    """One test per GPU type: the node with most GPUs of that type, all of them requested; a node running no job
+    first (``busy_nodes``: those slurmctld shows ALLOCATED, MIXED or COMPLETING, whose GPUs a job may hold).
 
     ``files``: the rendered files (``slurm.conf``, ``cgroup.conf``, ``<node>/gres.conf``). ``usable_nodes``:
     node names the test may use (e.g. those registered and not drained); None means all. ``preferred_nodes``
     (e.g. the nodes this deploy restarted) are chosen over the others for the types they have. Returns
-    ``[{"type", "node", "count", "gres", "expected"}]`` sorted by type (``""`` for untyped GPUs, asked as
+    ``[{"type", "node", "count", "gres", "expected", "busy"}]`` sorted by type (``""`` for untyped GPUs, asked as
     ``gpu:N``); ``expected`` is the exact ``CUDA_VISIBLE_DEVICES`` text. ``confinement``: the slurm.conf and
     cgroup.conf texts that decide device confinement when they are not the rendered ones (include mode: the site's).
     """
@@ -64,7 +65,7 @@ def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None)
             continue
         gres = declared.get(node, {}).get("gres", {})
         for gres_type, positions in _type_positions(gres, parse_gres_conf(files[path], node)).items():
-            rank = (node in (preferred_nodes or ()), len(positions))
+            rank = (node not in (busy_nodes or ()), node in (preferred_nodes or ()), len(positions))
             current = best.get(gres_type)
             if current is None or rank > current[2]:
                 best[gres_type] = (node, positions, rank)
@@ -75,7 +76,7 @@ def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None)
         expected = list(range(count)) if confined else positions
         plan.append({"type": gres_type, "node": node, "count": count,
                      "gres": "gpu:%s:%d" % (gres_type, count) if gres_type else "gpu:%d" % count,
-                     "expected": ",".join(str(i) for i in expected)})
+                     "expected": ",".join(str(i) for i in expected), "busy": node in (busy_nodes or ())})
     return plan
 
 

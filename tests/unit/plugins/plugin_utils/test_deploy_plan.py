@@ -443,7 +443,11 @@ def test_confirmed_selects_registered_undrained_nodes_prefers_the_restarted_ones
     assert out["smoke_nodes"] == ["n1", "n2"]
     assert out["smoke_preferred_nodes"] == ["n1"]
     assert out["smoke"] == [{"type": "a100", "node": "n1", "count": 8, "gres": "gpu:a100:8",
-                             "expected": "0,1,2,3,4,5,6,7"}]
+                             "expected": "0,1,2,3,4,5,6,7", "busy": False}]
+    # a job on n1 (MIXED): the idle n2 takes the test, though n1 restarted
+    mixed = dict(st, **{"n1.lab": dict(st["n1.lab"], hpc_gres_slurmd_confirmed={
+        "status": "ok", "node": {"state_base": "MIXED", "state_flags": []}})})
+    assert [(s["node"], s["busy"]) for s in deploy_plan.confirmed(plan, mixed, files)["smoke"]] == [("n2", False)]
     failed = dict(st, **{"n1.lab": {"hpc_gres_slurmd_confirmed": {"status": "failed"}}})
     assert deploy_plan.confirmed(plan, failed, files)["smoke_nodes"] == ["n2"]
     # registered but left DOWN (an admin's State=DOWN, or ReturnToService=0): srun could not use it

@@ -27,8 +27,8 @@ def files(task="task/cgroup,task/affinity", constrain="yes"):
 def test_confined_devices_are_numbered_from_zero():
     plan = smoke.smoke_plan(files())
     assert plan == [
-        {"type": "a100", "node": "gpu01", "count": 4, "gres": "gpu:a100:4", "expected": "0,1,2,3"},
-        {"type": "h100", "node": "mix01", "count": 2, "gres": "gpu:h100:2", "expected": "0,1"},
+        {"type": "a100", "node": "gpu01", "count": 4, "gres": "gpu:a100:4", "expected": "0,1,2,3", "busy": False},
+        {"type": "h100", "node": "mix01", "count": 2, "gres": "gpu:h100:2", "expected": "0,1", "busy": False},
     ]
 
 
@@ -37,7 +37,8 @@ def test_unconfined_devices_keep_the_node_positions():
     plan = smoke.smoke_plan(files(task="task/none"))
     assert [p["expected"] for p in plan] == ["0,1,2,3", "3,4"]
     plan = smoke.smoke_plan(files(constrain="no"))
-    assert plan[1] == {"type": "h100", "node": "mix01", "count": 2, "gres": "gpu:h100:2", "expected": "3,4"}
+    assert plan[1] == {"type": "h100", "node": "mix01", "count": 2, "gres": "gpu:h100:2", "expected": "3,4",
+                       "busy": False}
 
 
 def test_usable_nodes_limit_the_choice():
@@ -51,6 +52,16 @@ def test_preferred_nodes_win_over_bigger_ones():
     assert [(p["node"], p["gres"]) for p in plan] == [("gpu02", "gpu:a100:2"), ("mix01", "gpu:h100:2")]
 
 
+def test_a_node_running_no_job_wins_over_preferred_and_bigger_ones():
+    # a job on gpu01 holds some of its GPUs: asking for all of them would wait --immediate seconds and fail
+    plan = smoke.smoke_plan(files(), preferred_nodes=["gpu01"], busy_nodes=["gpu01"])
+    assert [(p["node"], p["gres"], p["busy"]) for p in plan] == [("mix01", "gpu:a100:3", False),
+                                                                 ("mix01", "gpu:h100:2", False)]
+    # no idle node of a type: the busy one, marked so (srun's "Requested nodes are busy" then skips it)
+    plan = smoke.smoke_plan(files(), busy_nodes=["mix01"])
+    assert [(p["node"], p["busy"]) for p in plan] == [("gpu01", False), ("mix01", True)]
+
+
 def test_mig_types_take_positions_but_get_no_test():
     out = files(task="task/none")
     out["slurm.conf"] = out["slurm.conf"].replace("Gres=gpu:a100:3,gpu:h100:2", "Gres=gpu:1g.10gb:2,gpu:h100:2")
@@ -58,7 +69,8 @@ def test_mig_types_take_positions_but_get_no_test():
                               "Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap30\n"
                               "Name=gpu Type=h100 File=/dev/nvidia[1-2]\n")
     plan = smoke.smoke_plan(out, usable_nodes=["mix01"])
-    assert plan == [{"type": "h100", "node": "mix01", "count": 2, "gres": "gpu:h100:2", "expected": "2,3"}]
+    assert plan == [{"type": "h100", "node": "mix01", "count": 2, "gres": "gpu:h100:2", "expected": "2,3",
+                     "busy": False}]
 
 
 def test_check_visible_devices():
@@ -70,7 +82,8 @@ def test_check_visible_devices():
 def test_untyped_gpus_get_a_smoke_test_too():
     files = {"slurm.conf": "TaskPlugin=task/none\nGresTypes=gpu\nNodeName=n1 Gres=gpu:2\n",
              "n1/gres.conf": "NodeName=n1 Name=gpu File=/dev/nvidia[0-1]\n"}
-    assert smoke.smoke_plan(files) == [{"type": "", "node": "n1", "count": 2, "gres": "gpu:2", "expected": "0,1"}]
+    assert smoke.smoke_plan(files) == [{"type": "", "node": "n1", "count": 2, "gres": "gpu:2", "expected": "0,1",
+                                        "busy": False}]
 
 
 def test_confinement_from_the_sites_files_in_include_mode():
