@@ -15,7 +15,9 @@ Two kinds of unavailable node are treated apart:
 - a node this run failed stays drained with its reason and counts against the failure budget instead of the cap
   (a failed node must not stall a partition whose cap it fills; the budget bounds how many the run leaves out);
 - a target drained by this maintenance already (an interrupted run's node, or one an earlier run failed; the drain
-  reason tells) adds nothing to the count when a wave takes it, so such nodes go first.
+  reason tells), or by the collection's own GPU checks (``hpc-gres-health: ...``, ``hpc-gres-boot: ...``: a fault a
+  reboot may clear, which the readiness check then judges), adds nothing to the count when a wave takes it, so such
+  nodes go first; the wave drains them again with the maintenance's reason (``retake``).
 Then idle nodes before nodes with jobs (their jobs may end meanwhile), then natural name order.
 
 A target that someone else drained or that is down for another reason is skipped (it counts against the cap like
@@ -26,6 +28,8 @@ from __future__ import annotations
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.boot import PREFIX as BOOT_PREFIX
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.slurm_state import PREFIX as HEALTH_PREFIX
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_state
 
 # Base states and flags (as ``scontrol show node`` prints them) of a node that does not take new jobs now. A node in
@@ -94,6 +98,11 @@ def is_ours(reason, maintenance_reason):
         reason.startswith(maintenance_reason + FAILED_MARK)
 
 
+def is_collection_check_drain(reason):
+    """Whether a drain reason is the collection's GPU health check's or boot check's (not an admin's)."""
+    return bool(reason) and reason.startswith((HEALTH_PREFIX, BOOT_PREFIX))
+
+
 def failure_reason(maintenance_reason, what, limit=240):
     """The drain reason a failed node is left with: ``<reason>: failed: <what>``, one line, at most ``limit``
     characters (slurmctld keeps it, sinfo -R shows it). ``Key=value`` in ``what`` (scontrol's own text, quoted by a
@@ -124,7 +133,10 @@ def node_status(record, maintenance_reason):
         if reason:
             why += " (%s)" % reason
     return {"partitions": partitions or [NO_PARTITION], "unavailable": unavailable, "why": why,
-            "ours": unavailable and is_ours(reason, maintenance_reason),
+            "ours": unavailable and (is_ours(reason, maintenance_reason) or is_collection_check_drain(reason)),
+            "retake": unavailable and (is_collection_check_drain(reason) or bool(reason and maintenance_reason)
+                                       and reason.startswith(maintenance_reason + FAILED_MARK)),
+            "checks_drain": unavailable and is_collection_check_drain(reason),
             "busy": base in BUSY_BASES or bool(flags & BUSY_FLAGS)}
 
 
@@ -234,6 +246,10 @@ def plan_waves(nodes, targets, cap=1, partition_caps=None, max_failures=0, done=
     out["waves"] = waves
     out["wave"] = waves[0] if waves else []
     out["remaining"] = [n for n in candidates if n not in out["wave"]]
+    # drained by a failed run of this maintenance or by the collection's GPU checks: the wave drains them again with
+    # its own reason, which it alone resumes
+    out["retake"] = [n for n in out["wave"] if statuses[n]["retake"]]
+    out["from_checks"] = {n: statuses[n]["why"] for n in candidates if statuses[n]["checks_drain"]}
     out["finished"] = not out["wave"]
     out["lines"] = plan_lines(out, targets)
     return out
@@ -262,6 +278,9 @@ def plan_lines(plan, targets):
     for part in sorted(plan["unavailable"], key=natural_key):
         lines.append("already out of service in partition %s (counted against its cap): %s"
                      % (part, ", ".join(plan["unavailable"][part])))
+    for name in sorted(plan.get("from_checks") or {}, key=natural_key):
+        lines.append("taken although drained by the collection's GPU check (a reboot may clear it; the readiness "
+                     "check judges it after): %s: %s" % (name, plan["from_checks"][name]))
     for name in sorted(plan["skipped"], key=natural_key):
         lines.append("skipped %s: %s" % (name, plan["skipped"][name]))
     for name in sorted(plan["blocked"], key=natural_key):

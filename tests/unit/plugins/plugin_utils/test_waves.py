@@ -177,6 +177,26 @@ def test_nodes_this_maintenance_drained_go_first_and_add_nothing():
     assert out["waves"] == [["a2", "a3", "a4"], ["a1"]]
 
 
+def test_nodes_the_collections_gpu_checks_drained_are_taken_first_and_drained_again_with_its_reason():
+    """A node drained by hpc-gres-health (an Xid 79: reboot the node) or by the boot check is what a maintenance
+    reboot is for; an admin's drain stays left alone."""
+    nodes = cluster(node("a1"),
+                    node("a2", "IDLE+DRAIN", reason="hpc-gres-health: xid GPU 00000000:4E:00.0: Xid 79 at 41.2"),
+                    node("a3", "DOWN+DRAIN", reason="hpc-gres-boot: gpus: 7 of 8 GPUs (after 300 s)"),
+                    node("a4", "IDLE+DRAIN", reason="bad DIMM"),
+                    node("a5", "IDLE+DRAIN", reason=waves.failure_reason(R, "readiness: present")),
+                    node("a6", "IDLE+DRAIN", reason=R))
+    out = plan(nodes, cap=2)  # the admin's a4 counts against it throughout
+    assert out["waves"] == [["a2", "a3", "a5", "a6"], ["a1"]]
+    assert out["retake"] == ["a2", "a3", "a5"]
+    assert list(out["skipped"]) == ["a4"]
+    assert ("taken although drained by the collection's GPU check (a reboot may clear it; the readiness check judges "
+            "it after): a2: IDLE+DRAIN (hpc-gres-health: xid GPU 00000000:4E:00.0: Xid 79 at 41.2)") in out["lines"]
+    # a reason that only mentions the program is an admin's
+    other = cluster(node("b1", "IDLE+DRAIN", reason="checking hpc-gres-health: output"))
+    assert list(plan(other)["skipped"]) == ["b1"]
+
+
 def test_idle_nodes_go_before_nodes_with_jobs():
     nodes = cluster(node("a1", "ALLOCATED"), node("a2", "MIXED"), node("a3"), node("a4", "IDLE+COMPLETING"))
     assert plan(nodes, cap=1)["waves"] == [["a3"], ["a1"], ["a2"], ["a4"]]
