@@ -34,6 +34,12 @@ options:
         are reported as missing; GPUs nvidia-smi cannot reach (C(lost_gpus)) are reported either way.
     type: list
     elements: dict
+  slurm_node:
+    description:
+      - The node is a Slurm node (in group C(slurmd)). Its last line then names the free GPUs without a
+        C(CUDA_VISIBLE_DEVICES) line: jobs get their GPUs from Slurm (C(--gres)).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -59,7 +65,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import declared_count, gpu_status, status_lines
 
 
-def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None):
+def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None, slurm_node=False):
     if not isinstance(hw, dict) or "gpus" not in hw:
         raise AnsibleFilterError("gpu_status_report: input must be ansible_facts.hpc_gres_hw from "
                                  "hpc.slurm_gres.gpu_facts, found %s" % type(hw).__name__)
@@ -69,7 +75,7 @@ def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None):
         raise AnsibleFilterError("gpu_status_report: min_free_mib: expected an integer (MiB), found %r"
                                  % (min_free_mib,))
     report = gpu_status(hw, min_free_mib, declared_count(declared_gpus))
-    report["lines"] = status_lines(str(host), report)
+    report["lines"] = status_lines(str(host), report, bool(slurm_node))
     return report
 
 

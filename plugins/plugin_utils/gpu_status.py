@@ -101,8 +101,10 @@ def _proc_text(proc):
     return " ".join(str(p) for p in parts)
 
 
-def status_lines(host, report):
-    """Fixed-width report lines for one node, ending with the CUDA environment line (or why there is none)."""
+def status_lines(host, report, slurm_node=False):
+    """Fixed-width report lines for one node, ending with the CUDA environment line (or why there is none). On a
+    Slurm node (``slurm_node``) the last line names the free GPUs without that line: jobs get GPUs from Slurm
+    (``--gres``), and a process started past it would take GPUs Slurm hands to others."""
     gpus = report["gpus"]
     trouble = []
     lost, missing = report.get("lost") or [], report.get("missing") or 0
@@ -128,7 +130,10 @@ def status_lines(host, report):
         else:
             lines.append("%s  %s" % (head, gpu["why"]))
     lines.extend(problem_lines)
-    if report["cuda_env"]:
+    if report["cuda_env"] and slurm_node:
+        lines.append("%s: %d GPU(s) free now (%s): a Slurm node, ask for GPUs with srun/sbatch --gres%s"
+                     % (host, len(report["free"]), ",".join(str(i) for i in report["free"]), suffix))
+    elif report["cuda_env"]:
         lines.append("%s: %s%s" % (host, report["cuda_env"], suffix))
     else:
         lines.append("%s: no free GPU%s" % (host, suffix))

@@ -4,6 +4,7 @@ import re
 
 import yaml
 
+import emulated_node
 from emulated_node import Node, flat, node_nvidia_smi as wrapper, run_playbook_json, write_inventory
 
 
@@ -83,9 +84,14 @@ def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
     node.gpus[0]["memory_used_mib"] = 30004
     node.gpus[1]["memory_used_mib"] = 60000
     node.save()
-    inventory = write_inventory(tmp_path, [node], {node.name: {"hpc_gres_status_nvidia_smi": wrapper(node)}})
-    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_min_free_mib=30000", "-e",
-                              "hpc_gres_status_hosts=slurmd")
+    # a shared GPU server, no Slurm: the last line is the one a user can run with
+    inventory = str(tmp_path / "servers.yml")
+    with open(inventory, "w") as handle:
+        handle.write(yaml.safe_dump({"all": {"vars": {"ansible_connection": "local",
+                                                      "ansible_python_interpreter": emulated_node.PYTHON},
+                                             "children": {"gpuservers": {"hosts": {node.name: {
+                                                 "hpc_gres_status_nvidia_smi": wrapper(node)}}}}}}))
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_min_free_mib=30000")
     assert rc == 0, out
     lines = tasks["Per GPU"]["gpu-a01"]["msg"]
     assert lines[-1] == "gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"
@@ -96,8 +102,18 @@ def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
     assert all(" free " in line for line in lines[2:8])
     fleet = next(iter(tasks["Fleet summary, one line per node"].values()))["msg"]
     assert fleet == ["gpu-a01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=2,3,4,5,6,7"]
-    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_hosts=slurmd")
-    assert tasks["Per GPU"]["gpu-a01"]["msg"][-1].endswith("CUDA_VISIBLE_DEVICES=1,2,3,4,5,6,7")
+    # a Slurm inventory, as the README gives the command: the slurmd group only (not the controller, which has no
+    # nvidia-smi), nvidia-smi as the inventory names it for the deploy's verification, a node declaring no GPU
+    # skipped with a line, and no CUDA_VISIBLE_DEVICES line on a Slurm node
+    cpu = Node(tmp_path / "c01", name="cpu-c01")
+    inventory = write_inventory(tmp_path, [node, cpu], {node.name: {"hpc_gres_verify_nvidia_smi": wrapper(node)},
+                                                        cpu.name: {"hpc_gres_gpus": []}})
+    rc, tasks, out = playbook(inventory, "gpu-status.yml")
+    assert rc == 0, out
+    assert sorted(tasks["Per GPU"]) == ["cpu-c01", "gpu-a01"]
+    assert tasks["Per GPU"]["cpu-c01"]["msg"] == ["cpu-c01: no GPUs declared (hpc_gres_gpus: [])"]
+    assert tasks["Per GPU"]["gpu-a01"]["msg"][-1] == ("gpu-a01: 7 GPU(s) free now (1,2,3,4,5,6,7): a Slurm node, ask "
+                                                      "for GPUs with srun/sbatch --gres")
 
 
 def test_gpu_status_names_a_lost_gpu_and_one_gone_from_the_bus(tmp_path):

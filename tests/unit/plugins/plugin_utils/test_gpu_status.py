@@ -50,6 +50,13 @@ def test_process_fields_and_lines():
                 else line.index(" mig") for line in lines[:-1]}) == 1
 
 
+def test_a_slurm_node_names_its_free_gpus_without_a_cuda_line():
+    report = gpu_status(HW)
+    assert status_lines("gpu-h01", report, slurm_node=True)[-1] == (
+        "gpu-h01: 2 GPU(s) free now (8,9): a Slurm node, ask for GPUs with srun/sbatch --gres")
+    assert status_lines("n", gpu_status({"gpus": [HW["gpus"][0]]}), slurm_node=True)[-1] == "n: no free GPU"
+
+
 def test_no_free_gpu_and_no_gpu():
     report = gpu_status({"gpus": [HW["gpus"][0]]})
     assert report["cuda_env"] is None
