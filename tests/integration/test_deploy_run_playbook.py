@@ -14,7 +14,8 @@ import subprocess
 import pytest
 import yaml
 
-from emulated_node import ANSIBLE_PLAYBOOK, ROOT, Node, local_slurm_release, node_nvidia_smi, write_inventory
+from emulated_node import (ANSIBLE_PLAYBOOK, ROOT, Node, apply_mig_layout, local_slurm_release, node_nvidia_smi,
+                           write_inventory)
 
 SCONTROL = """#!/bin/sh
 # slurmctld's view for the test: fails while the counter file holds a number above 0
@@ -263,6 +264,31 @@ def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     assert "(rollback of %s by" % good in out
     assert cluster.gres() == before
     assert cluster.record(good)["state"] == "rolled_back"
+
+
+def test_a_named_rollback_to_files_the_gpus_no_longer_fit_is_refused_before_anything_changes(cluster):
+    """GPU 0 split with MIG after the run: its previous gres.conf declares it a whole GPU, which slurmd would drain
+    the node for. The rollback checks the previous files against the GPUs (as the deploy does), refuses with the
+    reason, takes no lock and changes nothing; with the GPU whole again it goes through."""
+    before = cluster.gres()
+    rc, out = cluster.play("deploy-gres.yml", cores=False)
+    assert rc == 0, out
+    good = run_id(out)
+    changed = cluster.gres()
+    assert changed != before
+    apply_mig_layout(cluster.node, {0: ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]})
+    try:
+        rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good)
+        assert rc != 0, out
+        assert ("rollback of %s refused, nothing changed: node gpu-p01: the files it ran before that run no longer "
+                "fit it (gres_verify: the staged files do not fit node gpu-p01" % good) in out, out[-3000:]
+        assert "MIG mode Enabled" in out
+        assert cluster.gres() == changed and cluster.record(good)["state"] == "done" and cluster.lock() is None
+    finally:
+        apply_mig_layout(cluster.node, {0: None})
+    rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good)
+    assert rc == 0, out
+    assert cluster.gres() == before and cluster.record(good)["state"] == "rolled_back"
 
 
 def test_a_held_lock_refuses_check_mode_takes_none_and_breaking_needs_the_holder(cluster):
