@@ -66,6 +66,7 @@ STATE_VARS = (
     "hpc_gres_mig_applied",
     "hpc_gres_mig_drain",
     "hpc_gres_mig_live",
+    "hpc_gres_mig_planned_only",
     "hpc_gres_mig_status",
     "hpc_gres_render_result",
     "hpc_gres_run_changes",
