@@ -1170,6 +1170,8 @@ _RESET_REQUIRED = re.compile(r"\[NV_ERR_RESET_REQUIRED\]")
 # "nvGpuOpsReportFatalError: uvm encountered global fatal error 0x60, requiring os reboot to recover." (nv_gpu_ops.c):
 # the UVM driver's state is poisoned for every GPU; with R560+ an Xid 154 (Node Reboot Required) usually follows
 _UVM_FATAL = re.compile(r"uvm encountered global fatal error", re.I)
+# the driver lines that name no GPU, and the event kind of each
+_NO_BUS_EVENTS = ((_LOST_FROM_BUS, "gpu_lost"), (_RESET_REQUIRED, "reset_required"), (_UVM_FATAL, "uvm_fatal"))
 _INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
 _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
 # "the client has the version 390.25, but this kernel module has the version 390.12" and, from about 575, "the client
@@ -1298,16 +1300,9 @@ def parse_kernel_log(text):
             event.update(kind="off_bus", bus_id=_bus(m.group(1)))
             events.append(event)
             continue
-        if _LOST_FROM_BUS.search(message):
-            event.update(kind="gpu_lost")
-            events.append(event)
-            continue
-        if _RESET_REQUIRED.search(message):
-            event.update(kind="reset_required")
-            events.append(event)
-            continue
-        if _UVM_FATAL.search(message):
-            event.update(kind="uvm_fatal")
+        kind = next((k for regex, k in _NO_BUS_EVENTS if regex.search(message)), None)
+        if kind:
+            event.update(kind=kind)
             events.append(event)
             continue
         m = _INIT_FAILED.match(message)
