@@ -37,7 +37,7 @@ options:
   slurm_node:
     description:
       - The node is a Slurm node (in group C(slurmd)). Its last line then names the free GPUs without a
-        C(CUDA_VISIBLE_DEVICES) line: jobs get their GPUs from Slurm (C(--gres)).
+        C(CUDA_VISIBLE_DEVICES) line, as jobs get their GPUs from Slurm (C(--gres)).
     type: bool
     default: false
 """
