@@ -132,11 +132,12 @@ def node_status(record, maintenance_reason):
         why = record.get("State") or "+".join([base] + sorted(flags))
         if reason:
             why += " (%s)" % reason
+    checks_drain = unavailable and is_collection_check_drain(reason)
+    failed_here = unavailable and bool(reason and maintenance_reason) and reason.startswith(
+        maintenance_reason + FAILED_MARK)
     return {"partitions": partitions or [NO_PARTITION], "unavailable": unavailable, "why": why,
-            "ours": unavailable and (is_ours(reason, maintenance_reason) or is_collection_check_drain(reason)),
-            "retake": unavailable and (is_collection_check_drain(reason) or bool(reason and maintenance_reason)
-                                       and reason.startswith(maintenance_reason + FAILED_MARK)),
-            "checks_drain": unavailable and is_collection_check_drain(reason),
+            "ours": unavailable and (is_ours(reason, maintenance_reason) or checks_drain),
+            "retake": checks_drain or failed_here, "checks_drain": checks_drain,
             "busy": base in BUSY_BASES or bool(flags & BUSY_FLAGS)}
 
 
