@@ -66,6 +66,7 @@ ARGUMENT_SPEC = dict(
     unfinished=dict(type="list", elements="dict", default=[]),
     break_lock=dict(type="str", default=""),
     allow_state_change=dict(type="bool", default=False),
+    defer_refusal=dict(type="bool", default=False),
     judge_partitions=dict(type="bool", default=True),
     change=dict(type="dict", default={}),
     resume=dict(type="bool", default=True),
@@ -193,7 +194,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("gres_plan %s: %s" % (stage, exc))
         result.setdefault("changed", False)
         result["plan"] = plan
-        if plan.get("refusal"):
+        if plan.get("refusal") and not (stage == "gate" and args["defer_refusal"]):
             result.update(failed=True, msg=plan["refusal"])
         return result
 
@@ -286,5 +287,8 @@ class ActionModule(ActionBase):
             {h: node_plans[h].get("new_files") or {} for h in nodes}, args["names"] or {},
             {h: (ctl_plans.get(h) or {}).get("running_files") or {} for h in controllers},
             {h: (ctl_plans.get(h) or {}).get("new_files") or {} for h in controllers})
+        out["install_lines"] = deploy_run.install_lines(
+            {h: node_plans[h] for h in args["nodes"] or []},
+            {h: ctl_plans.get(h) or {} for h in args["controllers"] or []}, args["names"] or {})
         out["refusal"] = None
         return out

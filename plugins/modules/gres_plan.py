@@ -40,7 +40,8 @@ description:
   - "O(stage=owner): who runs this deploy (user, control machine, ansible-playbook's pid) and whether the lock
     holder O(lock) is an interrupted run of this control machine whose lock may be taken over."
   - "O(stage=changes): what the run changes per host (the files each daemon runs with against the new ones, from
-    the hosts' plans), for M(hpc.slurm_gres.gres_run)'s record."
+    the hosts' plans), for M(hpc.slurm_gres.gres_run)'s record; C(plan.install_lines), one line per host whose
+    install writes something (the files, the restart), for a check run of a rollback."
   - "O(stage=summary): the end of a run, one line per host of the O(record), its final state."
   - "O(stage=mig_status): whether the MIG runbook can leave O(host) alone."
   - "O(stage=health_library): the GPU health check's library as this collection ships it, RV(files) and RV(sha256)
@@ -84,6 +85,11 @@ options:
         steps.
       - O(stage=gate) also lets through a render that drops a partition or a node slurmctld has (their jobs fail)
         or every GPU of the nodes that have GPUs now.
+    type: bool
+    default: false
+  defer_refusal:
+    description: O(stage=gate), return the refusal in C(plan.refusal) without failing, for a play that prints
+      C(plan.verify_failures) first and then fails with it.
     type: bool
     default: false
   judge_partitions:
@@ -276,7 +282,9 @@ sha256:
 plan:
   description:
     - O(stage=gate), C(targets) (inventory hosts), C(names) (host to node name), C(controllers),
-      C(controller_plans) (host to its plan), C(unverified), C(version_problems), C(gres_changing),
+      C(controller_plans) (host to its plan), C(unverified), C(verify_failures) (the lines saying why each of
+      those did not pass, its findings table or error, nodes with the same findings grouped), C(version_problems),
+      C(gres_changing),
       C(slurmctld_restart_after), C(check_gres_on_restart), C(expected_gres), C(install_hosts),
       C(health_hosts) and C(restart_hosts) (the hosts the install, the health check's install and the slurmd restart
       steps have something to do on) and C(refusal)

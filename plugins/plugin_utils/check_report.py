@@ -88,6 +88,13 @@ def node_verdict(entry, refused, would=True):
                      % "; ".join(plan.get("reasons") or []))
     elif changed:
         parts.append(words["no_restart"])
+    health = plan.get("health_install") or {}
+    extras = [what for what, needed in (
+        ("the GPU health check", health.get("library") or health.get("launcher") is not None
+         or health.get("nhc") is not None),
+        ("the boot order of slurmd", (health.get("boot") or {}).get("needed"))) if needed]
+    if extras:
+        parts.append("%s %s" % (words["install"], " and ".join(extras)))
     return "; ".join(parts) if parts else UNCHANGED
 
 

@@ -56,8 +56,47 @@ STAGE_FACTS = {
 
 
 def verified(result):
-    """Whether a node's gres_verify run passed (a failed or skipped task, or none, did not)."""
-    return bool(result) and not result.get("failed") and not result.get("skipped") and "plan" in result
+    """Whether a node's gres_verify run passed (a failed or skipped task, or none, did not; the deploy keeps a
+    failure in the result, ``failed_when`` off, so that the gate judges every node at once: errors then)."""
+    return (bool(result) and not result.get("failed") and not result.get("skipped") and "plan" in result
+            and not result.get("errors"))
+
+
+def _failure_text(host, name, result):
+    """Why one node did not pass: the module's own message (its findings table, or what it could not read)."""
+    if not result:
+        return "host %s: no verification result (unreachable, or the verify step did not run there)" % host
+    if result.get("skipped"):
+        return "host %s: verification skipped (%s)" % (host, result.get("skip_reason") or "a condition was false")
+    text = str(result.get("msg") or "did not pass verification").rstrip()
+    first = text.split("\n", 1)[0]
+    if host not in first and name not in first:
+        text = "host %s: %s" % (host, text)
+    stderr = str(result.get("module_stderr") or "").strip()
+    if stderr:  # a module that crashed: the end of its traceback says why
+        text += "\n" + "\n".join("    " + line for line in stderr.splitlines()[-8:])
+    return text
+
+
+def verify_failures(targets, names, results):
+    """The lines saying why each targeted node did not pass verification, in the targets' order; nodes whose message
+    is the same but for their own name share one copy of it, headed by their hostlist."""
+    groups = {}
+    for host in targets:
+        if verified(results.get(host)):
+            continue
+        name = names.get(host, host)
+        text = _failure_text(host, name, results.get(host))
+        key = text.replace(host, "\0").replace(name, "\0")
+        groups.setdefault(key, []).append((name, text))
+    lines = []
+    for members in groups.values():
+        if len(members) > 1:
+            nodes = hostlist.collect_hostlist(sorted((member[0] for member in members), key=natural_key))
+            lines.append("%s: %d nodes, each with the findings below (shown for %s)"
+                         % (nodes, len(members), members[0][0]))
+        lines.extend(members[0][1].splitlines())
+    return lines
 
 
 def _given(files):
@@ -263,6 +302,7 @@ def gate(play_hosts, groups, render, state, check_mode=False, serial=None, steps
             "refusal": None}
     results = {h: state.get(h, {}).get(VERIFY) or {} for h in targets}
     plan["unverified"] = [h for h in targets if not verified(results[h])]
+    plan["verify_failures"] = verify_failures(plan["unverified"], plan["names"], results)
     reasons = []
     if plan["unverified"]:
         reasons.append("%d of %d targeted node(s) did not pass verification: %s (their findings are above)"

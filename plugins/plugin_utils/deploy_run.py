@@ -16,6 +16,7 @@ import os
 import pwd
 import socket
 
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, parse_state
 
 
@@ -57,38 +58,74 @@ def run_changes(nodes_running, nodes_new, names, ctl_running, ctl_new, node_dir=
     return {"changes": changes, "blobs": blobs}
 
 
+def install_lines(node_plans, ctl_plans, names):
+    """One line per host whose install writes something, from its plan: the files that differ from the installed
+    ones and the daemon restart it plans (a check run of a rollback says with them what the real one would do)."""
+    lines = []
+    for role, plans in (("slurmd", node_plans), ("slurmctld", ctl_plans)):
+        for host in sorted(plans, key=natural_key):
+            plan = plans[host] or {}
+            if not plan.get("install"):
+                continue
+            new, installed = plan.get("new_files") or {}, plan.get("installed") or {}
+            files = plan.get("not_installed") if role == "slurmctld" else [
+                n for n in plan.get("install_names") or [] if new.get(n) is not None and installed.get(n) != new[n]]
+            if role == "slurmd":
+                restart = "slurmd would restart" if plan.get("restart") else "slurmd runs them already"
+            else:
+                restart = ("slurmctld would restart" if plan.get("restart_before") or plan.get("restart_after")
+                           else "slurmctld would reconfigure" if plan.get("reconfigure")
+                           else "slurmctld runs them already")
+            node = names.get(host)
+            lines.append("%s%s: %s; %s" % (host, "" if node in (None, host) else " (node %s)" % node,
+                                           ", ".join(files or []) or "the files' mode or owner", restart))
+    return lines
+
+
 def _changed(entry):
     return [name for name, sums in sorted(entry.get("files", {}).items()) if sums.get("changed")]
 
 
-def _reached_text(status):
+def _files_words(record):
+    """What a host's files are called in the summary: a deploy's old and new files; a rollback puts back the files
+    of before the run it undoes (its "new" files) over that run's own."""
+    command = record.get("command") or "deploy"
+    if command.startswith("rollback of "):
+        undone = command[len("rollback of "):]
+        return {"old": "the files of run %s" % undone, "new": "the files of before run %s" % undone,
+                "NEW": "the files of before run %s" % undone}
+    return {"old": "old files", "new": "new files", "NEW": "NEW files"}
+
+
+def _reached_text(status, words):
     """What a host that answered has, by its phase (``host_status``)."""
     phase = status.get("phase") or "recorded"
-    return {"recorded": "old files (nothing installed)",
-            "installed": "NEW files installed, daemon NOT restarted",
-            "restarted": "new files" + ("" if status.get("restarted") is None else
-                                        ", slurmd restarted" if status.get("restarted") else
-                                        ", slurmd runs them already or its restart is pending"),
-            "rolled_back": "old files again (rolled back), its daemon runs them",
+    return {"recorded": "%s (nothing installed)" % words["old"],
+            "installed": "%s installed, daemon NOT restarted" % words["NEW"],
+            "restarted": words["new"] + ("" if status.get("restarted") is None else
+                                         ", slurmd restarted" if status.get("restarted") else
+                                         ", slurmd runs them already or its restart is pending"),
+            "rolled_back": "%s again (rolled back), its daemon runs them" % words["old"],
             "rollback_failed": "ROLLBACK FAILED: %s" % (status.get("error") or "?")}.get(phase, phase)
 
 
-def host_line(host, entry, status, node):
+def host_line(host, entry, status, node, words=None):
     """One line for a host of the record: which files it has now, its daemon, slurmctld's view of the node."""
+    words = words or _files_words({})
     changed = ", ".join(_changed(entry)) or "no file"
     phase = status.get("phase") or "recorded"
     if status.get("unreachable") and phase == "rollback_failed":
         # failed or unreachable: the play cannot tell which; what it had when it left the run is known
         what = "NOT ROLLED BACK (failed or unreachable in this run: %s); last known: %s" % (
-            status.get("error") or "?", _reached_text(status.get("before") or {}))
+            status.get("error") or "?", _reached_text(status.get("before") or {}, words))
     elif status.get("unreachable"):
-        files = {"recorded": "old files (unreachable before the install)",
-                 "installed": "NEW files installed, daemon not restarted (unreachable after the install)",
-                 "restarted": "new files (unreachable after its restart)",
-                 "rolled_back": "old files (unreachable after the rollback)"}.get(phase, phase)
+        files = {"recorded": "%s (unreachable before the install)" % words["old"],
+                 "installed": "%s installed, daemon not restarted (unreachable after the install)" % words["NEW"],
+                 "restarted": "%s (unreachable after its restart)" % words["new"],
+                 "rolled_back": "%s (unreachable after the rollback)" % words["old"]}.get(phase, phase)
         what = "UNREACHABLE; last received: %s" % files
     else:
-        what = _reached_text(status)
+        what = _reached_text(status, words)
     line = "%s: %s [%s]" % (host, what, changed)
     if node is not None:
         state = node.get("State") or "?"
@@ -163,7 +200,7 @@ def run_summary(record, statuses, nodes, inventory_hint="-i INVENTORY"):
     for host in sorted(hosts):
         entry = hosts[host]
         node = (nodes or {}).get(entry.get("node")) if entry.get("node") else None
-        lines.append(host_line(host, entry, statuses.get(host, {}), node))
+        lines.append(host_line(host, entry, statuses.get(host, {}), node, _files_words(record)))
     undo = "ansible-playbook hpc.slurm_gres.rollback_gres %s -e hpc_gres_rollback=%s" % (inventory_hint, run_id)
     redo = "ansible-playbook hpc.slurm_gres.deploy_gres %s" % inventory_hint
     if state in ("rolled_back",):

@@ -183,6 +183,23 @@ def test_a_second_deploy_changes_nothing_takes_no_lock_and_records_no_run(cluste
     assert cluster.lock() is None and sorted(os.listdir(cluster.runs)) == runs
 
 
+def test_a_run_whose_every_node_fails_verification_prints_its_findings_once_and_refuses(cluster):
+    """With every targeted node failing, Ansible would end the run at the failed task; the deploy keeps the
+    failure in the result so that the gate prints each node's findings once and refuses, in check mode after
+    saying what it would do."""
+    before, runs = cluster.gres(), sorted(os.listdir(cluster.runs))
+    for args in ((), ("--check",)):
+        rc, out = cluster.play("deploy-gres.yml", *args, gpus=9)
+        assert rc != 0, out
+        assert out.count("gres_verify: the staged files do not fit node gpu-p01 (2 error(s), 0 warning(s))") == 1, out
+        assert "error device - /dev/nvidia8 (gres.conf line 5) exists /dev/nvidia8 does not exist" in out
+        assert ("nothing installed, nothing restarted: 1 of 1 targeted node(s) did not pass verification: gpu-p01 "
+                "(their findings are above)") in out
+        assert "fatal: [gpu-p01]" not in out and "NO MORE HOSTS LEFT" not in out
+        assert ("gpu-p01 would be refused at verify: present: expected 9 GPUs of type a100" in out) == bool(args)
+    assert cluster.gres() == before and cluster.lock() is None and sorted(os.listdir(cluster.runs)) == runs
+
+
 @pytest.mark.ansible_core
 def test_the_run_reports_its_plan_once_and_tags_without_install_refuse_files_not_installed(cluster):
     # the gate reads the tags from ansible_run_tags and ansible_skip_tags, on every admitted ansible-core
@@ -232,6 +249,23 @@ def test_an_unreachable_controller_host_means_nothing_installed_anywhere(cluster
     assert cluster.lock() is None
 
 
+def test_a_change_of_the_health_check_alone_is_said_and_not_called_nothing(cluster):
+    runs = sorted(os.listdir(cluster.runs))
+    try:
+        rc, out = cluster.play("deploy-gres.yml", "-e", "hpc_gres_slurmd_health_python=/usr/local/bin/python3")
+        assert rc == 0, out
+        assert "gpu-p01 installs the GPU health check" in out, out[-3000:]
+        assert "the Slurm files change on no host: no lock taken, no run recorded;" in out, out[-3000:]
+        assert ("the GPU health check or the boot order of slurmd is installed on 1 node(s) (gpu-p01): not part of a "
+                "run record, a rollback does not undo it") in out
+        with open(str(cluster.tmp / "p01" / "sbin" / "hpc-gres-health")) as handle:
+            assert "/usr/local/bin/python3" in handle.read()
+    finally:
+        rc, out = cluster.play("deploy-gres.yml")
+    assert rc == 0, out
+    assert sorted(os.listdir(cluster.runs)) == runs and cluster.lock() is None
+
+
 @pytest.mark.ansible_core
 def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     before = cluster.gres()
@@ -259,6 +293,15 @@ def test_late_failure_rolls_the_run_back_and_a_named_run_is_undone(cluster):
     assert rc != 0, out
     assert "rollback refused, nothing changed: --limit gpu-p01: expected no --limit" in out, out[-3000:]
     assert cluster.gres() == changed and cluster.record(good)["state"] == "done" and cluster.lock() is None
+    # a check run says what the rollback would put back, with the diff (--diff), and changes nothing
+    runs = sorted(os.listdir(cluster.runs))
+    rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good, "--check", "--diff")
+    assert rc == 0, out
+    assert ("check mode: nothing was changed. The rollback of run %s would put back the files of before it:" % good
+            in out), out[-3000:]
+    assert "gpu-p01: gres.conf; slurmd" in out
+    assert "+NodeName=gpu-p01 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31" in out
+    assert cluster.gres() == changed and cluster.lock() is None and sorted(os.listdir(cluster.runs)) == runs
     rc, out = cluster.play("rollback-gres.yml", "-e", "hpc_gres_rollback=%s" % good)
     assert rc == 0, out
     assert "(rollback of %s by" % good in out

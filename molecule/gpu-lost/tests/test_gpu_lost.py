@@ -61,7 +61,7 @@ def runs():
 
 def test_lost_gpu_is_reported(runs):
     assert runs["rc_lost"] != 0
-    assert "fatal: [gres-gpu02]" in runs["out_lost"]
+    assert "gres_verify: the staged files do not fit node gres-gpu02" in runs["out_lost"]
     assert "declares 4 h100, nvidia-smi sees 3" in runs["out_lost"]
     assert "/dev/nvidia3" in runs["out_lost"]
 

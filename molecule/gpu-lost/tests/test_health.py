@@ -406,7 +406,7 @@ def test_deploy_on_a_faulty_node_is_refused_before_any_restart(run):
     refused = run["cycles"]["fabric-manager-stopped"]["during"]
     out = deploy_checks.flat(refused["out"])
     assert refused["rc"] != 0
-    assert "fatal: [%s]" % NAME in refused["out"]
+    assert "gres_verify: the staged files do not fit node %s" % NAME in refused["out"]
     assert "fabric" in out and "In Progress" in out
     assert "restarting" not in out
     deploy_checks.assert_unchanged(refused["before"], refused["after"])

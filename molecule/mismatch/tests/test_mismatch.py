@@ -34,7 +34,7 @@ def refused():
 def test_play_fails_at_verify_naming_node_and_counts(refused):
     assert refused["rc"] != 0
     out = refused["out"]
-    assert "fatal: [gres-gpu02]" in out
+    assert "gres_verify: the staged files do not fit node gres-gpu02" in out and "fatal: [gres-gpu02]" not in out
     assert "declares 5 h100, nvidia-smi sees 4" in out
     assert "nothing installed, nothing restarted: 1 of 2 targeted node(s) did not pass verification: gres-gpu02" in out
     # the gate stops the playbook before any install or restart task runs

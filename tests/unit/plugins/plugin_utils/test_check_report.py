@@ -66,6 +66,19 @@ def test_no_change_says_unchanged_everywhere_and_restarts_nothing():
     assert report["diffs"] == [] and report["would_change"] == {} and report["restarts"] == []
 
 
+def test_a_health_check_or_boot_order_to_install_is_said_not_called_unchanged():
+    files = render()
+    report_entries = entries(files, files)
+    report_entries[0]["plan"]["health_install"] = {"library": False, "launcher": "#!/bin/sh\n", "nhc": None,
+                                                   "boot": {"needed": False}, "needed": True}
+    report_entries[1]["plan"]["health_install"] = {"library": False, "launcher": None, "nhc": None,
+                                                   "boot": {"needed": True}, "needed": True}
+    lines = check_report.check_report(report_entries)["lines"]
+    assert "  gpu-a001        would install the GPU health check" in lines
+    assert "  gpu-a002        would install the boot order of slurmd" in lines
+    assert "  gpu-a[003-040]  unchanged" in lines
+
+
 def test_identical_changes_on_many_nodes_are_shown_once_with_their_hostlist():
     before, after = render(), render(three_gpus_on({"gpu-a%03d" % i for i in range(5, 31)}))
     report = check_report.check_report(entries(before, after), serial="25%")

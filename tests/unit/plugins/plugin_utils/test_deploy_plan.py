@@ -47,6 +47,44 @@ def test_gate_targets_are_the_play_hosts_in_slurmd_and_all_must_have_passed():
                                   "verification: n2.lab (their findings are above)")
 
 
+def _table(name, seen):
+    return ("gres_verify: the staged files do not fit node %s (1 error(s), 0 warning(s))\n"
+            "error     present  -    8 GPUs of type a100 visible to nvidia-smi  declares 8 a100, nvidia-smi sees %d\n"
+            "1 error(s), 0 warning(s)" % (name, seen))
+
+
+def test_a_failure_the_deploy_kept_in_the_result_is_unverified_and_its_findings_are_printed_once_per_kind():
+    # the deploy's verify task keeps a node's failure in its result (failed_when off): failed is false there, and
+    # the module's error count and message say what happened
+    st = state(nodes=("n1.lab", "n2.lab", "n3.lab"))
+    for host, seen in (("n1.lab", 7), ("n2.lab", 7), ("n3.lab", 6)):
+        st[host][deploy_plan.VERIFY] = dict(st[host][deploy_plan.VERIFY], failed=False, failed_when_result=False,
+                                            errors=1, msg=_table(NAMES[host], seen))
+    plan = gate(play_hosts=("ctl", "n1.lab", "n2.lab", "n3.lab"), st=st)
+    assert plan["unverified"] == ["n1.lab", "n2.lab", "n3.lab"]
+    assert plan["refusal"].startswith("nothing installed, nothing restarted: 3 of 3 targeted node(s) did not pass")
+    lines = plan["verify_failures"]
+    # n1 and n2 differ only in their names: one table under their hostlist; n3's own
+    assert lines[0] == "n[1-2]: 2 nodes, each with the findings below (shown for n1)"
+    assert lines[1:4] == _table("n1", 7).splitlines()
+    assert lines[4:] == _table("n3", 6).splitlines()
+    # every node passed: nothing to print
+    assert gate()["verify_failures"] == []
+
+
+def test_a_node_without_a_findings_table_is_named_with_what_stopped_it():
+    st = state()
+    st["n1.lab"][deploy_plan.VERIFY] = {"failed": False, "failed_when_result": False, "msg": "MODULE FAILURE",
+                                        "module_stderr": "Traceback (most recent call last):\n  ...\nMemoryError"}
+    st["n2.lab"][deploy_plan.VERIFY] = {}
+    lines = gate(st=st)["verify_failures"]
+    assert lines == ["host n1.lab: MODULE FAILURE", "    Traceback (most recent call last):", "      ...",
+                     "    MemoryError",
+                     "host n2.lab: no verification result (unreachable, or the verify step did not run there)"]
+    st["n2.lab"][deploy_plan.VERIFY] = {"skipped": True, "skip_reason": "Conditional result was False"}
+    assert gate(st=st)["verify_failures"][-1] == "host n2.lab: verification skipped (Conditional result was False)"
+
+
 def test_gate_refuses_a_daemon_on_another_release_naming_host_and_command():
     st = state()
     st["n2.lab"][deploy_plan.VERIFY] = verified(version="slurm-wlm 22.05.8", host="n2.lab")

@@ -66,6 +66,21 @@ def test_a_good_run_is_done_and_says_how_to_undo_it():
                                 "-e hpc_gres_rollback=20261201T111500Z-3fa9")
 
 
+def test_a_named_rollback_calls_the_files_it_put_back_those_of_before_the_run_it_undid():
+    facts = {"a01": {"hpc_gres_slurmd_done": True, "hpc_gres_slurmd_restarted": True,
+                     "hpc_gres_slurmd_install_result": {}},
+             "ctl": {"hpc_gres_slurmctld_install_result": {}}}
+    rollback = dict(record(), command="rollback of 20261130T090000Z-aa11")
+    out = run_outcome(rollback, facts, ["a01", "ctl"], False, {}, "-i inventories/prod")
+    assert out["lines"][0].startswith("run 20261201T111500Z-3fa9 (rollback of 20261130T090000Z-aa11 by alice")
+    assert out["lines"][1] == ("a01: the files of before run 20261130T090000Z-aa11, slurmd restarted [gres.conf, "
+                               "slurm.conf]")
+    facts["a01"] = {}
+    out = run_outcome(rollback, facts, ["ctl"], False, {}, "-i inventories/prod")
+    assert out["lines"][1] == ("a01: UNREACHABLE; last received: the files of run 20261130T090000Z-aa11 "
+                               "(unreachable before the install) [gres.conf, slurm.conf]")
+
+
 def test_an_unreachable_node_is_named_with_what_it_last_received():
     facts = {"a01": {"hpc_gres_slurmd_install_result": {}}, "ctl": {"hpc_gres_slurmctld_install_result": {}}}
     out = run_outcome(record(), facts, ["ctl"], False,
