@@ -127,6 +127,15 @@ def show_argv(scontrol, node_name):
     return [scontrol, "-o", "show", "node", node_name]
 
 
+def said(result, limit=300):
+    """What a failed command said, on one line (its lines joined with ' | '), cut at a word past ``limit``."""
+    lines = [line.strip() for line in (result["stderr"] or result["stdout"] or "").splitlines() if line.strip()]
+    text = " | ".join(lines)
+    if len(text) > limit:
+        text = text[:limit].rsplit(" ", 1)[0].rstrip(" |") + " ..."
+    return text or "no output"
+
+
 def read_node(runner, scontrol, node_name):
     """(node_view or None, why not): ``scontrol -o show node NAME`` through the health check's runner."""
     result = runner.run(show_argv(scontrol, node_name))
@@ -135,7 +144,7 @@ def read_node(runner, scontrol, node_name):
 
         return None, describe_failure(result)
     if result["rc"] != 0:
-        return None, "scontrol show node %s: %s" % (node_name, (result["stderr"] or result["stdout"]).strip()[:200])
+        return None, "scontrol show node %s: %s" % (node_name, said(result))
     record = parse_show_node(result["stdout"]).get(node_name)
     if record is None:
         return None, "scontrol does not know node %s" % node_name
@@ -154,5 +163,4 @@ def apply(runner, scontrol, node_name, decision):
         from ansible_collections.hpc.slurm_gres.plugins.module_utils.health.inputs import describe_failure
 
         return False, describe_failure(result)
-    said = (result["stderr"] or result["stdout"]).strip()[:200]
-    return False, "scontrol update failed (status %s): %s" % (result["rc"], said)
+    return False, "scontrol update failed (status %s): %s" % (result["rc"], said(result))

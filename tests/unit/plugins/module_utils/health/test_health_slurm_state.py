@@ -155,3 +155,27 @@ def test_reason_is_stable_for_the_same_findings():
 ])
 def test_update_argv_passes_the_reason_as_one_element(action, argv):
     assert ss.update_argv("scontrol", "n1", {"action": action, "reason": OURS, "why": "-"}) == argv
+
+
+class _Runner(object):
+    def __init__(self, rc, stdout="", stderr=""):
+        self.result = {"rc": rc, "stdout": stdout, "stderr": stderr}
+
+    def run(self, argv):
+        return self.result
+
+
+def test_a_multi_line_scontrol_error_is_one_line_cut_at_a_word():
+    # slurm_update error, then the reason: both kept, joined, not cut inside a word
+    err = ("slurm_update error: Invalid node state specified\n"
+           "scontrol: error: " + "word " * 100 + "\n")
+    done, message = ss.apply(_Runner(1, stderr=err), "scontrol", "gpu01", {"action": "drain", "reason": "x"})
+    assert not done
+    assert message.startswith("scontrol update failed (status 1): slurm_update error: Invalid node state specified | "
+                              "scontrol: error: word word")
+    assert message.endswith(" word ...") and len(message) < 340, message
+    view, why = ss.read_node(_Runner(1, stderr="slurm_load_node error: Unable to contact slurm controller\n"
+                                               "(connect failure)\n"), "scontrol", "gpu01")
+    assert view is None
+    assert why == ("scontrol show node gpu01: slurm_load_node error: Unable to contact slurm controller | "
+                   "(connect failure)")
