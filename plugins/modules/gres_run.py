@@ -192,7 +192,8 @@ def main():
     result = {"changed": False}
     try:
         if step == "check":
-            holder = rr.check_lock(root, allowed=[p["break_lock"]] if p["break_lock"] else [], where=where)
+            holder = rr.check_lock(root, allowed=[p["break_lock"]] if p["break_lock"] else [], where=where,
+                                   refused=(p["owner"] or {}).get("command") or "deploy")
             module.exit_json(changed=False, lock=holder, run_id=run_id)
         if step == "inspect" or (module.check_mode and step != "read"):
             holder = rr.read_lock(root)

@@ -115,23 +115,26 @@ def acquire_lock(root, owner, break_lock=None, where="the controller host"):
     return {"lock": owner, "broken": broken}
 
 
-def held_message(root, holder, where):
+def held_message(root, holder, where, refused="deploy"):
     state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
-    # a maintenance run (hpc.slurm_gres.maintenance_gres) takes the same lock
-    other = "a maintenance run" if holder.get("command") == "maintenance" else "another deploy"
-    return ("deploy refused, nothing was changed: %s holds the lock on %s (%s): %s, state %s. Wait for "
+    # a maintenance run (hpc.slurm_gres.maintenance_gres) and a rollback take the same lock
+    command = holder.get("command") or "deploy"
+    other = ("a maintenance run" if command == "maintenance" else "a rollback" if command.startswith("rollback")
+             else "another deploy" if refused == "deploy" else "a deploy")
+    return ("%s refused, nothing was changed: %s holds the lock on %s (%s): %s, state %s. Wait for "
             "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
             "explicitly: rerun with -e hpc_gres_break_lock=%s (the next run then finishes or undoes what that run "
-            "left half done)" % (other, where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
+            "left half done)" % (refused, other, where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
                                  holder.get("run_id")))
 
 
-def check_lock(root, allowed=(), where="the controller host"):
+def check_lock(root, allowed=(), where="the controller host", refused="deploy"):
     """A run that changes nothing takes no lock, but is refused while another run holds it (LockHeld);
-    ``allowed``: holder run ids that do not count (a holder whose process is gone)."""
+    ``allowed``: holder run ids that do not count (a holder whose process is gone); ``refused``: what the message
+    says is refused (a runbook that takes no lock of its own checks it too)."""
     holder = read_lock(root)
     if holder is not None and holder.get("run_id") not in allowed:
-        raise LockHeld(held_message(root, holder, where), holder)
+        raise LockHeld(held_message(root, holder, where, refused), holder)
     return holder
 
 

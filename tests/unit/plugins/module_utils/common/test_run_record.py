@@ -168,6 +168,18 @@ def test_a_deploy_is_refused_naming_a_maintenance_run_that_holds_the_lock(tmp_pa
     assert "state maintaining" in str(exc.value)
 
 
+def test_a_runbook_without_a_lock_of_its_own_is_refused_by_name_while_a_rollback_holds_it(tmp_path):
+    root = str(tmp_path)
+    rollback = dict(OWNER, command="rollback of 20261130T090000Z-aa11")
+    rr.acquire_lock(root, rollback)
+    rr.create_record(root, rollback)
+    with pytest.raises(rr.LockHeld) as exc:
+        rr.check_lock(root, where="ctl01", refused="MIG reconfiguration")
+    assert str(exc.value).startswith("MIG reconfiguration refused, nothing was changed: a rollback holds the lock on "
+                                     "ctl01")
+    assert "-e hpc_gres_break_lock=20261201T111500Z-3fa9" in str(exc.value)
+
+
 def _run(root, run_id, old, new, state="done"):
     owner = dict(OWNER, run_id=run_id)
     rr.create_record(root, owner)
