@@ -40,6 +40,12 @@ options:
         C(CUDA_VISIBLE_DEVICES) line, as jobs get their GPUs from Slurm (C(--gres)).
     type: bool
     default: false
+  slurm:
+    description:
+      - slurmctld's record of the node, as M(hpc.slurm_gres.slurm_node) reads it (with O(hpc.slurm_gres.slurm_node#module:details)
+        for C(GresUsed)); an empty dict for a node slurmctld does not know. The last line then ends with the node's
+        state, the GPUs allocated of those it registered, and the reason of a node drained or down.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -65,7 +71,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import declared_count, gpu_status, status_lines
 
 
-def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None, slurm_node=False):
+def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None, slurm_node=False, slurm=None):
     if not isinstance(hw, dict) or "gpus" not in hw:
         raise AnsibleFilterError("gpu_status_report: input must be ansible_facts.hpc_gres_hw from "
                                  "hpc.slurm_gres.gpu_facts, found %s" % type(hw).__name__)
@@ -75,7 +81,10 @@ def gpu_status_report(hw, host, min_free_mib=0, declared_gpus=None, slurm_node=F
         raise AnsibleFilterError("gpu_status_report: min_free_mib: expected an integer (MiB), found %r"
                                  % (min_free_mib,))
     report = gpu_status(hw, min_free_mib, declared_count(declared_gpus))
-    report["lines"] = status_lines(str(host), report, bool(slurm_node))
+    if slurm is not None and not isinstance(slurm, dict):
+        raise AnsibleFilterError("gpu_status_report: slurm: expected slurmctld's record of the node (a dict), found %s"
+                                 % type(slurm).__name__)
+    report["lines"] = status_lines(str(host), report, bool(slurm_node), slurm)
     return report
 
 

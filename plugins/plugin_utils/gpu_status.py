@@ -6,6 +6,7 @@ least ``min_free_mib`` of its memory is free. A GPU nvidia-smi cannot reach, or 
 nvidia-smi does not list, is named on the line that sums up the node. nvidia-smi's index order is PCI bus order, so
 with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` CUDA's device numbers are the same indexes.
 """
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, parse_gres_used
 
 
 def _first(mapping, *keys):
@@ -101,10 +102,34 @@ def _proc_text(proc):
     return " ".join(str(p) for p in parts)
 
 
-def status_lines(host, report, slurm_node=False):
+def slurm_text(record):
+    """slurmctld's view of a node for its status line: the state, the GPUs allocated of those registered (from
+    ``scontrol -d``'s GresUsed), the reason of a node out of service. ``record``: hpc.slurm_gres.slurm_node's."""
+    if not isinstance(record, dict):
+        return "slurmctld: node not known"
+    parts = ["slurmctld: %s" % (record.get("State") or "?")]
+    registered = sum(count for key, count in (record.get("gres") or {}).items() if key.split(":", 1)[0] == "gpu")
+    used = parse_gres_used(record.get("GresUsed"))
+    if used is not None and registered:
+        parts.append("%d of %d GPU(s) allocated" % (used.get("gpu", 0), registered))
+    out = set(record.get("state_flags") or []) & (DRAIN_FLAGS | {"FAIL"}) or record.get("state_base") in ("DOWN",)
+    if out and record.get("reason"):
+        parts.append("reason: %s" % record["reason"])
+    return ", ".join(parts)
+
+
+def status_lines(host, report, slurm_node=False, slurm=None):
     """Fixed-width report lines for one node, ending with the CUDA environment line (or why there is none). On a
     Slurm node (``slurm_node``) the last line names the free GPUs without that line: jobs get GPUs from Slurm
-    (``--gres``), and a process started past it would take GPUs Slurm hands to others."""
+    (``--gres``), and a process started past it would take GPUs Slurm hands to others. ``slurm``: slurmctld's record
+    of the node (hpc.slurm_gres.slurm_node), said at the end of the last line when given."""
+    lines = _status_lines(host, report, slurm_node)
+    if slurm is not None:
+        lines[-1] += "; " + slurm_text(slurm or None)
+    return lines
+
+
+def _status_lines(host, report, slurm_node):
     gpus = report["gpus"]
     trouble = []
     lost, missing = report.get("lost") or [], report.get("missing") or 0

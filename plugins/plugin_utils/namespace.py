@@ -46,6 +46,8 @@ PLAYBOOK_VARS = (
     "hpc_gres_status_hosts",
     "hpc_gres_status_min_free_mib",
     "hpc_gres_status_nvidia_smi",
+    "hpc_gres_status_scontrol",
+    "hpc_gres_status_slurm",
     "hpc_gres_status_sysfs_root",
 )
 

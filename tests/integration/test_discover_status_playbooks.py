@@ -112,6 +112,22 @@ def test_gpu_status_reports_processes_and_free_gpus(tmp_path):
     assert rc == 0, out
     assert sorted(tasks["Per GPU"]) == ["cpu-c01", "gpu-a01"]
     assert tasks["Per GPU"]["cpu-c01"]["msg"] == ["cpu-c01: no GPUs declared (hpc_gres_gpus: [])"]
+    assert tasks["Per GPU"]["gpu-a01"]["msg"][-1].startswith(
+        "gpu-a01: 7 GPU(s) free now (1,2,3,4,5,6,7): a Slurm node, ask for GPUs with srun/sbatch --gres")
+    # slurmctld's view, read once from the controller (scontrol -d): 2 GPUs allocated while nvidia-smi shows 1 busy
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\necho 'NodeName=gpu-a01 Arch=x86_64 CPUAlloc=8 State=MIXED+DRAIN "
+                        "Gres=gpu:a100:8(S:0-1) GresUsed=gpu:a100:2(IDX:0-1) Reason=admin: bad fan [root@2026-12-01]'\n")
+    scontrol.chmod(0o755)
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_scontrol=%s" % scontrol)
+    assert rc == 0, out
+    assert tasks["Per GPU"]["gpu-a01"]["msg"][-1] == (
+        "gpu-a01: 7 GPU(s) free now (1,2,3,4,5,6,7): a Slurm node, ask for GPUs with srun/sbatch --gres; slurmctld: "
+        "MIXED+DRAIN, 2 of 8 GPU(s) allocated, reason: admin: bad fan")
+    # a controller that cannot be read: said once, the report as without it
+    rc, tasks, out = playbook(inventory, "gpu-status.yml", "-e", "hpc_gres_status_scontrol=/nonexistent/scontrol")
+    assert rc == 0, out
+    assert "slurmctld's view of the nodes is left out: " in out
     assert tasks["Per GPU"]["gpu-a01"]["msg"][-1] == ("gpu-a01: 7 GPU(s) free now (1,2,3,4,5,6,7): a Slurm node, ask "
                                                       "for GPUs with srun/sbatch --gres")
 

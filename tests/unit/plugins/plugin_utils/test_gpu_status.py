@@ -1,5 +1,6 @@
 """Fleet GPU status: free/busy per GPU, process lines, the CUDA environment line."""
-from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import gpu_status, status_lines
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.gpu_status import gpu_status, slurm_text, status_lines
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_show_node
 
 # memory figures and processes as the H200-class fixture pair reports them (GPU 7: 58071 MiB used by a process in
 # another PID namespace, "[Not Found]"); GPUs 8-9 added idle, GPU 10 in MIG mode
@@ -91,3 +92,27 @@ def test_a_lost_gpu_and_a_declared_gpu_nvidia_smi_does_not_list_are_on_the_summa
                          "00000000:34:00.0; 2 GPU(s) the inventory declares not seen by nvidia-smi]")
     # nothing declared, nothing lost: the line is as before
     assert status_lines("n", gpu_status({"gpus": []}, declared=0)) == ["n: no GPUs seen by nvidia-smi"]
+
+
+def _record(line):
+    """A node as hpc.slurm_gres.slurm_node returns it (parsed by the same parser, with its derived fields)."""
+    record = next(iter(parse_show_node(line).values()))
+    base, _, flags = record["State"].partition("+")
+    return dict(record, state_base=base, state_flags=[f for f in flags.split("+") if f],
+                gres={"gpu:a100": 8} if "gpu:a100:8" in record.get("Gres", "") else {},
+                reason=(record.get("Reason") or "").split(" [")[0] or None)
+
+
+def test_slurmctlds_view_names_state_allocated_gpus_and_the_reason_of_a_node_out_of_service():
+    busy = _record("NodeName=g1 State=MIXED Gres=gpu:a100:8(S:0-1) GresUsed=gpu:a100:3(IDX:0-2)")
+    assert slurm_text(busy) == "slurmctld: MIXED, 3 of 8 GPU(s) allocated"
+    drained = _record("NodeName=g1 State=IDLE+DRAIN Gres=gpu:a100:8(S:0-1) GresUsed=gpu:a100:0(IDX:N/A) "
+                      "Reason=hpc-gres-health: xid 79 GPU 3 [root@2026-12-01T10:00:00]")
+    assert slurm_text(drained) == "slurmctld: IDLE+DRAIN, 0 of 8 GPU(s) allocated, reason: hpc-gres-health: xid 79 GPU 3"
+    # without scontrol -d there is no GresUsed: the state alone
+    assert slurm_text(_record("NodeName=g1 State=IDLE Gres=gpu:a100:8")) == "slurmctld: IDLE"
+    assert slurm_text(None) == "slurmctld: node not known"
+    report = gpu_status({"gpus": []}, 0)
+    assert status_lines("g1", report, True, busy)[-1] == ("g1: no GPUs seen by nvidia-smi; slurmctld: MIXED, 3 of 8 "
+                                                         "GPU(s) allocated")
+    assert status_lines("g1", report, True)[-1] == "g1: no GPUs seen by nvidia-smi"
