@@ -97,7 +97,7 @@ def test_a_lost_gpu_and_a_declared_gpu_nvidia_smi_does_not_list_are_on_the_summa
 def _record(line):
     """A node as hpc.slurm_gres.slurm_node returns it (parsed by the same parser, with its derived fields)."""
     record = next(iter(parse_show_node(line).values()))
-    base, _, flags = record["State"].partition("+")
+    base, flags = (record["State"] + "+").split("+", 1)
     return dict(record, state_base=base, state_flags=[f for f in flags.split("+") if f],
                 gres={"gpu:a100": 8} if "gpu:a100:8" in record.get("Gres", "") else {},
                 reason=(record.get("Reason") or "").split(" [")[0] or None)
@@ -113,6 +113,6 @@ def test_slurmctlds_view_names_state_allocated_gpus_and_the_reason_of_a_node_out
     assert slurm_text(_record("NodeName=g1 State=IDLE Gres=gpu:a100:8")) == "slurmctld: IDLE"
     assert slurm_text(None) == "slurmctld: node not known"
     report = gpu_status({"gpus": []}, 0)
-    assert status_lines("g1", report, True, busy)[-1] == ("g1: no GPUs seen by nvidia-smi; slurmctld: MIXED, 3 of 8 "
-                                                         "GPU(s) allocated")
+    assert status_lines("g1", report, True, busy)[-1] == (
+        "g1: no GPUs seen by nvidia-smi; slurmctld: MIXED, 3 of 8 GPU(s) allocated")
     assert status_lines("g1", report, True)[-1] == "g1: no GPUs seen by nvidia-smi"
