@@ -198,8 +198,9 @@ _NVML_HINTS = {
                   "of the NVIDIA open kernel modules', fallen off the bus) and the BIOS (Above 4G decoding)",
     "gpu_lost": "NVML lost this GPU: reboot the node to recover it (nvidia-smi's own advice), then check the "
                 "kernel log for Xid 79",
-    "device_handle": "NVML cannot open this GPU (overheated, fell off the bus, or in a fault state): check the "
-                     "kernel log for Xid 79/119/...; reset the GPU or reboot",
+    "device_handle": "NVML cannot open this GPU (overheated, fell off the bus, or in a fault state): read the "
+                     "xid check and the kernel log; after an Xid 79 or 'fallen off the bus' reboot the node (a reset "
+                     "does not bring the GPU back), otherwise reset the GPU (nvidia-smi -r) or reboot",
     "not_found": "the driver did not bring this GPU up: check the kernel log for 'RmInitAdapter failed' and the GSP "
                  "firmware, and that the driver (open or proprietary modules) supports this GPU; a reset does not "
                  "help while the driver cannot initialise it",
@@ -592,7 +593,8 @@ def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
     notes = {}
     for event in kernel_events or []:
-        if event.get("bus_id") and event["kind"] in ("init_failed", "probe_failed", "off_bus", "open_required"):
+        if event.get("bus_id") and event["kind"] in ("init_failed", "probe_failed", "aer_failed", "off_bus",
+                                                      "open_required"):
             notes.setdefault(event["bus_id"], event["message"] + (
                 " (the nvidia module could not take the GPU: most often a PCI BAR the BIOS left unassigned, 'BAR1 is "
                 "0M' or 'request_mem_region failed' before it: enable Above 4G decoding or a larger MMIO space; or "
@@ -1152,6 +1154,11 @@ _SXID = re.compile(r"SXid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
 # the kernel's driver core when the nvidia module's probe of a GPU fails ("nvidia: probe of 0000:af:00.0 failed with
 # error -1", gpu-operator#232: a BAR the BIOS left unassigned); the GPU stays on lspci and out of nvidia-smi
 _PROBE_FAILED = re.compile(r"nvidia: (probe of ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]) failed.*)$")
+# the kernel's PCIe error recovery giving up on a GPU after an uncorrected error: "nvidia 0000:03:00.0: AER: can't
+# recover (no error_detected callback)" (the driver registers no PCI error handlers, or returns DISCONNECT where it
+# does: nv-pci.c "RM and clients don't yet support that"); the GPU stays failed until a reboot
+# (NVIDIA/open-gpu-kernel-modules#1229, rwth-i6/returnn#1500)
+_AER_FAILED = re.compile(r"nvidia ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (AER: can't recover.*)$")
 _PID_NAME = re.compile(r"^pid=('?<?[^,>']*>?'?)(?:,\s*name=(<unknown>|[^,]*))?,\s*(.*)$")
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
 _RECOVERY = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]+) \(([^)]*)\) to (0x[0-9A-Fa-f]+) \(([^)]*)\)")
@@ -1180,7 +1187,7 @@ _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (
                            r"module has the version (\d+(?:\.\d+)*)")
 
 EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "uvm_fatal", "driver_load", "init_failed",
-               "probe_failed", "open_required", "api_mismatch", "sxid")
+               "probe_failed", "aer_failed", "open_required", "api_mismatch", "sxid")
 
 
 def _stamp(prefix):
@@ -1226,7 +1233,7 @@ def _messages(text):
         elif sx:
             messages.append((number, _stamp(line[:sx.start()]), line[sx.start():].strip()))
         else:
-            probe = _PROBE_FAILED.search(line)
+            probe = _PROBE_FAILED.search(line) or _AER_FAILED.search(line)
             if probe:
                 messages.append((number, _stamp(line[:probe.start()]), line[probe.start():].strip()))
     return messages
@@ -1246,7 +1253,8 @@ def parse_kernel_log(text):
     which names no GPU either), ``uvm_fatal`` ("uvm encountered global fatal error ..., requiring os reboot"),
     ``driver_load`` ("NVRM: loading NVIDIA UNIX
     ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``probe_failed`` (the kernel's
-    "nvidia: probe of <bus> failed with error -1"), ``open_required`` (the GPU
+    "nvidia: probe of <bus> failed with error -1"), ``aer_failed`` (the kernel's "nvidia <bus>: AER: can't
+    recover ...": an uncorrected PCIe error left the GPU failed), ``open_required`` (the GPU
     needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
     (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
     """
@@ -1315,6 +1323,11 @@ def parse_kernel_log(text):
             event.update(kind="probe_failed", bus_id=_bus(m.group(2)), message=message)
             events.append(event)
             continue
+        m = _AER_FAILED.match(message)
+        if m:
+            event.update(kind="aer_failed", bus_id=_bus(m.group(1)), message=m.group(2))
+            events.append(event)
+            continue
         m = _OPEN_REQUIRED.search(message)
         if m:
             event.update(kind="open_required", bus_id=_bus(m.group(1)))
@@ -1376,7 +1389,7 @@ def _ack_matches(ack, event):
         return True
     if event["kind"] in ("off_bus", "gpu_lost"):
         return ack["xid"] == 79
-    if event["kind"] in _NODE_LEVEL_KINDS:
+    if event["kind"] in _NODE_LEVEL_KINDS + ("aer_failed",):
         return False  # it has no Xid: only "*" covers it
     return ack["xid"] == event["xid"]
 
@@ -1390,6 +1403,14 @@ def _ack_matches(ack, event):
 _SXID_FATAL = re.compile(r"Fatal\b")
 SXID_FATAL_CLASS = ("reboot", "RESTART_BM", "NVSwitch fatal error: the GPUs' NVLink traffic through it stalls")
 RESET_REQUIRED_CLASS = ("reset", "RESET_GPU", "the driver refuses work until a GPU is reset (NV_ERR_RESET_REQUIRED)")
+# Xid 63 records a retired page (pre-Ampere: "Dynamic Page Retirement: New page retired, reboot to activate") or a
+# row marked for remapping ("Row Remapper: New row marked for remapping, reset gpu to activate"): in effect only after
+# a reset or driver reload, the state the memory check calls pending (remapped rows or retired pages pending: error)
+_PENDING_ACTIVATION = re.compile(r"\bto activate\b", re.I)
+XID_63_PENDING_CLASS = ("reset", "reset the GPU when convenient", "a retired page or remapped row pending, in effect "
+                        "after the next GPU reset or driver reload")
+AER_FAILED_CLASS = ("reboot", "reboot", "an uncorrected PCIe error the kernel could not recover the GPU from (AER): "
+                    "it stays failed until the node reboots")
 UVM_FATAL_CLASS = ("reboot", "RESTART_BM", "the driver's unified memory (UVM) is in a global fatal state: new CUDA "
                    "work fails until the OS is rebooted")
 # Events that name no GPU and are judged for the node unless a fatal Xid of a named GPU in the same driver load
@@ -1405,6 +1426,8 @@ def _xid_class(event):
         return RESET_REQUIRED_CLASS
     if event["kind"] == "uvm_fatal":
         return UVM_FATAL_CLASS
+    if event["kind"] == "aer_failed":
+        return AER_FAILED_CLASS
     if event["kind"] == "sxid":
         return SXID_FATAL_CLASS
     xid = event["xid"]
@@ -1425,6 +1448,8 @@ def _xid_class(event):
         if to[0] == 0:
             return ("recovered", "XID_154", "GPU Recovery Action changed to None")
         return ("reboot" if "reboot" in to[1].lower() else "reset", to[1], "GPU Recovery Action: %s" % to[1])
+    if xid == 63 and _PENDING_ACTIVATION.search(event.get("message") or ""):
+        return XID_63_PENDING_CLASS
     cls = XID_CLASSES.get(xid, ("unknown", None, None))
     message = event.get("message") or ""
     drain = bool(_DRAIN_RESET_MARK.search(message))
@@ -1452,7 +1477,7 @@ def xid_verdicts(events, acknowledgements=None):
         # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
         if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
             continue
-        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid") + _NODE_LEVEL_KINDS:
+        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid", "aer_failed") + _NODE_LEVEL_KINDS:
             continue
         session = sum(1 for line in loads if line < event["line"])
         if event["phase"] == "probe":
@@ -1503,6 +1528,7 @@ def _describe(v):
     what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s",
             "reset_required": "a GPU reset required (no Xid, no bus id)%.0s",
             "uvm_fatal": "a UVM global fatal error (no Xid, no bus id)%.0s",
+            "aer_failed": "an uncorrected PCIe error not recovered (AER, no Xid)%.0s",
             }.get(v["kind"], "fallen off the bus (no Xid)%.0s") % v["xid"]
     if v["kind"] == "xid" and v["xid"] == 45 and v.get("caused_by") is not None:
         what += " (caused by Xid %d)" % v["caused_by"]
@@ -1535,15 +1561,20 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
         # Xid before a fatal one); the finding shows the latest Xid line rather than the "fallen off the bus" line
         # that follows an Xid 79.
-        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NODE_LEVEL_KINDS else 79
-                   for v in items if v["position"] <= last["position"]}
+        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NODE_LEVEL_KINDS + ("aer_failed",)
+                   else 79 for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
-        last = ([v for v in shown if v["kind"] in ("xid", "sxid")] or shown)[-1]
+        # a retired page pending beside a fatal Xid (an Xid 63 after the DBE that caused it): the fatal one is shown
+        named = [v for v in shown if v["kind"] in ("xid", "sxid")]
+        last = ([v for v in named if v["action"] != XID_63_PENDING_CLASS[1]] or named or shown)[-1]
         healthy = "the GPU is healthy"
         if fatal and last["kind"] == "sxid":
             todo = ("reboot the node: a fatal NVSwitch error needs the GPUs and NVSwitches reset (NVIDIA Fabric Manager "
                     "user guide: restart the system)")
             healthy = "the fabric is healthy (nvidia-smi -q: Fabric State Completed)"
+        elif fatal and last["kind"] == "aer_failed":
+            todo = ("reboot the node: the nvidia driver does not recover a GPU from an uncorrected PCIe error; if it "
+                    "comes back, check the slot, riser and cables, and the PCIe errors the kernel logged before it")
         elif fatal:
             reboot = any(v["class"] == "reboot" for v in fatal)
             todo = ("reboot the node (NVIDIA: %s)" % last["action"]) if reboot else \

@@ -168,7 +168,8 @@ def test_unreachable_gpu_is_an_nvml_error_naming_it(name, bus):
     # NVML's "Not Found": the driver has no such GPU (it failed to bring it up), which a reset does not cure
     hint = result["findings"][0]["hint"]
     assert ("RmInitAdapter failed" in hint) is name.startswith("open-515")
-    assert ("reset the GPU or reboot" in hint) is ("Unknown Error" in load("nvidia-smi-errors", name))
+    assert ("otherwise reset the GPU (nvidia-smi -r) or reboot" in hint) is (
+        "Unknown Error" in load("nvidia-smi-errors", name))
 
 
 @pytest.mark.parametrize("name, kind", [
@@ -791,6 +792,15 @@ def test_gb200_domain_needs_no_fabric_manager():
 # file -> [(kind, bus id, xid, stamp)]
 KERNEL = {
     "a100-xid63-row-remapper-new-row-reset-to-activate.txt": [("xid", "00000000:10:1C.0", 63, None)],
+    # the kernel's PCIe error recovery giving up on the GPU (no NVRM line at all), twice; the audio function's and the
+    # root port's lines are not the GPU's
+    "aer-fatal-sdes-cmplto-nvidia-cant-recover-no-nvrm-dmesg-H-returnn1500.txt": [
+        ("aer_failed", "00000000:03:00.0", None, "+0.000844"), ("aer_failed", "00000000:03:00.0", None, "+0.000921")],
+    "rtx5090-egpu-610-aer-cmplto-cant-recover-xid31-ogkm1229.txt": [
+        ("aer_failed", "00000000:63:00.0", None, None), ("xid", "00000000:63:00.0", 31, None)],
+    "xid48-dbe-xid63-dynamic-page-retirement-reboot-to-activate-nvdocker849.txt": [
+        ("xid", "00000000:8A:00.0", 48, "Mon Oct 29 12:07:39 2018"),
+        ("xid", "00000000:8A:00.0", 63, "Mon Oct 29 12:07:40 2018")],
     "geforce-laptop-2015-xid32-xid31-old-shape-dmesg.txt": [
         ("xid", "00000000:01:00.0", 32, "24128.828315"), ("xid", "00000000:01:00.0", 32, "24128.828608"),
         ("xid", "00000000:01:00.0", 31, "24128.834365")],
@@ -909,7 +919,13 @@ API_MISMATCH = {
 }
 # file -> [(severity, gpu)] of the xid check with no acknowledgement
 XID_VERDICTS = {
-    "a100-xid63-row-remapper-new-row-reset-to-activate.txt": [],
+    # a GPU the kernel could not recover from an uncorrected PCIe error: failed until a reboot (the Xid 31 after it is
+    # a symptom, not the job's fault)
+    "aer-fatal-sdes-cmplto-nvidia-cant-recover-no-nvrm-dmesg-H-returnn1500.txt": [("error", "00000000:03:00.0")],
+    "rtx5090-egpu-610-aer-cmplto-cant-recover-xid31-ogkm1229.txt": [("error", "00000000:63:00.0")],
+    "xid48-dbe-xid63-dynamic-page-retirement-reboot-to-activate-nvdocker849.txt": [("error", "00000000:8A:00.0")],
+    # a row marked for remapping, in effect after a reset: pending, as the memory check calls it from -q
+    "a100-xid63-row-remapper-new-row-reset-to-activate.txt": [("error", "00000000:10:1C.0")],
     "geforce-laptop-2015-xid32-xid31-old-shape-dmesg.txt": [],
     # the Xid 79, and a fatal SXid 20034 on each of the three NVSwitches (their Severity/Data lines are not)
     "h100-vm-xid79-pid-unknown-sxid20034-dmesg-md-quoted.txt": [
@@ -1063,6 +1079,31 @@ def test_a_nonfatal_nvlink5_xid_gives_no_finding_and_a_fatal_one_a_reset():
                                 "0x1 (GPU Reset Required)\n")
     [finding] = r.check_xid(then)["findings"]
     assert finding["found"].startswith("Xid 154") and "GPU Reset Required" in finding["hint"]
+
+
+def test_a_gpu_the_kernel_could_not_recover_from_a_pcie_error_is_a_reboot_and_a_pending_page_a_reset():
+    aer = r.check_xid(r.parse_kernel_log(load(
+        "kernel-log", "aer-fatal-sdes-cmplto-nvidia-cant-recover-no-nvrm-dmesg-H-returnn1500.txt")))
+    [finding] = aer["findings"]
+    assert finding["found"].startswith("an uncorrected PCIe error not recovered (AER, no Xid) at +0.000921: AER: "
+                                       "can't recover (no error_detected callback) (and 1 earlier)")
+    assert finding["hint"].startswith("reboot the node: the nvidia driver does not recover a GPU from an uncorrected "
+                                      "PCIe error")
+    # only "*" acknowledges it (it has no Xid), as the hint's line says
+    assert "acknowledge with the line '00000000:03:00.0 * +0.000921'" in finding["hint"]
+    pending = r.check_xid(r.parse_kernel_log(
+        "[ 5.0] NVRM: Xid (PCI:0000:8a:00): 63, Dynamic Page Retirement: New retired page, reload the driver to "
+        "activate. (0x00000000002ce8ac)\n"))
+    [finding] = pending["findings"]
+    assert finding["severity"] == "error" and finding["hint"].startswith(
+        "reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: reset the GPU when convenient)")
+    # the DBE that retired the page is what the finding names
+    [dbe] = r.check_xid(r.parse_kernel_log(load(
+        "kernel-log", "xid48-dbe-xid63-dynamic-page-retirement-reboot-to-activate-nvdocker849.txt")))["findings"]
+    assert dbe["found"].startswith("Xid 48 at Mon Oct 29 12:07:39 2018") and dbe["found"].endswith("(and 1 earlier)")
+    # an Xid 63 that records a remap with nothing left to activate is still no finding
+    assert r.check_xid(r.parse_kernel_log("[ 5.0] NVRM: Xid (PCI:0000:8a:00): 63, Row remapper: New row marked for "
+                                          "remapping\n"))["findings"] == []
 
 
 def test_every_kernel_log_fixture_is_parsed():
