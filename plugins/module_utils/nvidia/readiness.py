@@ -1160,6 +1160,8 @@ _PROBE_FAILED = re.compile(r"nvidia: (probe of ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:
 # (NVIDIA/open-gpu-kernel-modules#1229, rwth-i6/returnn#1500)
 _AER_FAILED = re.compile(r"nvidia ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (AER: can't recover.*)$")
 _PID_NAME = re.compile(r"^pid=('?<?[^,>']*>?'?)(?:,\s*name=(<unknown>|[^,]*))?,\s*(.*)$")
+# a client named without its pid (open-gpu-kernel-modules#1229: "31, name=plasmashell, MMU Fault: ...")
+_NAME_ONLY = re.compile(r"^name=(<unknown>|[^,]*),\s*(.*)$")
 _CAUSED_BY = re.compile(r"caused by previous Xid (\d+)")
 _RECOVERY = re.compile(r"recovery action changed from (0x[0-9A-Fa-f]+) \(([^)]*)\) to (0x[0-9A-Fa-f]+) \(([^)]*)\)")
 _LOADING = re.compile(r"^loading (NVIDIA UNIX .*)$")
@@ -1271,10 +1273,13 @@ def parse_kernel_log(text):
         if groups:
             bus, gpu_instance, compute_instance, xid, rest = groups
             pm = _PID_NAME.match(rest)
+            nm = None if pm else _NAME_ONLY.match(rest)
             if pm:
                 event["pid"] = pm.group(1).strip("'")
                 event["name"] = pm.group(2)
                 rest = pm.group(3)
+            elif nm:
+                event["name"], rest = nm.group(1), nm.group(2)
             event.update(kind="xid", bus_id=_bus(bus), xid=int(xid), message=rest,
                          gpu_instance=int(gpu_instance) if gpu_instance else None,
                          compute_instance=int(compute_instance) if compute_instance else None)

@@ -1173,6 +1173,8 @@ def test_xid_event_details():
     assert (e79["pid"], e79["name"], e79["message"]) == ("<unknown>", "<unknown>", "GPU has fallen off the bus.")
     e45 = r.parse_kernel_log(load("kernel-log", "nvlink5-590-xid45-caused-by-previous-xid145-149-journal.txt"))[0]
     assert (e45["caused_by"], e45["name"]) == (149, "python3")
+    e31 = r.parse_kernel_log(load("kernel-log", "rtx5090-egpu-610-aer-cmplto-cant-recover-xid31-ogkm1229.txt"))[-1]
+    assert (e31["pid"], e31["name"], e31["message"][:10]) == (None, "plasmashell", "MMU Fault:")
     e154 = r.parse_kernel_log(load("kernel-log", "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt"))[1]
     assert (e154["recovery_from"], e154["recovery_to"]) == ((0, "None"), (1, "GPU Reset Required"))
     off, load_line = r.parse_kernel_log(load("kernel-log",
