@@ -99,7 +99,9 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     # restarts are off in this inventory (hpc_gres_slurmd_restart, hpc_gres_slurmctld_restart false): said so
     assert verdicts["gpu-m01"].startswith("would install slurm.conf, cgroup.conf, gres.conf; slurmd restart needed "
                                           "(gres.conf changed;")
-    assert verdicts["gpu-m01"].endswith("left for a later run: hpc_gres_slurmd_restart is false")
+    # a first deploy: the health check and the boot order of slurmd come with the files
+    assert verdicts["gpu-m01"].endswith("left for a later run: hpc_gres_slurmd_restart is false; would install the GPU "
+                                        "health check and the boot order of slurmd")
     assert report["restarts"] == []
     assert report["verdicts"]["slurmctld"]["ctl01"].startswith("slurmctld host: would install slurm.conf, cgroup.conf;")
     mig = added(result, "/gpu-m01/etc/gres.conf")
