@@ -580,6 +580,10 @@ def _smi_bus_ids(smi_q, smi_failure):
     return None, "nvidia-smi was not run"
 
 
+# kernel-log events about a GPU that go into the hint of a GPU nvidia-smi does not list
+_GPU_COUNT_NOTE_KINDS = ("init_failed", "probe_failed", "aer_failed", "off_bus", "open_required")
+
+
 def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None, bus_to_index=None):
     """Every NVIDIA GPU on the PCI bus (lspci) must be listed by nvidia-smi: a GPU that fell off the bus (Xid 79)
     stays on lspci but leaves NVML, and the node keeps taking jobs. One error per GPU nvidia-smi does not list
@@ -593,8 +597,7 @@ def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None
     index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
     notes = {}
     for event in kernel_events or []:
-        if event.get("bus_id") and event["kind"] in ("init_failed", "probe_failed", "aer_failed", "off_bus",
-                                                      "open_required"):
+        if event.get("bus_id") and event["kind"] in _GPU_COUNT_NOTE_KINDS:
             notes.setdefault(event["bus_id"], event["message"] + (
                 " (the nvidia module could not take the GPU: most often a PCI BAR the BIOS left unassigned, 'BAR1 is "
                 "0M' or 'request_mem_region failed' before it: enable Above 4G decoding or a larger MMIO space; or "
