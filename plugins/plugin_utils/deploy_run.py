@@ -17,7 +17,8 @@ import pwd
 import socket
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, parse_state
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.config_modes import changed_files
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import reason_in_force
 
 
 def _sha(text):
@@ -67,9 +68,8 @@ def install_lines(node_plans, ctl_plans, names):
             plan = plans[host] or {}
             if not plan.get("install"):
                 continue
-            new, installed = plan.get("new_files") or {}, plan.get("installed") or {}
-            files = plan.get("not_installed") if role == "slurmctld" else [
-                n for n in plan.get("install_names") or [] if new.get(n) is not None and installed.get(n) != new[n]]
+            files = plan.get("not_installed") if role == "slurmctld" else changed_files(
+                plan.get("installed"), plan.get("new_files") or {}, plan.get("install_names") or [])
             if role == "slurmd":
                 restart = "slurmd would restart" if plan.get("restart") else "slurmd runs them already"
             else:
@@ -130,10 +130,7 @@ def host_line(host, entry, status, node, words=None):
     if node is not None:
         state = node.get("State") or "?"
         line += "; slurmctld: %s %s" % (entry.get("node") or host, state)
-        # slurmctld may keep the reason of a drain that was resumed since (24.11): name it only on a node out of use
-        base, flags, not_responding = parse_state(node.get("State"))
-        if node.get("reason") and (base in ("DOWN", "FAIL") or not_responding
-                                   or set(flags) & (DRAIN_FLAGS | {"FAIL", "FAILING"})):
+        if node.get("reason") and reason_in_force(node.get("State")):
             line += " (drained or down: %s)" % node["reason"]
     return line
 

@@ -6,7 +6,7 @@ least ``min_free_mib`` of its memory is free. A GPU nvidia-smi cannot reach, or 
 nvidia-smi does not list, is named on the line that sums up the node. nvidia-smi's index order is PCI bus order, so
 with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` CUDA's device numbers are the same indexes.
 """
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS, parse_gres_used
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import parse_gres_used, reason_in_force
 
 
 def _first(mapping, *keys):
@@ -112,8 +112,7 @@ def slurm_text(record):
     used = parse_gres_used(record.get("GresUsed"))
     if used is not None and registered:
         parts.append("%d of %d GPU(s) allocated" % (used.get("gpu", 0), registered))
-    out = set(record.get("state_flags") or []) & (DRAIN_FLAGS | {"FAIL"}) or record.get("state_base") in ("DOWN",)
-    if out and record.get("reason"):
+    if record.get("reason") and reason_in_force(record.get("State")):
         parts.append("reason: %s" % record["reason"])
     return ", ".join(parts)
 

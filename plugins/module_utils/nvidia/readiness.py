@@ -1397,7 +1397,7 @@ def _ack_matches(ack, event):
         return True
     if event["kind"] in ("off_bus", "gpu_lost"):
         return ack["xid"] == 79
-    if event["kind"] in _NODE_LEVEL_KINDS + ("aer_failed",):
+    if event["kind"] in _NO_XID_KINDS:
         return False  # it has no Xid: only "*" covers it
     return ack["xid"] == event["xid"]
 
@@ -1424,6 +1424,8 @@ UVM_FATAL_CLASS = ("reboot", "RESTART_BM", "the driver's unified memory (UVM) is
 # Events that name no GPU and are judged for the node unless a fatal Xid of a named GPU in the same driver load
 # explains them.
 _NODE_LEVEL_KINDS = ("reset_required", "uvm_fatal")
+# Events that carry no Xid number: only "*" in an acknowledgement's Xid column covers them.
+_NO_XID_KINDS = _NODE_LEVEL_KINDS + ("aer_failed",)
 
 
 def _xid_class(event):
@@ -1485,7 +1487,7 @@ def xid_verdicts(events, acknowledgements=None):
         # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
         if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
             continue
-        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid", "aer_failed") + _NODE_LEVEL_KINDS:
+        if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid") + _NO_XID_KINDS:
             continue
         session = sum(1 for line in loads if line < event["line"])
         if event["phase"] == "probe":
@@ -1569,8 +1571,8 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         # where the GPU has several up to it (an Xid 79 or 62 and the Xid 154 the driver prints after it, an unknown
         # Xid before a fatal one); the finding shows the latest Xid line rather than the "fallen off the bus" line
         # that follows an Xid 79.
-        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NODE_LEVEL_KINDS + ("aer_failed",)
-                   else 79 for v in items if v["position"] <= last["position"]}
+        numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NO_XID_KINDS else 79
+                   for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
         # a retired page pending beside a fatal Xid (an Xid 63 after the DBE that caused it): the fatal one is shown
         named = [v for v in shown if v["kind"] in ("xid", "sxid")]

@@ -120,6 +120,13 @@ def parse_state(text):
     return base.upper(), sorted(set(f.upper() for f in flags)), not_responding
 
 
+def reason_in_force(state_text):
+    """Whether a node in ``State=`` ``state_text`` is out of use, so that its ``Reason=`` says why: slurmctld may keep
+    the reason of a drain that was resumed since (24.11), which then says nothing of the node."""
+    base, flags, not_responding = parse_state(state_text)
+    return base in ("DOWN", "FAIL") or not_responding or bool(set(flags) & (DRAIN_FLAGS | {"FAIL", "FAILING"}))
+
+
 def parse_gres_field(text):
     """``gpu:a100:4(S:0-1),gpu:h100:2(S:1),shard:8`` -> {"gpu:a100": 4, "gpu:h100": 2, "shard": 8}; a count with
     a size suffix is read as slurm.conf's is (``vmem:2G`` -> {"vmem": 2147483648}).

@@ -379,3 +379,12 @@ def test_gres_used_counts_each_gres_name_of_a_real_detail_output():
     assert scontrol.parse_gres_used("gpu:a100:2(IDX:0,2),gpu:h100:0(IDX:N/A),shard:a100:3(1/8,2/8)") == {
         "gpu": 2, "shard": 3}
     assert scontrol.parse_gres_used(None) is None
+
+
+@pytest.mark.parametrize("state, in_force", [
+    ("IDLE+DRAIN", True), ("MIXED+DRAINING", True), ("DOWN", True), ("IDLE*", True), ("FAIL", True),
+    ("ALLOCATED+FAILING", True), ("IDLE", False), ("MIXED", False), (None, False),
+])
+def test_a_reason_is_in_force_only_on_a_node_out_of_use(state, in_force):
+    # slurmctld 24.11 keeps the reason of a drain resumed since: on an IDLE node it says nothing of it
+    assert scontrol.reason_in_force(state) is in_force
