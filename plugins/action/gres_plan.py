@@ -17,13 +17,14 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import (
     maintenance,
     mig_node,
     restart_batch,
+    run_lock,
     waves,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
 STAGES = ("gate", "jobs", "restarted", "registered", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
-          "maintenance", "health_library", "restart_batch")
+          "maintenance", "health_library", "restart_batch", "lock")
 MAINTENANCE_PHASES = ("lock", "resume", "reboot", "failure", "summary")
 ARGUMENT_SPEC = dict(
     stage=dict(type="str", required=True, choices=list(STAGES)),
@@ -164,6 +165,11 @@ class ActionModule(ActionBase):
             elif stage == "owner":
                 plan = deploy_run.lock_owner(args["command"], args["lock"])
                 plan["refusal"] = None
+            elif stage == "lock":
+                owner = deploy_run.lock_owner(args["command"], args["lock"])
+                plan = run_lock.lock_plan(args["command"], args["lock"], owner["holder_gone"], args["unfinished"],
+                                          args["break_lock"])
+                plan["owner"] = owner["owner"]
             elif stage == "changes":
                 plan = self._changes(args, hostvars)
             elif stage == "waves":

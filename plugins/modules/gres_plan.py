@@ -39,6 +39,10 @@ description:
     (the MIG runbook and a rollback plan with files other than the render's)."
   - "O(stage=owner): who runs this deploy (user, control machine, ansible-playbook's pid) and whether the lock
     holder O(lock) is an interrupted run of this control machine whose lock may be taken over."
+  - "O(stage=lock): whether the MIG runbook (O(command=MIG reconfiguration)) may take the O(lock): refused while
+    another run holds it or a deploy or rollback of the O(unfinished) runs did not finish. C(plan.owner) (as
+    O(stage=owner)), C(plan.break_lock) (the stale lock it takes over, or null) and C(plan.continues) (the run ids
+    of interrupted runs of the same command, superseded at its end)."
   - "O(stage=changes): what the run changes per host (the files each daemon runs with against the new ones, from
     the hosts' plans), for M(hpc.slurm_gres.gres_run)'s record; C(plan.install_lines), one line per host whose
     install writes something (the files, the restart), for a check run of a rollback."
@@ -69,7 +73,7 @@ options:
     type: str
     required: true
     choices: [gate, jobs, restarted, registered, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance,
-              health_library, restart_batch]
+              health_library, restart_batch, lock]
   plan:
     description: The RV(plan) of the gate (O(stage=restarted), V(registered), V(confirmed), V(changes)); of O(stage=waves) for
       O(stage=maintenance) O(phase=summary).
@@ -122,12 +126,12 @@ options:
     description: O(stage=controller) in include mode, the include file's name; default the render's.
     type: str
   command:
-    description: O(stage=owner), what the run does (C(deploy), C(rollback of RUN_ID)).
+    description: O(stage=owner) and O(stage=lock), what the run does (C(deploy), C(rollback of RUN_ID), C(MIG reconfiguration)).
     type: str
     default: deploy
   lock:
-    description: O(stage=owner) and O(stage=maintenance) O(phase=lock), the lock as M(hpc.slurm_gres.gres_run) O(hpc.slurm_gres.gres_run#module:step=inspect)
-      returned it (its holder), or null.
+    description: O(stage=owner), O(stage=lock) and O(stage=maintenance) O(phase=lock), the lock as M(hpc.slurm_gres.gres_run)
+      O(hpc.slurm_gres.gres_run#module:step=inspect) returned it (its holder), or null.
     type: raw
   nodes:
     description: O(stage=changes), the node hosts of the run.
@@ -202,12 +206,12 @@ options:
     type: str
     choices: [lock, resume, reboot, failure, summary]
   unfinished:
-    description: O(stage=maintenance) O(phase=lock) and V(resume), the records of the runs that did not finish.
+    description: O(stage=lock), and O(stage=maintenance) O(phase=lock) and V(resume), the records of the runs that did not finish.
     type: list
     elements: dict
     default: []
   break_lock:
-    description: O(stage=maintenance) O(phase=lock), the run id whose lock an admin breaks.
+    description: O(stage=lock) and O(stage=maintenance) O(phase=lock), the run id whose lock an admin breaks.
     type: str
     default: ""
   change:

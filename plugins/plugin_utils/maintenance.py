@@ -28,9 +28,10 @@ import yaml
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.names import natural_key
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.scontrol import DRAIN_FLAGS
+from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import run_lock
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.waves import failure_reason, is_ours, node_status
 
-COMMAND = "maintenance"
+COMMAND = run_lock.MAINTENANCE
 NODE_FIELD = "node:"
 REBOOT_MODES = ("auto", "slurm", "ansible", "none")
 _CONFIG_LINE = re.compile(r"^\s*(\w+)\s*=\s*(.*?)\s*$")
@@ -86,35 +87,11 @@ def reboot_plan(mode, config_text, reboot_timeout, reboot_tasks=""):
             "hpc_gres_maintenance_reboot=ansible" % "; ".join(problems)}
 
 
-def _holder_text(holder):
-    return ("run %s (%s by user %s from host %s, pid %s, started %s)"
-            % (holder.get("run_id"), holder.get("command") or "deploy", holder.get("user"), holder.get("control_host"),
-               holder.get("pid"), holder.get("started")))
-
-
 def lock_plan(holder, holder_gone, unfinished, break_lock=""):
-    """``{"refusal", "break_lock"}``: whether this maintenance may take the lock and which stale lock it breaks.
-
-    ``holder``: the lock's holder (None when free); ``holder_gone``: it ran from this control machine and its
-    ansible-playbook is gone; ``unfinished``: records of runs that did not finish, the holder's excluded;
-    ``break_lock``: the run id an admin asked to break (-e hpc_gres_break_lock=RUN_ID).
-    """
-    if holder and break_lock and holder.get("run_id") == break_lock:
-        return {"refusal": None, "break_lock": break_lock}
-    if holder and not holder_gone:
-        return {"refusal": "maintenance refused, nothing was changed: %s holds the lock. Wait for it to end; if that "
-                "run is gone (killed, its machine lost), break the lock explicitly: -e hpc_gres_break_lock=%s"
-                % (_holder_text(holder), holder.get("run_id")), "break_lock": None}
-    deploys = [r for r in unfinished or [] if r.get("command") != COMMAND]
-    if holder and (holder.get("command") or "deploy") != COMMAND:
-        deploys.insert(0, holder)
-    if deploys:
-        first = deploys[0]
-        return {"refusal": "maintenance refused, nothing was changed: %s did not finish (state %s); its files may be "
-                "half installed and a reboot would restart slurmd with them. Finish it first: ansible-playbook "
-                "hpc.slurm_gres.deploy_gres -i INVENTORY (it takes the lock over and finishes the run)"
-                % (_holder_text(first), first.get("state", "unknown")), "break_lock": None}
-    return {"refusal": None, "break_lock": holder.get("run_id") if holder else None}
+    """``{"refusal", "break_lock"}``: whether this maintenance may take the lock and which stale lock it breaks
+    (``run_lock.lock_plan``, the rule the MIG runbook follows too)."""
+    plan = run_lock.lock_plan(COMMAND, holder, holder_gone, unfinished, break_lock)
+    return {"refusal": plan["refusal"], "break_lock": plan["break_lock"]}
 
 
 def done_nodes(record):

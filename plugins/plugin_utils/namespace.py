@@ -77,6 +77,7 @@ STATE_VARS = (
     "hpc_gres_run_owner",
     "hpc_gres_run_recorded",
     "hpc_gres_run_rolled_back",
+    "hpc_gres_run_runbook",
     "hpc_gres_run_undo",
     "hpc_gres_run_undo_controller",
     "hpc_gres_run_undo_id",

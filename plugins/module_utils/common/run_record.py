@@ -12,7 +12,9 @@ A record's ``state`` moves ``locked -> recorded -> installed -> restarted -> don
 ``rolling_back -> rolled_back`` (or ``rollback_failed``); a later run that finishes an interrupted one marks it
 ``superseded``. A record in a state that is not final, whose run no longer holds the lock, is an interrupted run.
 A maintenance run (``command: maintenance``, plugin_utils/maintenance.py) moves ``locked -> maintaining -> done``
-and stays ``maintaining`` while nodes are left to do, so that the next maintenance run continues it.
+and stays ``maintaining`` while nodes are left to do, so that the next maintenance run continues it. The MIG
+runbook (``command: MIG reconfiguration``) records no files (a rollback cannot undo a layout): it moves
+``locked -> reconfiguring -> done``, or ``stopped`` at the node that failed; only a killed one stays unfinished.
 """
 
 import datetime
@@ -22,8 +24,9 @@ import json
 import os
 import shutil
 
-FINAL_STATES = ("done", "rolled_back", "rollback_failed", "superseded")
-STATES = ("locked", "recorded", "installed", "restarted", "rolling_back", "maintaining") + FINAL_STATES
+FINAL_STATES = ("done", "rolled_back", "rollback_failed", "superseded", "stopped")
+STATES = ("locked", "recorded", "installed", "restarted", "rolling_back", "maintaining", "reconfiguring") + FINAL_STATES
+MIG_COMMAND = "MIG reconfiguration"
 LOCK_NAME = "lock"
 RECORD_NAME = "record.json"
 PREVIOUS_DIR = "previous"
@@ -120,6 +123,7 @@ def held_message(root, holder, where, refused="deploy"):
     # a maintenance run (hpc.slurm_gres.maintenance_gres) and a rollback take the same lock
     command = holder.get("command") or "deploy"
     other = ("a maintenance run" if command == "maintenance" else "a rollback" if command.startswith("rollback")
+             else "a MIG reconfiguration" if command == MIG_COMMAND
              else "another deploy" if refused == "deploy" else "a deploy")
     return ("%s refused, nothing was changed: %s holds the lock on %s (%s): %s, state %s. Wait for "
             "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
@@ -263,6 +267,14 @@ def undo_problem(root, record):
     in order, each file taking the new content of the last run that changed it; a run rolled back (late, or by a
     named rollback whose own record then carries the change) changed nothing."""
     run_id = record.get("run_id")
+    command = record.get("command") or "deploy"
+    if command == MIG_COMMAND:
+        return ("run %s is a MIG reconfiguration: it keeps no copy of the files it replaced, and the files of before "
+                "it name the MIG devices of the old layout (slurmd would drain the node with them). To go back, put "
+                "the previous mig lists in the inventory and run ansible-playbook hpc.slurm_gres.mig_reconfigure "
+                "again" % run_id)
+    if command == "maintenance":
+        return "run %s is a maintenance run: it changed no Slurm file, there is nothing to put back" % run_id
     if record.get("state") == "rolled_back":
         last = (record.get("history") or [{}])[-1]
         return "run %s was rolled back already%s" % (run_id, " (%s)" % last["note"] if last.get("note") else "")

@@ -168,7 +168,35 @@ def test_a_deploy_is_refused_naming_a_maintenance_run_that_holds_the_lock(tmp_pa
     assert "state maintaining" in str(exc.value)
 
 
-def test_a_runbook_without_a_lock_of_its_own_is_refused_by_name_while_a_rollback_holds_it(tmp_path):
+def test_a_deploy_is_refused_naming_a_mig_reconfiguration_that_holds_the_lock(tmp_path):
+    root = str(tmp_path)
+    mig = dict(OWNER, command=rr.MIG_COMMAND)
+    rr.acquire_lock(root, mig)
+    rr.create_record(root, mig)
+    rr.set_state(root, OWNER["run_id"], "reconfiguring")
+    with pytest.raises(rr.LockHeld) as exc:
+        rr.acquire_lock(root, OTHER, where="ctl01")
+    assert str(exc.value).startswith("deploy refused, nothing was changed: a MIG reconfiguration holds the lock on "
+                                     "ctl01")
+    assert "state reconfiguring" in str(exc.value)
+    assert [r["run_id"] for r in rr.unfinished_runs(root)] == [OWNER["run_id"]]
+    rr.set_state(root, OWNER["run_id"], "stopped", note="stopped at host gpu-a01")
+    assert rr.unfinished_runs(root) == []
+
+
+def test_a_named_rollback_of_a_mig_reconfiguration_or_a_maintenance_run_is_refused(tmp_path):
+    root = str(tmp_path)
+    for command, run_id in ((rr.MIG_COMMAND, OWNER["run_id"]), ("maintenance", OTHER["run_id"])):
+        rr.create_record(root, dict(OWNER, run_id=run_id, command=command))
+    mig = rr.undo_problem(root, rr.read_record(root, OWNER["run_id"]))
+    assert mig.startswith("run 20261201T111500Z-3fa9 is a MIG reconfiguration: it keeps no copy of the files it "
+                          "replaced")
+    assert "run ansible-playbook hpc.slurm_gres.mig_reconfigure again" in mig
+    assert rr.undo_problem(root, rr.read_record(root, OTHER["run_id"])) == (
+        "run 20261201T111600Z-0b1c is a maintenance run: it changed no Slurm file, there is nothing to put back")
+
+
+def test_a_run_that_changes_nothing_is_refused_by_name_while_a_rollback_holds_it(tmp_path):
     root = str(tmp_path)
     rollback = dict(OWNER, command="rollback of 20261130T090000Z-aa11")
     rr.acquire_lock(root, rollback)
