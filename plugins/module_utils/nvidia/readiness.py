@@ -210,6 +210,17 @@ _NVML_HINTS = {
 }
 
 
+OTHER_DRIVER_HINT = ("the kernel log says the nvidia module was not called for %s GPU(s): another driver (nouveau, "
+                     "rivafb, nvidiafb or rivatv) took them first. Blacklist it ('blacklist nouveau' and 'options "
+                     "nouveau modeset=0' in /etc/modprobe.d), rebuild the initramfs and reboot")
+
+
+def _other_driver(kernel_events):
+    """The hint for GPUs another driver took before nvidia (the latest "probe routine was not called"), or None."""
+    skipped = [e for e in kernel_events or [] if e["kind"] == "probe_skipped"]
+    return OTHER_DRIVER_HINT % skipped[-1]["count"] if skipped else None
+
+
 def failed_run_findings(rc, stdout="", stderr=""):
     """The ``nvml`` findings of one failed nvidia-smi run (a driver/library mismatch, no driver, a lost GPU, ...):
     what the deploy's verification reports when nvidia-smi cannot list the GPUs; [] when the run's output names no
@@ -220,10 +231,11 @@ def failed_run_findings(rc, stdout="", stderr=""):
     return check_nvml(smi_failure=failure)["findings"]
 
 
-def check_nvml(smi_failure=None, smi_q=None, proc_version=None):
+def check_nvml(smi_failure=None, smi_q=None, proc_version=None, kernel_events=None):
     """nvidia-smi (NVML) must start and reach every GPU. An error per failure kind of
     :func:`classify_smi_failure`; a version mismatch names both versions (NVML's from its message, the kernel
-    module's from ``/proc/driver/nvidia/version`` when read). Applies when nvidia-smi was run."""
+    module's from ``/proc/driver/nvidia/version`` when read); where the kernel log says another driver took the
+    GPUs, the hint says so. Applies when nvidia-smi was run."""
     if smi_failure is None:
         if smi_q is None:
             return _not_applied("nvml", "nvidia-smi was not run")
@@ -232,6 +244,8 @@ def check_nvml(smi_failure=None, smi_q=None, proc_version=None):
     if kind == "ok":
         return _result("nvml", True)
     hint = _NVML_HINTS.get(kind, _NVML_HINTS["other"])
+    if kind in ("no_driver", "no_devices", "nvml_init", "other"):
+        hint = _other_driver(kernel_events) or hint
     findings = []
     if kind in ("gpu_lost", "device_handle") and smi_failure.get("gpus"):
         for gpu in smi_failure["gpus"]:
@@ -601,7 +615,10 @@ def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None
             notes.setdefault(event["bus_id"], event["message"] + (
                 " (the nvidia module could not take the GPU: most often a PCI BAR the BIOS left unassigned, 'BAR1 is "
                 "0M' or 'request_mem_region failed' before it: enable Above 4G decoding or a larger MMIO space; or "
-                "another driver holds it)" if event["kind"] == "probe_failed" else ""))
+                "another driver holds it)" if event["kind"] == "probe_failed" else
+                " (the driver could not initialise the GPU: reboot the node, with a power cycle where it persists; "
+                "if it fails again, check that this driver supports the GPU and its firmware, then reseat or replace "
+                "it)" if event["kind"] == "init_failed" else ""))
     findings = []
     listed = {b for b in seen if b}
     # a GPU bound to vfio-pci is the virtual machine's, not this node's: nvidia-smi never lists it
@@ -621,12 +638,12 @@ def check_gpu_count(lspci=None, smi_q=None, smi_failure=None, kernel_events=None
                     % (dev["bus_id"], dev["description"]),
                     "nvidia-smi lists %d of the %d NVIDIA GPUs on lspci, not this one" % (
                         len(listed), len(gpus)),
-                    ("kernel log: %s" % note) if note else
+                    ("kernel log: %s" % note) if note else _other_driver(kernel_events) or
                     "check the kernel log for Xid 79 / RmInitAdapter failed; reboot, then reseat or replace"))
     elif len(seen) < len(gpus):
         findings.append(finding("error", "gpu_count", None, "%d GPUs listed by nvidia-smi (lspci)"
                                 % len(gpus), "nvidia-smi lists %d" % len(seen),
-                                "check the kernel log for Xid 79 / RmInitAdapter failed"))
+                                _other_driver(kernel_events) or "check the kernel log for Xid 79 / RmInitAdapter failed"))
     return _result("gpu_count", True, findings)
 
 
@@ -1186,13 +1203,16 @@ _UVM_FATAL = re.compile(r"uvm encountered global fatal error", re.I)
 _NO_BUS_EVENTS = ((_LOST_FROM_BUS, "gpu_lost"), (_RESET_REQUIRED, "reset_required"), (_UVM_FATAL, "uvm_fatal"))
 _INIT_FAILED = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]): (RmInitAdapter failed!.*)$")
 _OPEN_REQUIRED = re.compile(r"The NVIDIA GPU ([0-9A-Fa-f:.]+).*requires use of the NVIDIA open kernel modules")
+# "NVRM: The NVIDIA probe routine was not called for 3 device(s). ... This can occur when a driver such as: nouveau,
+# rivafb, nvidiafb or rivatv was loaded and obtained ownership of the NVIDIA device(s)." (nv.c, at module init)
+_PROBE_SKIPPED = re.compile(r"The NVIDIA probe routine was not called for (\d+) device")
 # "the client has the version 390.25, but this kernel module has the version 390.12" and, from about 575, "the client
 # 'kwin_wayland' (pid 1005) has the version 595.84, but ..."
 _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (\d+(?:\.\d+)*), but this kernel "
                            r"module has the version (\d+(?:\.\d+)*)")
 
 EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "uvm_fatal", "driver_load", "init_failed",
-               "probe_failed", "aer_failed", "open_required", "api_mismatch", "sxid")
+               "probe_failed", "aer_failed", "open_required", "api_mismatch", "sxid", "probe_skipped")
 
 
 def _stamp(prefix):
@@ -1260,8 +1280,9 @@ def parse_kernel_log(text):
     ... 570.158.01 ..."; ``version``), ``init_failed`` ("RmInitAdapter failed!"), ``probe_failed`` (the kernel's
     "nvidia: probe of <bus> failed with error -1"), ``aer_failed`` (the kernel's "nvidia <bus>: AER: can't
     recover ...": an uncorrected PCIe error left the GPU failed), ``open_required`` (the GPU
-    needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``) or ``sxid``
-    (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
+    needs the open kernel modules), ``api_mismatch`` (``version``: the client's, ``kernel_version``),
+    ``probe_skipped`` (``count`` GPUs the nvidia module never probed: another driver such as nouveau owns them) or
+    ``sxid`` (NVSwitch; ``xid`` holds the SXid). Xid 154 carries ``recovery_from``/``recovery_to`` as ``(code, name)``.
     """
     events = []
     for number, stamp, message in _messages(text):
@@ -1345,6 +1366,11 @@ def parse_kernel_log(text):
         if m:
             event.update(kind="api_mismatch", version=m.group(1), kernel_version=m.group(2))
             events.append(event)
+            continue
+        m = _PROBE_SKIPPED.search(message)
+        if m:
+            event.update(kind="probe_skipped", count=int(m.group(1)))
+            events.append(event)
     return events
 
 
@@ -1410,6 +1436,11 @@ def _ack_matches(ack, event):
 # their next access hangs; "Restart the system to reset the GPUs and NVSwitches".
 _SXID_FATAL = re.compile(r"Fatal\b")
 SXID_FATAL_CLASS = ("reboot", "RESTART_BM", "NVSwitch fatal error: the GPUs' NVLink traffic through it stalls")
+# what the driver prints on the lines of an SXid that is no fault of its own: "Non-fatal, Link NN ..." and the
+# Severity and Data lines after a fatal or non-fatal one; other SXid lines carry no severity word (the NVSwitch's
+# management engine: "26006, SOE HALTED", soe_ls10.c NVSWITCH_PRINT_SXID): of unknown severity, a warning
+_SXID_NO_FAULT = re.compile(r"(?:Non-?fatal|Severity|Data)\b", re.I)
+SXID_UNMARKED_CLASS = ("unknown", None, "an NVSwitch error the driver prints without a severity")
 RESET_REQUIRED_CLASS = ("reset", "RESET_GPU", "the driver refuses work until a GPU is reset (NV_ERR_RESET_REQUIRED)")
 # Xid 63 records a retired page (pre-Ampere: "Dynamic Page Retirement: New page retired, reboot to activate") or a
 # row marked for remapping ("Row Remapper: New row marked for remapping, reset gpu to activate"): in effect only after
@@ -1439,7 +1470,7 @@ def _xid_class(event):
     if event["kind"] == "aer_failed":
         return AER_FAILED_CLASS
     if event["kind"] == "sxid":
-        return SXID_FATAL_CLASS
+        return SXID_FATAL_CLASS if _SXID_FATAL.match(event.get("message") or "") else SXID_UNMARKED_CLASS
     xid = event["xid"]
     if xid == 45 and event.get("caused_by") is not None:
         cls = XID_CLASSES.get(event["caused_by"])
@@ -1485,7 +1516,7 @@ def xid_verdicts(events, acknowledgements=None):
     for position, event in enumerate(events):
         # an NVSwitch error: the driver prints "Fatal, Link NN ..." (NVSWITCH_REPORT_FATAL, intr_nvswitch.h) on the
         # first line of a fatal one, "Non-fatal, ..." otherwise, then Severity and Data lines of the same SXid
-        if event["kind"] == "sxid" and not _SXID_FATAL.match(event.get("message") or ""):
+        if event["kind"] == "sxid" and _SXID_NO_FAULT.match(event.get("message") or ""):
             continue
         if event["kind"] not in ("xid", "off_bus", "gpu_lost", "sxid") + _NO_XID_KINDS:
             continue
@@ -1534,6 +1565,17 @@ def xid_verdicts(events, acknowledgements=None):
     return out
 
 
+# What to do after the reset for an Xid whose cause may outlast it. Xid 64: a row remap that could not be recorded
+# (the bank has no spare row left: "All reserved rows for bank are remapped"); NVIDIA's RMA policy for row remapping
+# counts a remapping failure as a replacement criterion, the state the memory check reads as "Remapping Failure
+# Occurred: Yes".
+_XID_FOLLOW_UP = {
+    64: "then read nvidia-smi -q -d ROW_REMAPPER: 'Remapping Failure Occurred: Yes' means the GPU is due for "
+        "replacement (NVIDIA's RMA policy for row remapping): run the field diagnostic and open an RMA instead of "
+        "acknowledging",
+}
+
+
 def _describe(v):
     what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s",
             "reset_required": "a GPU reset required (no Xid, no bus id)%.0s",
@@ -1574,9 +1616,12 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NO_XID_KINDS else 79
                    for v in items if v["position"] <= last["position"]}
         ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
-        # a retired page pending beside a fatal Xid (an Xid 63 after the DBE that caused it): the fatal one is shown
+        # the fault rather than what follows it: not the Xid 154 the driver prints after a fatal Xid (its recovery
+        # action goes into the hint), not a retired page pending beside the DBE that caused it (an Xid 63)
         named = [v for v in shown if v["kind"] in ("xid", "sxid")]
-        last = ([v for v in named if v["action"] != XID_63_PENDING_CLASS[1]] or named or shown)[-1]
+        not_pending = [v for v in named if v["action"] != XID_63_PENDING_CLASS[1]]
+        last = ([v for v in not_pending if v["xid"] != 154 or v["kind"] != "xid"] or not_pending or named or shown)[-1]
+        recovery = [v for v in shown if v["kind"] == "xid" and v["xid"] == 154 and v["position"] > last["position"]]
         healthy = "the GPU is healthy"
         if fatal and last["kind"] == "sxid":
             todo = ("reboot the node: a fatal NVSwitch error needs the GPUs and NVSwitches reset (NVIDIA Fabric Manager "
@@ -1587,12 +1632,22 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
                     "comes back, check the slot, riser and cables, and the PCIe errors the kernel logged before it")
         elif fatal:
             reboot = any(v["class"] == "reboot" for v in fatal)
-            todo = ("reboot the node (NVIDIA: %s)" % last["action"]) if reboot else \
-                   ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: %s)" % last["action"])
+            action = last["action"] + ("; the driver's recovery action, Xid 154: %s" % recovery[-1]["action"]
+                                       if recovery else "")
+            todo = ("reboot the node (NVIDIA: %s)" % action) if reboot else \
+                   ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: %s)" % action)
+            if last["kind"] == "xid" and last["xid"] in _XID_FOLLOW_UP:
+                todo += "; " + _XID_FOLLOW_UP[last["xid"]]
         if fatal:
             severity = "error"
             expected = "no fatal %s since the driver was loaded (or each acknowledged)" % (
                 "NVSwitch SXid" if last["kind"] == "sxid" else "Xid")
+        elif last["kind"] == "sxid":
+            todo = ("look the SXid up in NVIDIA's Fabric Manager user guide (NVSwitch errors) and check that every "
+                    "GPU's Fabric State is Completed (nvidia-smi -q)")
+            healthy = "the fabric is healthy"
+            severity = "warning"
+            expected = "no NVSwitch SXid of unknown severity since the driver was loaded (or each acknowledged)"
         else:
             todo = "look the Xid up in NVIDIA's Xid catalogue"
             severity = "warning"
@@ -1629,7 +1684,7 @@ def readiness_findings(smi_q=None, smi_failure=None, proc_version=None, lspci=No
         nvml_version = mismatch[-1]["version"] if mismatch else None
     driver = (smi_q or {}).get("driver_version") or (proc_version or {}).get("version")
     results = [
-        check_nvml(smi_failure, smi_q, proc_version),
+        check_nvml(smi_failure, smi_q, proc_version, kernel_events),
         check_driver_version(proc_version, nvml_version),
         check_persistence(smi_q, index_map),
         check_gpu_count(lspci, smi_q, smi_failure, kernel_events, index_map),

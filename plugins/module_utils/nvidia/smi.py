@@ -228,7 +228,10 @@ def find_lost_gpus(text):
 # topo -m
 
 _ATTRIBUTE_KEYS = {"cpu affinity": "cpu_affinity", "numa affinity": "numa_affinity", "gpu numa id": "gpu_numa_id"}
-_KNOWN_ATTRIBUTES = re.compile(r"CPU Affinity|NUMA Affinity|GPU NUMA ID", re.I)
+# the words of a name may be spaced out in a copy ("CPU    Affinity", NVIDIA's MLPerf tuning guide)
+_KNOWN_ATTRIBUTES = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID", re.I)
+# two device names in one header cell ("NIC7NIC8"): a tab lost in the copy, so a column's cells cannot be told apart
+_RUN_TOGETHER = re.compile(r"^(?:GPU|NIC|mlx\w*?)\d+(?:GPU|NIC)\d+", re.I)
 _LINK_WORDS = ("X", "SYS", "NODE", "PHB", "PXB", "PIX", "SOC", "PXN", "C2C")
 _RANGE_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
@@ -456,20 +459,26 @@ def parse_topo_matrix(text):
     if h is None:
         if re.search(r"No devices were found", text or ""):
             return {"gpus": [], "nics": [], "columns": [], "attributes": []}
-        raise ValueError("nvidia-smi topo -m: no matrix header (a line starting with GPU0) in the output")
+        glued = next((line.split()[0] for line in lines if line.split() and _RUN_TOGETHER.match(line.split()[0])), None)
+        raise ValueError("nvidia-smi topo -m: no matrix header (a line starting with GPU0) in the output%s" % (
+            "; the line starting %r has its device names run together (the copy lost its tabs)" % glued[:24]
+            if glued else ""))
     header_line = lines[h]
 
     header_tokens = list(re.finditer(r"\S+", header_line))
     columns = []
     attr_from = None
     for m in header_tokens:
+        if _RUN_TOGETHER.match(m.group()):
+            raise ValueError("nvidia-smi topo -m: the header cell %r is two device names run together (a tab lost "
+                             "in the copy): the cells of those columns cannot be told apart" % m.group())
         if re.search(r"\d", m.group()):
             columns.append(m.group())
         else:
             attr_from = m.start()
             break
     attributes = _attribute_names(header_line[attr_from:]) if attr_from is not None else []
-    attr_keys = [_ATTRIBUTE_KEYS.get(name.lower(), re.sub(r"\W+", "_", name.lower()).strip("_"))
+    attr_keys = [_ATTRIBUTE_KEYS.get(" ".join(name.lower().split()), re.sub(r"\W+", "_", name.lower()).strip("_"))
                  for name, _off in attributes]
 
     # Row block: device-named lines after the header; common indentation is taken off every line.

@@ -25,6 +25,7 @@ from test_nvidia_smi_topo import EXPECTED
 # A CPU layout consistent with each recording: every GPU's CPU Affinity is one socket (or a subset of one,
 # where a cgroup limited what the job saw).
 LAYOUTS = {
+    "4gpu-4numa-reversed-cpu-affinity-header-spaced-mlperf-nvidia.txt": (4, 16, 2, "linear"),
     "6gpu-3-nvlink-pairs-mlx5-embedded-python.txt": (2, 28, 2, "linear"),
     "a100-4gpu-adroit-strided-cpus-slurm-cgroup.txt": (2, 24, 1, "interleaved"),
     "a100-4gpu-nv4-della-i16g1.txt": (2, 24, 1, "linear"),

@@ -35,6 +35,11 @@ def nic_names(n):
 
 # fixture: (attributes, [(cpu affinity, numa affinity) per GPU], [(nic row name, device)], [(gpu, column, link)])
 EXPECTED = {
+    # the header's "CPU    Affinity" with its words spaced out (NVIDIA's MLPerf tuning guide)
+    "4gpu-4numa-reversed-cpu-affinity-header-spaced-mlperf-nvidia.txt": (
+        ["CPU    Affinity", "NUMA Affinity"],
+        [("48-63,112-127", "3"), ("32-47,96-111", "2"), ("16-31,80-95", "1"), ("0-15,64-79", "0")], [],
+        [("GPU0", "GPU1", "SYS"), ("GPU3", "GPU2", "SYS")]),
     "6gpu-3-nvlink-pairs-mlx5-embedded-python.txt": (
         CPU_NUMA, rep(3, "0-27,56-83", "0") + rep(3, "28-55,84-111", "1"), nics(["mlx5_0"], ["mlx5_0"]),
         [("GPU0", "GPU3", "NV12"), ("GPU1", "GPU2", "NV12"), ("GPU4", "GPU5", "NV12"), ("GPU0", "mlx5_0", "NODE"),
@@ -249,6 +254,22 @@ def test_many_gpus_and_long_old_style_nic_names():
 def test_cpu_list_split_at_commas_by_a_paste_is_rejoined():
     text = "        GPU0    CPU Affinity    NUMA Affinity\nGPU0     X      0-23, 48-71     0\n"
     assert parse_topo_matrix(text)["gpus"][0]["cpu_affinity"] == list(range(24)) + list(range(48, 72))
+
+
+# copies that cannot be read: refused with what is wrong, never read with a column missing
+REFUSED = {
+    "a100sxm4-8gpu-10nic-nps4-header-cells-run-together-nccltests311.txt":
+        "the header cell 'NIC7NIC8' is two device names run together",
+    "v100sxm2-2gpu-4nic-header-tabs-deleted-s114.txt":
+        "no matrix header .* the line starting 'GPU0GPU1NIC0NIC1NIC2NIC3' has its device names run together",
+}
+
+
+def test_every_refused_topo_fixture_is_refused_saying_why():
+    assert sorted(REFUSED) == nvsmi_fixtures.names("nvidia-smi/topo-refused")
+    for name, message in REFUSED.items():
+        with pytest.raises(ValueError, match=message):
+            parse_topo_matrix(nvsmi_fixtures.load("nvidia-smi", "topo-refused", name))
 
 
 def test_no_header_is_an_error():

@@ -907,6 +907,19 @@ KERNEL = {
             "38.269013", "38.271047", "38.279408", "38.281613", "38.283653", "38.286738", "38.288716")],
     "rtx5080-laptop-rminitadapter-failed-then-xid120-gsp-crashcat-dmesg-grep-ogkm876.txt": [
         ("init_failed", "00000000:01:00.0", None, "84.811879"), ("xid", "00000000:01:00.0", 120, "87.526689")],
+    # SXids the driver prints without a severity word (sweep of 2026-12-07)
+    "nvswitch-sxid26006-26008-soe-halted-no-severity-word-nvsentinel.txt": [
+        ("sxid", "00000004:00:00.0", xid, None) for xid in (26008, 26006, 26007, 26006)],
+    # nouveau took the GPUs: the module was not called for them (the "No NVIDIA graphics adapter probed!" of an
+    # earlier load is no event)
+    "v100x3-nouveau-probe-routine-not-called-3-devices-dmesg-bigdata133.txt": [
+        ("probe_skipped", None, None, "188549.976351")],
+    "h100-xid64-all-reserved-rows-remapped-xid94-dmesg-imbue.txt": [
+        ("xid", "00000000:0F:00.0", 94, "2397166.983093"), ("xid", "00000000:0F:00.0", 64, "2397166.923949")],
+    # the Xid 119 banner line after them names no Xid ("_kgspLogXid119: ***...") and is no event
+    "a100sxm4x8-talos-kern-iso-xid45-74-154-vllm40652.txt": [
+        ("xid", "00000000:48:00.0", xid, "2026-04-22T21:26:20.%sZ" % ns)
+        for xid, ns in ((45, "599488292"), (45, "599595837"), (74, "599716692"), (154, "695845708"))],
 }
 # file -> (client version, kernel module version) of each api_mismatch event
 API_MISMATCH = {
@@ -965,6 +978,11 @@ XID_VERDICTS = {
     # non-fatal SXids; the GPU that failed to initialise is the gpu_count check's (lspci against nvidia-smi)
     "h100-ppcie-tdx-570-rminitadapter-failed-sxid22013-nonfatal-dmesg-nvtrust124.txt": [],
     "rtx5080-laptop-rminitadapter-failed-then-xid120-gsp-crashcat-dmesg-grep-ogkm876.txt": [("error", "00000000:01:00.0")],
+    # the NVSwitch's management engine halted: no severity word, a warning on the NVSwitch
+    "nvswitch-sxid26006-26008-soe-halted-no-severity-word-nvsentinel.txt": [("warning", "NVSwitch 00000004:00:00.0")],
+    "h100-xid64-all-reserved-rows-remapped-xid94-dmesg-imbue.txt": [("error", "00000000:0F:00.0")],
+    "a100sxm4x8-talos-kern-iso-xid45-74-154-vllm40652.txt": [("error", "00000000:48:00.0")],
+    "v100x3-nouveau-probe-routine-not-called-3-devices-dmesg-bigdata133.txt": [],
 }
 XID_VERDICTS.update((name, []) for name in API_MISMATCH)
 
@@ -980,6 +998,51 @@ def test_the_acknowledgement_line_a_finding_gives_deals_with_every_event_it_name
     for finding, line in zip(findings, lines):  # each line covers its own GPU only
         others = [f for f in findings if f is not finding]
         assert r.check_xid(events, r.parse_acknowledgements(line + "\n"))["findings"] == others
+
+
+def test_the_fault_is_shown_with_the_recovery_action_of_the_xid_154_after_it():
+    [finding] = r.check_xid(r.parse_kernel_log(load("kernel-log", "a100sxm4x8-talos-kern-iso-xid45-74-154-vllm40652.txt"))
+                            )["findings"]
+    assert finding["found"].startswith("Xid 74 at 2026-04-22T21:26:20.599716692Z: NVLink: fatal error detected on "
+                                       "link 8")
+    assert finding["found"].endswith("(and 1 earlier)")
+    assert ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: WORKFLOW_NVLINK_ERR; the driver's recovery "
+            "action, Xid 154: GPU Reset Required)") in finding["hint"]
+    assert finding["hint"].endswith("'00000000:48:00.0 * 2026-04-22T21:26:20.695845708Z'")
+
+
+def test_an_xid_64_says_to_read_the_row_remapper_before_acknowledging():
+    [finding] = r.check_xid(r.parse_kernel_log(load("kernel-log", "h100-xid64-all-reserved-rows-remapped-xid94-dmesg-imbue.txt"))
+                            )["findings"]
+    assert finding["found"].startswith("Xid 64 at 2397166.923949: Row Remapper Error")
+    assert "nvidia-smi -q -d ROW_REMAPPER: 'Remapping Failure Occurred: Yes' means the GPU is due for replacement" in \
+        finding["hint"]
+    assert finding["hint"].endswith("'00000000:0F:00.0 64 2397166.923949'")
+
+
+def test_an_sxid_without_a_severity_word_is_a_warning_on_the_nvswitch():
+    events = r.parse_kernel_log(load("kernel-log", "nvswitch-sxid26006-26008-soe-halted-no-severity-word-nvsentinel.txt"))
+    [finding] = r.check_xid(events)["findings"]
+    assert finding["severity"] == "warning" and finding["gpu"] == "NVSwitch 00000004:00:00.0"
+    assert finding["expected"] == "no NVSwitch SXid of unknown severity since the driver was loaded (or each acknowledged)"
+    assert finding["found"].startswith("NVSwitch SXid 26006 (log line 4): SOE HALT data[0]")
+    assert "Fabric Manager user guide" in finding["hint"] and finding["hint"].endswith("'00000004:00:00.0 * -'")
+    # the Severity and Data lines of a fatal or non-fatal SXid stay no finding
+    plain = ("nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Severity 0 Engine instance 30 Sub-engine instance 00\n"
+             "nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Data {0x00000000, 0x00000000, 0x00000000}\n"
+             "nvidia-nvswitch3: SXid (PCI:0000:07:00.0): 12028, Non-fatal, Link 30 egress non-posted PRIV error\n")
+    assert r.check_xid(r.parse_kernel_log(plain))["findings"] == []
+
+
+def test_gpus_another_driver_took_are_named_in_the_nvml_and_gpu_count_hints():
+    events = r.parse_kernel_log(load("kernel-log", "v100x3-nouveau-probe-routine-not-called-3-devices-dmesg-bigdata133.txt"))
+    failure = r.classify_smi_failure(9, load("nvidia-smi-errors", "460-couldnt-communicate-with-driver.txt"))
+    [finding] = r.check_nvml(failure, kernel_events=events)["findings"]
+    assert finding["hint"].startswith("the kernel log says the nvidia module was not called for 3 GPU(s): another "
+                                      "driver (nouveau, rivafb, nvidiafb or rivatv) took them first")
+    assert "'blacklist nouveau'" in finding["hint"]
+    # without that line, the usual hint
+    assert r.check_nvml(failure)["findings"][0]["hint"].startswith("the nvidia kernel module is not loaded")
 
 
 def test_a_gpu_lost_line_is_the_xid_79_before_it_or_a_node_level_error_without_one():
@@ -1284,7 +1347,10 @@ def test_acknowledgement_covers_earlier_events_only():
 def test_recovery_action_back_to_none_deals_with_the_gpu():
     text = load("kernel-log", "rtx5080-595-xid62-pmu-halted-xid154-gpu-reset-required.txt")
     [finding] = r.check_xid(r.parse_kernel_log(text))["findings"]
-    assert "GPU Reset Required" in finding["found"] and finding["hint"].endswith("'00000000:01:00.0 * -'")
+    # the Xid 62 is shown, the recovery action of the Xid 154 after it is in the hint
+    assert finding["found"].startswith("Xid 62 (log line 1): ") and finding["found"].endswith("(and 1 earlier)")
+    assert "(NVIDIA: RESET_GPU; the driver's recovery action, Xid 154: GPU Reset Required)" in finding["hint"]
+    assert finding["hint"].endswith("'00000000:01:00.0 * -'")
     recovered = text + "NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) " \
                        "to 0x0 (None)\n"
     assert r.check_xid(r.parse_kernel_log(recovered))["findings"] == []
