@@ -34,7 +34,7 @@ cache=$root/.cache/compat
 VERSIONS=(2.14 2.15 2.16 2.17 2.18 2.19 2.20 2.21)
 declare -A PYTHON_FOR=([2.14]=3.11 [2.15]=3.9 [2.16]=3.11 [2.17]=3.10 [2.18]=3.12 [2.19]=3.13 [2.20]=3.12 [2.21]=3.13)
 # What each version runs: unit tests, the modules through ansible, the render-only playbook, the verify and
-# deploy playbooks (--check, and a real run with its lock and record) on emulated nodes.
+# deploy playbooks (--check, and a real run with its lock and record) on emulated nodes, the MIG runbook's lock.
 PYTEST_TARGETS=(
   tests/unit
   tests/integration/test_render_playbook.py
@@ -46,6 +46,7 @@ PYTEST_TARGETS=(
   tests/integration/test_gc_freeze_callback.py
   tests/integration/test_deploy_playbook.py
   tests/integration/test_deploy_run_playbook.py
+  tests/integration/test_run_runbook_lock.py
 )
 # `--min` (part of `make test`) runs, of those, the tests marked `ansible_core` (tests/conftest.py): where
 # ansible-core itself takes part, i.e. inventories and templating, the render playbook, and per module its

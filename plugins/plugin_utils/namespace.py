@@ -95,6 +95,7 @@ STATE_VARS = (
     "hpc_gres_slurmd_registration",
     "hpc_gres_slurmd_restarted",
     "hpc_gres_status_report",
+    "hpc_gres_verify_failed",
     "hpc_gres_verify_result",
 )
 

@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 
+import pytest
 import yaml
 
 from emulated_node import ANSIBLE_PLAYBOOK, PYTHON, ROOT
@@ -42,6 +43,7 @@ def records(tmp_path):
     return {p.name: json.loads((p / "record.json").read_text()) for p in runs.iterdir() if (p / "record.json").is_file()}
 
 
+@pytest.mark.ansible_core
 def test_the_runbook_holds_the_lock_while_it_runs_and_releases_it_with_its_record(tmp_path):
     (tmp_path / "runs").mkdir()
     rc, out = runbook(tmp_path)

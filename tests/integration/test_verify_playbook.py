@@ -63,7 +63,7 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
     titles = [line for line in tables if line.startswith("gres_verify:")]
     assert titles == ["gres_verify: the staged files fit node gpu-a01 (0 error(s), 0 warning(s))",
                       "gres_verify: the staged files fit node gpu-a02 (0 error(s), 0 warning(s))"]
-    assert list(tasks[TABLES]) == ["localhost"]
+    assert list(tasks[TABLES]) == ["gpu-a01"]  # run_once
     # the node checked exactly what the render role produced for it, and nothing was staged on it
     assert tasks[VERIFY]["gpu-a01"]["counts"] == {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 8}}
     assert tasks[VERIFY]["gpu-a01"]["gres_conf_completed"] is False
@@ -71,8 +71,9 @@ def test_correct_nodes_pass_and_nothing_is_left_behind(tmp_path, two_nodes):
         tasks[VERIFY]["gpu-a01"]["gres_conf_text"]
     assert stage_dirs(tmp_path) == []
     assert all(not r.get("changed") for results in tasks.values() for r in results.values())
-    # one task per node: no argument check per host (the render checked the role's options once)
-    assert [name for name, results in tasks.items() if not results.get("gpu-a01", {"skipped": True}).get("skipped")
+    # one task per node: no argument check per host (the render checked the role's options once); the tables and
+    # the summary run once, on the first node
+    assert [name for name, results in tasks.items() if not results.get("gpu-a02", {"skipped": True}).get("skipped")
             ] == [VERIFY]
     # only the node's own files travel to it, not every node's gres.conf of the render
     for node in ("gpu-a01", "gpu-a02"):
@@ -121,16 +122,31 @@ def test_without_show_table_only_the_tables_with_warnings_are_shown(tmp_path, tw
     assert next(iter(tasks[TABLES].values())).get("skipped") is True
 
 
+@pytest.mark.ansible_core
 def test_a_broken_node_fails_with_its_table_the_other_is_still_verified(tmp_path, two_nodes):
     two_nodes[1].lose(6)
     rc, tasks, out = run(tmp_path, two_nodes)
     assert rc != 0
     failed = tasks[VERIFY]["gpu-a02"]
-    assert failed["failed"] is True
     assert "declares 8 a100, nvidia-smi sees 7" in failed["msg"]
+    # the table once, in the summary's tables; then the node fails on its own, in one line
+    tables = next(iter(tasks[TABLES].values()))["msg"]
+    assert [line for line in tables if line.startswith("gres_verify:")] == [
+        "gres_verify: the staged files fit node gpu-a01 (0 error(s), 0 warning(s))",
+        "gres_verify: the staged files do not fit node gpu-a02 (2 error(s), 0 warning(s))"]
     assert summary(tasks) == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8",
-                              "gpu-a02: FAILED or unreachable (see its findings table above)"]
+                              "gpu-a02: FAILED (see its findings table above)"]
+    refused = tasks["This node did not pass verification"]
+    assert list(refused) == ["gpu-a02"] and refused["gpu-a02"]["failed"] is True  # a play of the failed nodes only
+    assert refused["gpu-a02"]["msg"] == "node gpu-a02 did not pass verification (its findings are above)"
     assert stage_dirs(tmp_path) == []
+    # every node failing: still one table each and the summary
+    two_nodes[0].lose(3)
+    rc, tasks, out = run(tmp_path, two_nodes)
+    assert rc != 0
+    assert summary(tasks) == ["gpu-a01: FAILED (see its findings table above)",
+                              "gpu-a02: FAILED (see its findings table above)"]
+    assert set(tasks["This node did not pass verification"]) == {"gpu-a01", "gpu-a02"}
 
 
 def test_a_limit_without_localhost_renders_once_with_the_cluster_variables(tmp_path, two_nodes):
@@ -141,7 +157,7 @@ def test_a_limit_without_localhost_renders_once_with_the_cluster_variables(tmp_p
     assert list(render) == ["gpu-a02"]  # run_once: one render for the play
     shown = tasks["Show the summary"]["gpu-a02"]["msg"]
     assert shown[0].startswith("cluster verify: 2 nodes"), shown  # hpc_gres_cluster_name read from localhost
-    assert SUMMARY not in tasks  # the localhost play is outside the limit
+    assert summary(tasks) == ["gpu-a02: ok, 0 warning(s); gpu:a100 8/8/8"]  # the limited nodes only
 
 
 def test_a_role_option_with_a_bad_value_is_refused_by_the_render_naming_host_and_variable(tmp_path, two_nodes):

@@ -459,7 +459,8 @@ def parse_smi_q(text):
     # R610 on print the same versions as "KMD Version" and "CUDA UMD Version" and deprecate the old names
     result["driver_version"] = value_or_none(find(g, "KMD Version")) or value_or_none(find(g, "Driver Version"))
     result["cuda_version"] = value_or_none(find(g, "CUDA UMD Version")) or value_or_none(find(g, "CUDA Version"))
-    result["attached_gpus"] = _int(find(g, "Attached GPUs"))
+    # a vGPU guest says "Attached vGPUs"
+    result["attached_gpus"] = _int(_find_any(g, [("Attached GPUs",), ("Attached vGPUs",)]))
     result["timestamp"] = value_or_none(find(g, "Timestamp"))
     mark_inforom(result, text)
     return result

@@ -249,6 +249,7 @@ Q_VERDICTS = {
     "mx330-1gpu-465-q-d-performance-markdown-indented-cut.txt": [],
     # HW Power Brake Slowdown Active at 382 MHz, the maximum not in the excerpt: a warning that says so
     "v100-sxm2-32gb-c4130-power-brake-excerpt-no-max-clocks.txt": [("warning", "clocks", None)],
+    "vgpu-guest-grid-v100d-8c-535-attached-vgpus-k8s-pod.txt": [],
 }
 
 

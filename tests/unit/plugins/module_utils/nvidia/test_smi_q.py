@@ -77,6 +77,9 @@ EXPECTED = {
         ("465.27", 1, 1, "00000000:2D:00.0", None, None, None),
     "v100-sxm2-32gb-c4130-power-brake-excerpt-no-max-clocks.txt":
         (None, None, 1, None, None, None, None),
+    # a vGPU guest: "Attached vGPUs : 1"
+    "vgpu-guest-grid-v100d-8c-535-attached-vgpus-k8s-pod.txt":
+        ("535.216.01", 1, 1, "00000000:02:00.0", "GRID V100D-8C", 0, "Enabled"),
 }
 
 
