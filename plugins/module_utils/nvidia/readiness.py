@@ -665,6 +665,9 @@ _FM_STOPPED = re.compile(r"Stopping (?:nvidia-fabricmanager\.service|NVIDIA fabr
 # systemctl's own answer to a start or restart that failed
 _FM_JOB_FAILED = re.compile(r"Job for nvidia-fabricmanager\.service failed", re.I)
 _FM_ERROR = re.compile(r"\[ERROR\]\s*(?:\[tid \d+\]\s*)?(.*)$")
+# the fabric manager's own words on a setting of its config file it cannot use; it does not start ("fabric manager
+# config file item: FABRIC_NODE_CONFIG_FILE has an invalid value", siderolabs/extensions#511, repeated at each restart)
+_FM_CONFIG = re.compile(r"(fabric manager config file item: \S+ has an invalid value.*)$", re.I)
 
 
 def parse_fabricmanager(text):
@@ -678,10 +681,11 @@ def parse_fabricmanager(text):
     journal (systemctl's "Job for nvidia-fabricmanager.service failed" counts as a failure);
     None when the text says neither. ``nothing_to_do`` is FM's ``NV_WARN_NOTHING_TO_DO`` (no NVSwitch found, or
     NVLSM missing on NVL5 systems); ``nvl5`` from "Detected Pre-NVL5 system" (False) or an ``nv-fabricmanager
-    ... -g <port GUID>`` command line (True).
+    ... -g <port GUID>`` command line (True); ``config_error`` its complaint about a config file setting (it then
+    does not start: ``active`` False unless a later line says otherwise).
     """
     out = {"active": None, "state": None, "version_mismatch": None, "nothing_to_do": False, "started": False,
-           "failed": False, "nvl5": None, "command": None, "errors": []}
+           "failed": False, "nvl5": None, "command": None, "errors": [], "config_error": None}
     journal = None
     lines = [line for _n, line in output_lines(text)]
     words = [line.strip() for line in lines if line.strip()]
@@ -719,6 +723,10 @@ def parse_fabricmanager(text):
         m = _FM_ERROR.search(line)
         if m:
             out["errors"].append(m.group(1).strip())
+        m = _FM_CONFIG.search(line)
+        if m:
+            out["config_error"] = m.group(1).strip()
+            journal = False
     if out["active"] is None and journal is not None:
         out["active"] = journal
     if out["active"] is None and out["version_mismatch"] is not None:
@@ -839,6 +847,10 @@ def _fabric_manager_findings(fm, driver_version):
         if fm.get("nothing_to_do") and fm.get("nvl5"):
             hint = ("the fabric manager found nothing to manage (NV_WARN_NOTHING_TO_DO): on B200-class (NVL5) "
                     "systems NVLSM must run first")
+        elif fm.get("config_error"):
+            hint = ("the fabric manager does not start: '%s'; correct that setting in its config file "
+                    "(/usr/share/nvidia/nvswitch/fabricmanager.cfg), then systemctl restart nvidia-fabricmanager"
+                    % fm["config_error"])
         elif fm.get("nothing_to_do"):
             hint = ("the fabric manager found no NVSwitch to manage (NV_WARN_NOTHING_TO_DO%s): check that lspci "
                     "shows the NVSwitches and read the SXid lines in the kernel log; in a VM with pass-through GPUs "

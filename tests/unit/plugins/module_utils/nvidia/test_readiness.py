@@ -552,6 +552,8 @@ FM = {
     "fm-580-systemctl-status-failed-result-signal.txt": (False, "failed (Result: signal)", None, False, None, []),
     "h100-kvm-guest-systemctl-status-active-running-process-line.txt": (True, "active (running)", None, False, None,
                                                                         []),
+    # a setting of its config file it cannot use: it does not start
+    "h200x8-talos-fm-config-item-invalid-value-sidero511.txt": (False, None, None, False, None, []),
 }
 PROC_VERSIONS = {
     "proc-driver-nvidia-version-384-proprietary.txt":
@@ -585,6 +587,15 @@ GCC = {"proc-driver-nvidia-version-1.0-9746-x86-2006-quoted.txt": None,
 FABRIC_GREPS = ("azure-nvlink-node-fabric-completed-insufficient-resources.txt",
                 "gb200-mnnvl-fabric-grep-clique2-health-unhealthy.txt", "h100-p5-570-fabric-completed-grep.txt",
                 "h100-p5-570-fabric-in-progress-grep.txt")
+
+
+def test_a_config_file_setting_the_fabric_manager_cannot_use_is_named_in_the_hint():
+    fm = r.parse_fabricmanager(load("fabricmanager", "h200x8-talos-fm-config-item-invalid-value-sidero511.txt"))
+    assert fm["config_error"] == "fabric manager config file item: FABRIC_NODE_CONFIG_FILE has an invalid value"
+    [finding] = r._fabric_manager_findings(fm, "550.127.05")
+    assert finding["severity"] == "error" and finding["found"] == "nvidia-fabricmanager not running"
+    assert finding["hint"].startswith("the fabric manager does not start: 'fabric manager config file item: "
+                                      "FABRIC_NODE_CONFIG_FILE has an invalid value'; correct that setting")
 
 
 def test_every_fabricmanager_fixture_is_parsed():
