@@ -220,8 +220,9 @@ def test_verify_job_on_emulated_nodes_runs_to_its_summary(tmp_path, project_cach
     assert sorted(verified) == ["gpu-a01", "gpu-a02"]
     assert verified["gpu-a01"]["counts"] == {"gpu:a100": {"slurm_conf": 8, "gres_conf": 8, "nvidia_smi": 8}}
     summary = job.results("runner_on_ok", "One line per node (counts per GPU type as slurm.conf/gres.conf/nvidia-smi)")
-    assert summary["gpu-a01"]["msg"] == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8",  # run_once in the node play
-                                           "gpu-a02: ok, 0 warning(s); gpu:a100 8/8/8"]
+    # run_once in the node play: the first node's result
+    assert summary["gpu-a01"]["msg"] == ["gpu-a01: ok, 0 warning(s); gpu:a100 8/8/8",
+                                         "gpu-a02: ok, 0 warning(s); gpu:a100 8/8/8"]
     assert stats(job)["changed"] == {} and stats(job)["failures"] == {}
     assert os.listdir(str(tmp_path / "job" / "tmp")) == []  # nothing staged, nothing left behind
 
