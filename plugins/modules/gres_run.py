@@ -135,6 +135,13 @@ unfinished:
   returned: when O(step=lock) or O(step=inspect)
   type: list
   elements: dict
+unfinished_deploys:
+  description:
+    - The deploys and rollbacks among RV(unfinished); a deploy finishes them and marks them superseded.
+    - An unfinished maintenance or MIG reconfiguration run is continued by the next run of its own playbook.
+  returned: when O(step=lock) or O(step=inspect)
+  type: list
+  elements: dict
 record:
   description: The run's record after this step.
   returned: when O(run_id) names a run
@@ -192,13 +199,13 @@ def main():
     result = {"changed": False}
     try:
         if step == "check":
-            holder = rr.check_lock(root, allowed=[p["break_lock"]] if p["break_lock"] else [], where=where,
-                                   refused=(p["owner"] or {}).get("command") or "deploy")
+            holder = rr.check_lock(root, allowed=[p["break_lock"]] if p["break_lock"] else [], where=where)
             module.exit_json(changed=False, lock=holder, run_id=run_id)
         if step == "inspect" or (module.check_mode and step != "read"):
             holder = rr.read_lock(root)
-            module.exit_json(changed=False, lock=holder, run_id=run_id, unfinished=rr.unfinished_runs(
-                root, exclude=[holder["run_id"]] if holder else []))
+            unfinished = rr.unfinished_runs(root, exclude=[holder["run_id"]] if holder else [])
+            module.exit_json(changed=False, lock=holder, run_id=run_id, unfinished=unfinished,
+                             unfinished_deploys=[r for r in unfinished if rr.is_deploy(r)])
         if step == "lock":
             now = datetime.datetime.now(datetime.timezone.utc)
             run_id = run_id or rr.new_run_id(now, os.urandom(2).hex())
@@ -211,8 +218,9 @@ def main():
                     rr.set_state(root, p["break_lock"], record["state"], note="lock %s by run %s"
                                  % (p["break_reason"], run_id))
             rr.create_record(root, owner)
-            result.update(changed=True, broken=taken["broken"],
-                          unfinished=rr.unfinished_runs(root, exclude=[run_id]))
+            unfinished = rr.unfinished_runs(root, exclude=[run_id])
+            result.update(changed=True, broken=taken["broken"], unfinished=unfinished,
+                          unfinished_deploys=[r for r in unfinished if rr.is_deploy(r)])
         elif step == "record":
             rr.add_changes(root, run_id, p["changes"], p["blobs"])
             result["changed"] = True

@@ -10,25 +10,8 @@ and marked superseded at the end. An interrupted run of another non-deploy comma
 """
 from __future__ import annotations
 
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.run_record import MIG_COMMAND as MIG
-
-MAINTENANCE = "maintenance"
-
-
-def command_of(record):
-    return (record or {}).get("command") or "deploy"
-
-
-def is_deploy(record):
-    """A deploy or a rollback (``rollback of RUN``): a run whose files another deploy finishes."""
-    command = command_of(record)
-    return command == "deploy" or command.startswith("rollback")
-
-
-def holder_text(holder):
-    return ("run %s (%s by user %s from host %s, pid %s, started %s)"
-            % (holder.get("run_id"), command_of(holder), holder.get("user"), holder.get("control_host"),
-               holder.get("pid"), holder.get("started")))
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.run_record import (
+    MAINTENANCE_COMMAND as MAINTENANCE, MIG_COMMAND as MIG, command_of, holder_kind, holder_text, is_deploy)
 
 
 def lock_plan(command, holder, holder_gone, unfinished, break_lock=""):
@@ -47,18 +30,19 @@ def lock_plan(command, holder, holder_gone, unfinished, break_lock=""):
     if holder and break_lock and holder.get("run_id") == break_lock:
         return {"refusal": None, "break_lock": break_lock, "continues": same}
     if holder and not holder_gone:
-        return {"refusal": "%s refused, nothing was changed: %s holds the lock. Wait for it to end; if that run is "
-                "gone (killed, its machine lost), break the lock explicitly: -e hpc_gres_break_lock=%s"
-                % (command, holder_text(holder), holder.get("run_id")), "break_lock": None, "continues": []}
+        return {"refusal": "%s refused, nothing was changed: %s holds the lock: %s. Wait for it to end; if that run "
+                "is gone (killed, its machine lost), break the lock explicitly: -e hpc_gres_break_lock=%s"
+                % (command, holder_kind(holder), holder_text(holder), holder.get("run_id")),
+                "break_lock": None, "continues": []}
     deploys = [r for r in unfinished or [] if is_deploy(r)]
     if holder and is_deploy(holder):
         deploys.insert(0, holder)
     if deploys:
         first = deploys[0]
-        return {"refusal": "%s refused, nothing was changed: %s did not finish (state %s); its files may be half "
+        return {"refusal": "%s refused, nothing was changed: %s did not finish: %s, state %s. Its files may be half "
                 "installed and %s. Finish it first: ansible-playbook hpc.slurm_gres.deploy_gres -i INVENTORY (it "
                 "takes the lock over and finishes the run)"
-                % (command, holder_text(first), first.get("state", "unknown"),
+                % (command, holder_kind(first), holder_text(first), first.get("state", "unknown"),
                    "a reboot would restart slurmd with them" if command == MAINTENANCE
                    else "the runbook would verify and install beside them"),
                 "break_lock": None, "continues": []}

@@ -366,9 +366,13 @@ def test_a_held_lock_refuses_check_mode_takes_none_and_breaking_needs_the_holder
 def test_an_interrupted_run_of_this_machine_is_taken_over_and_finished(cluster):
     gone = {"run_id": "20261201T000100Z-gone", "user": "root", "control_host": socket.gethostname(),
             "pid": 2 ** 22 + 7, "started": "2026-12-01T00:01:00Z", "command": "deploy"}
-    os.makedirs(os.path.join(cluster.runs, gone["run_id"]))
-    with open(os.path.join(cluster.runs, gone["run_id"], "record.json"), "w") as handle:
-        json.dump(dict(gone, state="recorded", hosts={}, history=[]), handle)
+    # a killed MIG runbook run and a maintenance run left with nodes to do are their own playbooks' to continue
+    others = [dict(gone, run_id="20261130T000000Z-mig0", command="MIG reconfiguration", state="reconfiguring"),
+              dict(gone, run_id="20261130T000100Z-mnt0", command="maintenance", state="maintaining")]
+    for record in [dict(gone, state="recorded")] + others:
+        os.makedirs(os.path.join(cluster.runs, record["run_id"]))
+        with open(os.path.join(cluster.runs, record["run_id"], "record.json"), "w") as handle:
+            json.dump(dict(record, hosts={}, history=[]), handle)
     with open(os.path.join(cluster.runs, "lock"), "w") as handle:
         json.dump(gone, handle)
     rc, out = cluster.play("deploy-gres.yml", cores=False)
@@ -376,6 +380,10 @@ def test_an_interrupted_run_of_this_machine_is_taken_over_and_finished(cluster):
     assert "taken over: its ansible-playbook is gone" in out
     assert "run 20261201T000100Z-gone (deploy by root" in out and "did not finish" in out
     assert cluster.record(gone["run_id"])["state"] == "superseded"
+    assert "run 20261130T000000Z-mig0 (MIG reconfiguration by root" in out
+    assert "Finish the layout change with ansible-playbook hpc.slurm_gres.mig_reconfigure" in out
+    assert [cluster.record(record["run_id"])["state"] for record in others] == ["reconfiguring", "maintaining"]
+    assert "run 20261130T000100Z-mnt0" not in out
     assert cluster.lock() is None
 
 

@@ -217,7 +217,7 @@ def test_a_run_holding_the_lock_refuses_the_maintenance_and_nothing_changes(clus
     finally:
         os.unlink(os.path.join(cluster.runs, "lock"))
     assert rc != 0
-    assert ("maintenance refused, nothing was changed: run 20261203T100000Z-abcd (deploy by user bob from host "
-            "admin02, pid 1, started 2026-12-03T10:00:00Z) holds the lock") in out
+    assert ("maintenance refused, nothing was changed: a deploy holds the lock: run 20261203T100000Z-abcd by user bob "
+            "from host admin02 (pid 1), started 2026-12-03T10:00:00Z.") in out
     assert "-e hpc_gres_break_lock=20261203T100000Z-abcd" in out
     assert cluster.read_state()["log"] == []

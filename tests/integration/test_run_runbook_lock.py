@@ -68,8 +68,8 @@ def test_refused_while_a_deploy_holds_the_lock_or_did_not_finish(tmp_path):
     (tmp_path / "runs" / "lock").write_text(json.dumps(HOLDER))
     rc, out = runbook(tmp_path)
     assert rc != 0
-    assert ("MIG reconfiguration refused, nothing was changed: run 20261201T111500Z-3fa9 (deploy by user alice from "
-            "host admin01, pid 4242, started 2026-12-01T11:15:00Z) holds the lock") in out, out
+    assert ("MIG reconfiguration refused, nothing was changed: a deploy holds the lock: run 20261201T111500Z-3fa9 by "
+            "user alice from host admin01 (pid 4242), started 2026-12-01T11:15:00Z.") in out, out
     assert "the runbook runs" not in out and records(tmp_path) == {}
     rc, out = runbook(tmp_path, "--check")
     assert rc == 0, out
@@ -82,7 +82,8 @@ def test_refused_while_a_deploy_holds_the_lock_or_did_not_finish(tmp_path):
     (run_dir / "record.json").write_text(json.dumps(dict(HOLDER, state="installed", hosts={}, history=[])))
     rc, out = runbook(tmp_path)
     assert rc != 0
-    assert "did not finish (state installed); its files may be half installed" in out, out
+    assert "a deploy did not finish: run %s by user alice" % HOLDER["run_id"] in out, out
+    assert "state installed. Its files may be half installed" in out, out
     assert "ansible-playbook hpc.slurm_gres.deploy_gres -i INVENTORY" in out
     assert not (tmp_path / "runs" / "lock").exists()
 

@@ -27,6 +27,7 @@ import shutil
 FINAL_STATES = ("done", "rolled_back", "rollback_failed", "superseded", "stopped")
 STATES = ("locked", "recorded", "installed", "restarted", "rolling_back", "maintaining", "reconfiguring") + FINAL_STATES
 MIG_COMMAND = "MIG reconfiguration"
+MAINTENANCE_COMMAND = "maintenance"
 LOCK_NAME = "lock"
 RECORD_NAME = "record.json"
 PREVIOUS_DIR = "previous"
@@ -77,6 +78,23 @@ def _read_json(path):
         return None
 
 
+def command_of(record):
+    return (record or {}).get("command") or "deploy"
+
+
+def is_deploy(record):
+    """A deploy or a rollback (``rollback of RUN``): a run whose files another deploy finishes. An unfinished
+    maintenance or MIG runbook run is continued by the next run of its own playbook."""
+    command = command_of(record)
+    return command == "deploy" or command.startswith("rollback")
+
+
+def holder_kind(record):
+    command = command_of(record)
+    return ("a maintenance run" if command == MAINTENANCE_COMMAND else "a rollback" if command.startswith("rollback")
+            else "a MIG reconfiguration" if command == MIG_COMMAND else "a deploy")
+
+
 def holder_text(holder):
     return ("run %s by user %s from host %s (pid %s), started %s"
             % (holder.get("run_id"), holder.get("user"), holder.get("control_host"), holder.get("pid"),
@@ -111,34 +129,31 @@ def acquire_lock(root, owner, break_lock=None, where="the controller host"):
         if exc.errno != errno.EEXIST:
             raise
         holder = read_lock(root) or {"run_id": "?"}
-        raise LockHeld(held_message(root, holder, where), holder)
+        raise LockHeld(held_message(root, holder, where, owner), holder)
     with os.fdopen(fd, "w") as handle:
         json.dump(owner, handle, sort_keys=True)
         handle.write("\n")
     return {"lock": owner, "broken": broken}
 
 
-def held_message(root, holder, where, refused="deploy"):
+def held_message(root, holder, where, refused=None):
+    """The refusal of the run ``refused`` (its owner dict; a deploy when None) while ``holder`` holds the lock."""
     state = (read_record(root, holder.get("run_id")) or {}).get("state", "unknown (no record of it here)")
-    # a maintenance run (hpc.slurm_gres.maintenance_gres) and a rollback take the same lock
-    command = holder.get("command") or "deploy"
-    other = ("a maintenance run" if command == "maintenance" else "a rollback" if command.startswith("rollback")
-             else "a MIG reconfiguration" if command == MIG_COMMAND
-             else "another deploy" if refused == "deploy" else "a deploy")
+    kind = holder_kind(holder)
     return ("%s refused, nothing was changed: %s holds the lock on %s (%s): %s, state %s. Wait for "
             "it to end. If that run is gone (its ansible-playbook killed, its machine lost), break the lock "
             "explicitly: rerun with -e hpc_gres_break_lock=%s (the next run then finishes or undoes what that run "
-            "left half done)" % (refused, other, where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
+            "left half done)" % (command_of(refused), "another " + kind[2:] if kind == holder_kind(refused) else kind,
+                                 where, os.path.join(root, LOCK_NAME), holder_text(holder), state,
                                  holder.get("run_id")))
 
 
-def check_lock(root, allowed=(), where="the controller host", refused="deploy"):
-    """A run that changes nothing takes no lock, but is refused while another run holds it (LockHeld);
-    ``allowed``: holder run ids that do not count (a holder whose process is gone); ``refused``: what the message
-    says is refused (a runbook that takes no lock of its own checks it too)."""
+def check_lock(root, allowed=(), where="the controller host"):
+    """A deploy that changes nothing takes no lock, but is refused while another run holds it (LockHeld);
+    ``allowed``: holder run ids that do not count (a holder whose process is gone)."""
     holder = read_lock(root)
     if holder is not None and holder.get("run_id") not in allowed:
-        raise LockHeld(held_message(root, holder, where, refused), holder)
+        raise LockHeld(held_message(root, holder, where), holder)
     return holder
 
 
@@ -267,13 +282,13 @@ def undo_problem(root, record):
     in order, each file taking the new content of the last run that changed it; a run rolled back (late, or by a
     named rollback whose own record then carries the change) changed nothing."""
     run_id = record.get("run_id")
-    command = record.get("command") or "deploy"
+    command = command_of(record)
     if command == MIG_COMMAND:
         return ("run %s is a MIG reconfiguration: it keeps no copy of the files it replaced, and the files of before "
                 "it name the MIG devices of the old layout (slurmd would drain the node with them). To go back, put "
                 "the previous mig lists in the inventory and run ansible-playbook hpc.slurm_gres.mig_reconfigure "
                 "again" % run_id)
-    if command == "maintenance":
+    if command == MAINTENANCE_COMMAND:
         return "run %s is a maintenance run: it changed no Slurm file, there is nothing to put back" % run_id
     if record.get("state") == "rolled_back":
         last = (record.get("history") or [{}])[-1]

@@ -50,9 +50,9 @@ def test_the_sites_reboot_tasks_are_named_where_they_do_the_reboot():
 
 def test_the_lock_is_refused_while_another_run_holds_it_and_a_gone_maintenance_run_is_taken_over():
     refused = m.lock_plan(HOLDER, False, [])
-    assert refused["refusal"].startswith("maintenance refused, nothing was changed: run 20261203T100000Z-abcd "
-                                         "(deploy by user bob from host admin02, pid 7, started 2026-12-03T10:00:00Z) "
-                                         "holds the lock.")
+    assert refused["refusal"].startswith("maintenance refused, nothing was changed: a deploy holds the lock: run "
+                                         "20261203T100000Z-abcd by user bob from host admin02 (pid 7), started "
+                                         "2026-12-03T10:00:00Z. Wait")
     assert refused["refusal"].endswith("-e hpc_gres_break_lock=20261203T100000Z-abcd")
     assert m.lock_plan(HOLDER, False, [], "20261203T100000Z-abcd") == {"refusal": None,
                                                                        "break_lock": "20261203T100000Z-abcd"}
@@ -63,10 +63,11 @@ def test_the_lock_is_refused_while_another_run_holds_it_and_a_gone_maintenance_r
 
 def test_an_interrupted_deploy_must_be_finished_first():
     gone_deploy = m.lock_plan(HOLDER, True, [])
-    assert "did not finish (state unknown)" in gone_deploy["refusal"]
+    assert "a deploy did not finish: " in gone_deploy["refusal"] and ", state unknown." in gone_deploy["refusal"]
     assert "ansible-playbook hpc.slurm_gres.deploy_gres -i INVENTORY" in gone_deploy["refusal"]
     unfinished = [dict(HOLDER, run_id="20261202T100000Z-0000", state="installed")]
-    assert "run 20261202T100000Z-0000 (deploy by user bob" in m.lock_plan(None, False, unfinished)["refusal"]
+    assert "a deploy did not finish: run 20261202T100000Z-0000 by user bob" in m.lock_plan(
+        None, False, unfinished)["refusal"]
     maintenance_left = [dict(HOLDER, command="maintenance", state="maintaining")]
     assert m.lock_plan(None, False, maintenance_left)["refusal"] is None
 

@@ -11,11 +11,12 @@ MAINTAINING = dict(DEPLOY, run_id="20261202T090000Z-0002", command="maintenance"
 
 
 def test_refused_while_any_other_run_holds_the_lock():
-    for holder in (DEPLOY, dict(DEPLOY, command="maintenance"), dict(DEPLOY, command="rollback of X"), KILLED_MIG):
+    for holder, kind in ((DEPLOY, "a deploy"), (dict(DEPLOY, command="maintenance"), "a maintenance run"),
+                         (dict(DEPLOY, command="rollback of X"), "a rollback"), (KILLED_MIG, "a MIG reconfiguration")):
         plan = run_lock.lock_plan(MIG, holder, False, [])
-        assert plan["refusal"].startswith("MIG reconfiguration refused, nothing was changed: run %s (%s by user bob "
-                                          "from host admin02, pid 7, started 2026-12-03T10:00:00Z) holds the lock"
-                                          % (holder["run_id"], holder.get("command", "deploy")))
+        assert plan["refusal"].startswith("MIG reconfiguration refused, nothing was changed: %s holds the lock: run %s "
+                                          "by user bob from host admin02 (pid 7), started 2026-12-03T10:00:00Z."
+                                          % (kind, holder["run_id"]))
         assert plan["refusal"].endswith("-e hpc_gres_break_lock=%s" % holder["run_id"])
     assert run_lock.lock_plan(MIG, DEPLOY, False, [], DEPLOY["run_id"])["refusal"] is None
 
@@ -23,7 +24,8 @@ def test_refused_while_any_other_run_holds_the_lock():
 def test_a_deploy_or_rollback_that_did_not_finish_must_be_finished_first():
     for unfinished in ([dict(DEPLOY, state="installed")], [dict(DEPLOY, command="rollback of X", state="recorded")]):
         plan = run_lock.lock_plan(MIG, None, False, unfinished)
-        assert "did not finish (state %s)" % unfinished[0]["state"] in plan["refusal"]
+        assert "did not finish: run %s by user bob" % DEPLOY["run_id"] in plan["refusal"]
+        assert "started 2026-12-03T10:00:00Z, state %s." % unfinished[0]["state"] in plan["refusal"]
         assert "the runbook would verify and install beside them" in plan["refusal"]
         assert "ansible-playbook hpc.slurm_gres.deploy_gres -i INVENTORY" in plan["refusal"]
     # a deploy killed on this machine holds the lock: taken over by the deploy, not by the runbook

@@ -196,16 +196,27 @@ def test_a_named_rollback_of_a_mig_reconfiguration_or_a_maintenance_run_is_refus
         "run 20261201T111600Z-0b1c is a maintenance run: it changed no Slurm file, there is nothing to put back")
 
 
-def test_a_run_that_changes_nothing_is_refused_by_name_while_a_rollback_holds_it(tmp_path):
+def test_a_run_is_refused_by_name_while_a_rollback_holds_it(tmp_path):
     root = str(tmp_path)
     rollback = dict(OWNER, command="rollback of 20261130T090000Z-aa11")
     rr.acquire_lock(root, rollback)
     rr.create_record(root, rollback)
     with pytest.raises(rr.LockHeld) as exc:
-        rr.check_lock(root, where="ctl01", refused="MIG reconfiguration")
-    assert str(exc.value).startswith("MIG reconfiguration refused, nothing was changed: a rollback holds the lock on "
-                                     "ctl01")
+        rr.check_lock(root, where="ctl01")
+    assert str(exc.value).startswith("deploy refused, nothing was changed: a rollback holds the lock on ctl01")
     assert "-e hpc_gres_break_lock=20261201T111500Z-3fa9" in str(exc.value)
+    # a run that lost the race for the lock is refused in its own name
+    for command, text in (("MIG reconfiguration", "MIG reconfiguration refused, nothing was changed: a rollback"),
+                          ("rollback of 20261201T000000Z-0000", "rollback of 20261201T000000Z-0000 refused, nothing "
+                           "was changed: another rollback")):
+        with pytest.raises(rr.LockHeld) as exc:
+            rr.acquire_lock(root, dict(OWNER, run_id="20261201T111600Z-0b1c", command=command), where="ctl01")
+        assert str(exc.value).startswith(text + " holds the lock on ctl01")
+
+
+def test_which_unfinished_runs_are_a_deploys_to_finish():
+    assert [rr.is_deploy(r) for r in ({}, {"command": "rollback of X"}, {"command": "maintenance"},
+                                      {"command": rr.MIG_COMMAND})] == [True, True, False, False]
 
 
 def _run(root, run_id, old, new, state="done"):
