@@ -28,7 +28,8 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
 )
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi_q import output_lines
 
-CHECKS = ("nvml", "driver_version", "persistence", "gpu_count", "fabric", "memory", "clocks", "xid", "errors")
+CHECKS = ("nvml", "driver_version", "persistence", "gpu_count", "fabric", "memory", "clocks", "license", "xid",
+          "errors")
 
 SOURCES = {
     "nvml": "nvidia-smi/NVML messages (observed: tests/fixtures/readiness/nvidia-smi-errors); "
@@ -48,6 +49,9 @@ SOURCES = {
     "clocks": "https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html (HW Slowdown: 'reducing "
               "the core clocks by a factor of 2 or more'); DCGM nvvs DcgmRecorder.cpp CheckForClocksEvent (HW "
               "slowdown, HW/SW thermal, HW power brake fail the diagnostic)",
+    "license": "https://docs.nvidia.com/ai-enterprise/release-8/latest/infra-software/vgpu/licensing.html ('enters a "
+               "degraded state after a 20-minute grace period'); DCGM DcgmVgpu.cpp ConvertNvmlGridLicenseStateToString; "
+               "observed: tests/fixtures/readiness/nvidia-smi-q/vgpu-guest-*",
     "xid": "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html",
     "errors": "nvidia-smi error markers (observed: tests/fixtures/readiness, FACTS.md section 3)",
 }
@@ -1077,6 +1081,48 @@ def check_errors(smi_q=None, bus_to_index=None):
 
 
 # ----------------------------------------------------------------------------------------------------
+# license: a vGPU guest's licence
+
+LICENSE_HINT = ("start nvidia-gridd and read why it holds no licence (journalctl -u nvidia-gridd): the client "
+                "configuration token in /etc/nvidia/ClientConfigToken/, FeatureType in /etc/nvidia/gridd.conf (4 for "
+                "a C-series vGPU, Virtual Compute Server), the licence server reachable and the guest's clock right; "
+                "the licence is taken without a reboot")
+
+
+def check_license(smi_q=None, bus_to_index=None):
+    """A vGPU guest's GPUs must hold a vGPU software licence (``License Status : Licensed (Expiry: ...)``). NVIDIA:
+    an unlicensed vGPU "starts at full capability but enters a degraded state after a 20-minute grace period" in
+    which compute runs "at an idle level" (vGPU for Compute licensing); older vGPU releases disable CUDA
+    (``CUDA error: operation not supported``, recorded with ``License Status : Unlicensed``).
+    ``Unlicensed (Restricted)`` and plain ``Unlicensed`` are errors (jobs crawl or fail); ``Unlicensed
+    (Unrestricted)`` is the grace period, a warning. The expiry date is not judged: the licence client renews its
+    lease itself. GPUs without the section (bare metal, passthrough without vGPU software, vGPU hosts) are not
+    judged, nor a state nvidia-smi prints as ``Unknown``."""
+    if smi_q is None:
+        return _not_applied("license", "nvidia-smi -q was not read")
+    index_map = dict(gpu_indexes(smi_q), **(bus_to_index or {}))
+    judged = [g for g in smi_q.get("gpus") or [] if (g.get("vgpu_license") or {}).get("status")]
+    if not judged:
+        return _not_applied("license", "no GPU reports a vGPU software licence (not a vGPU guest)")
+    findings = []
+    for gpu in judged:
+        status = gpu["vgpu_license"]["status"]
+        state = status.lower()
+        if state.startswith("licensed") or not state.startswith("unlicensed"):
+            continue
+        grace = "unrestricted" in state
+        product = gpu["vgpu_license"].get("product")
+        findings.append(finding(
+            "warning" if grace else "error", "license", _gpu_label(gpu, index_map),
+            "a vGPU software licence (License Status Licensed)",
+            "License Status %s%s" % (status, " (%s)" % product if product else ""),
+            ("the vGPU runs at full speed only in its grace period: NVIDIA degrades an unlicensed vGPU after 20 "
+             "minutes. " if grace else "an unlicensed vGPU runs compute at an idle level, or CUDA fails with "
+             "'operation not supported'. ") + LICENSE_HINT))
+    return _result("license", True, findings)
+
+
+# ----------------------------------------------------------------------------------------------------
 # xid: kernel log
 
 # Xid -> (class, NVIDIA's immediate action, description). Classes: "application" (the job's fault: no finding),
@@ -1703,6 +1749,7 @@ def readiness_findings(smi_q=None, smi_failure=None, proc_version=None, lspci=No
         check_fabric(smi_q, lspci, fabric_manager, driver, index_map),
         check_memory(smi_q, index_map),
         check_clocks(smi_q, index_map),
+        check_license(smi_q, index_map),
         check_xid(kernel_events, acknowledgements, index_map),
         check_errors(smi_q, index_map),
     ]

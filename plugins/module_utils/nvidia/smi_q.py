@@ -326,7 +326,7 @@ def _clock_events(tree):
 
 _KNOWN_FIELDS = ("product_name", "uuid", "minor_number", "persistence_mode", "mig_mode", "fabric", "remapped_rows",
                  "retired_pages", "recovery_action", "reset_required", "drain_and_reset_recommended", "ecc",
-                 "memory_repair", "clock_events", "errors")
+                 "memory_repair", "clock_events", "vgpu_license", "errors")
 
 
 def empty_gpu(bus_id=None):
@@ -334,7 +334,17 @@ def empty_gpu(bus_id=None):
     return {"bus_id": bus_id, "product_name": None, "uuid": None, "minor_number": None, "persistence_mode": None,
             "mig_mode": None, "fabric": None, "remapped_rows": None, "retired_pages": None, "recovery_action": None,
             "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "memory_repair": None,
-            "clock_events": None, "errors": [], "inforom_corrupted": False, "sections": {}}
+            "clock_events": None, "vgpu_license": None, "errors": [], "inforom_corrupted": False, "sections": {}}
+
+
+def _vgpu_license(tree):
+    """A vGPU guest's licence (``vGPU Software Licensed Product``; ``GRID Licensed Product`` before vGPU 13):
+    ``{"product", "status"}`` as printed, or None (bare metal and vGPU hosts print no such section)."""
+    section = _find_any(tree, [("vGPU Software Licensed Product",), ("GRID Licensed Product",)])
+    if not isinstance(section, dict):
+        return None
+    status = value_or_none(find(section, "License Status"))
+    return {"product": value_or_none(find(section, "Product Name")), "status": status} if status else None
 
 
 def _gpu(bus_id, tree):
@@ -362,6 +372,7 @@ def _gpu(bus_id, tree):
         "ecc": _ecc(tree),
         "memory_repair": _memory_repair(tree),
         "clock_events": _clock_events(tree),
+        "vgpu_license": _vgpu_license(tree),
         "errors": _errors(tree),
         "sections": tree,
     })
@@ -382,7 +393,9 @@ def parse_smi_q(text):
     (bool or None; "Requested functionality has been deprecated" is None), ``ecc`` (``{"mode",
     "volatile_uncorrectable", "aggregate_uncorrectable", "volatile_correctable", "aggregate_correctable"}``),
     ``memory_repair`` (``{"channel_repair_pending", "tpc_repair_pending", "unrepairable_memory",
-    "sram_threshold_exceeded"}``, booleans or None; None when the driver prints none), ``errors``
+    "sram_threshold_exceeded"}``, booleans or None; None when the driver prints none), ``vgpu_license`` (a vGPU
+    guest's ``{"product", "status"}``, ``status`` as printed: ``Licensed (Expiry: ...)``, ``Unlicensed
+    (Restricted)``...; None elsewhere), ``errors``
     (``[{"field": "Addressing Mode", "value": "Unknown Error"}]``, field paths joined by ``/``),
     ``inforom_corrupted`` (nvidia-smi warned "infoROM is corrupted at gpu <bus>") and ``sections`` (the GPU's
     whole block as nested dicts). ``unindented`` is True when no line after the first GPU header is indented (a

@@ -250,6 +250,11 @@ Q_VERDICTS = {
     # HW Power Brake Slowdown Active at 382 MHz, the maximum not in the excerpt: a warning that says so
     "v100-sxm2-32gb-c4130-power-brake-excerpt-no-max-clocks.txt": [("warning", "clocks", None)],
     "vgpu-guest-grid-v100d-8c-535-attached-vgpus-k8s-pod.txt": [],
+    # the same vGPU guest twice: CUDA failed unlicensed; after a reboot with nvidia-gridd failed, the grace period
+    # (and persistence mode off)
+    "vgpu-guest-rtxa6000-24q-535-unlicensed-cuda-operation-not-supported.txt": [("error", "license", 0)],
+    "vgpu-guest-rtxa6000-24q-535-unlicensed-unrestricted-gridd-failed.txt": [
+        ("warning", "persistence", 0), ("warning", "license", 0)],
 }
 
 
@@ -316,6 +321,33 @@ def test_fabric_applies_only_with_a_fabric(name, applied):
     assert result["fabric_manager_required"] is False  # no NVSwitch on lspci, no fabric manager installed
     if not applied:
         assert result["reason"].startswith("no NVSwitch")
+
+
+def test_a_vgpu_guest_needs_its_licence_and_only_a_vgpu_guest_is_judged():
+    [failing] = r.check_license(q("vgpu-guest-rtxa6000-24q-535-unlicensed-cuda-operation-not-supported.txt"))[
+        "findings"]
+    assert (failing["found"], failing["expected"]) == (
+        "License Status Unlicensed (NVIDIA RTX Virtual Workstation)", "a vGPU software licence (License Status Licensed)")
+    assert failing["hint"].startswith("an unlicensed vGPU runs compute at an idle level, or CUDA fails")
+    assert "journalctl -u nvidia-gridd" in failing["hint"] and "FeatureType" in failing["hint"]
+    [grace] = r.check_license(q("vgpu-guest-rtxa6000-24q-535-unlicensed-unrestricted-gridd-failed.txt"))["findings"]
+    assert grace["severity"] == "warning" and "after 20 minutes" in grace["hint"]
+    licensed = r.check_license(q("vgpu-guest-grid-v100d-8c-535-attached-vgpus-k8s-pod.txt"))
+    assert licensed["applies"] and licensed["findings"] == []  # its expiry, long past now, is not judged
+    assert r.readiness_findings(smi_q=q("h100-8gpu-sxm-535.183-fabric-completed.txt"))["not_applied"]["license"] == (
+        "no GPU reports a vGPU software licence (not a vGPU guest)")
+    # excerpts as published: a guide's `nvidia-smi -q | grep -A 5 "vGPU Software Licensed"` on an H200-70C guest
+    # before its token (code index file id 55109344753), and AWS's Windows guide for GRID drivers (file id 9179622570,
+    # the section's name before vGPU 13)
+    restricted = smi_q.parse_smi_q("    vGPU Software Licensed Product\n        Product Name              : NVIDIA AI "
+                                   "Enterprise\n        License Status            : Unlicensed (Restricted)\n")
+    [finding] = r.check_license(restricted)["findings"]
+    assert (finding["severity"], finding["gpu"], finding["found"]) == (
+        "error", None, "License Status Unlicensed (Restricted) (NVIDIA AI Enterprise)")
+    grid = smi_q.parse_smi_q("   GRID Licensed Product\n       Product Name              : GRID vGaming\n"
+                             "       License Status            : Licensed\n")
+    assert grid["gpus"][0]["vgpu_license"] == {"product": "GRID vGaming", "status": "Licensed"}
+    assert r.check_license(grid) == {"check": "license", "applies": True, "findings": [], "reason": None}
 
 
 def test_persistence_and_memory_do_not_apply_without_the_fields():

@@ -80,6 +80,11 @@ EXPECTED = {
     # a vGPU guest: "Attached vGPUs : 1"
     "vgpu-guest-grid-v100d-8c-535-attached-vgpus-k8s-pod.txt":
         ("535.216.01", 1, 1, "00000000:02:00.0", "GRID V100D-8C", 0, "Enabled"),
+    # the product name is the GPU's, not the one in the licence section; the banner indented by the page
+    "vgpu-guest-rtxa6000-24q-535-unlicensed-cuda-operation-not-supported.txt":
+        ("535.183.06", 1, 1, "00000000:00:10.0", "NVIDIA RTXA6000-24Q", 0, "Enabled"),
+    "vgpu-guest-rtxa6000-24q-535-unlicensed-unrestricted-gridd-failed.txt":
+        ("535.183.06", 1, 1, "00000000:00:10.0", "NVIDIA RTXA6000-24Q", 0, "Disabled"),
 }
 
 
