@@ -8,7 +8,8 @@
 # Each release's node image comes from scripts/build-image.sh SUITE (cached); the scenarios see it as
 # $SLURM_GRES_IMAGE and the release as $SLURM_GRES_SLURM_VERSION (the inventories' hpc_gres_slurm_version).
 # Two lanes run side by side (the test machines have 2 cores; measured in molecule/README.md): lane 1 the default
-# release's scenarios, streamed to the terminal; lane 2 the other releases and infra-smoke, to their logs only
+# release's scenarios, streamed to the terminal; lane 2 the other releases, infra-smoke and import (short runs that
+# balance the lanes: lane 1 was 270 s longer with import), to their logs only
 # (a line as each ends; the end of a failed one's log at the end). Lane 2 has a podman world of its own (container
 # store and runtime directory; the node images are shared, read-only), so the same scenario with the same
 # container names can run in both lanes; its podman networks carry the suffix -lane2 ($SLURM_GRES_NETWORK_SUFFIX
@@ -108,7 +109,8 @@ done
 lane1=() lane2=()
 for run in "${runs[@]}"; do
   read -r release scenario <<<"$run"
-  if [[ ${MOLECULE_LANES:-2} == 1 || ($release == "$default_release" && $scenario != infra-smoke) ]]; then
+  if [[ ${MOLECULE_LANES:-2} == 1 || ($release == "$default_release" && $scenario != infra-smoke &&
+    $scenario != import) ]]; then
     lane1+=("$run")
   else
     lane2+=("$run")

@@ -105,3 +105,37 @@ def test_the_lock_of_a_killed_runbook_run_of_this_machine_is_taken_over_and_that
     states = {run_id: r["state"] for run_id, r in records(tmp_path).items()}
     assert states.pop(killed["run_id"]) == "superseded" and list(states.values()) == ["done"]
     assert not (runs / "lock").exists()
+
+
+def test_the_final_play_of_the_runbook_ends_the_run_even_when_every_host_fails_it(tmp_path):
+    """The runbook's own last play (playbooks/mig_reconfigure.yml) with its role replaced by a failure on some or
+    every node: a play whose every host fails ends the playbook, so the run's end is in the block's always."""
+    with open(os.path.join(ROOT, "playbooks", "mig_reconfigure.yml")) as handle:
+        final = yaml.safe_load(handle)[-1]
+    [block] = final["tasks"]
+    assert block["block"][0]["ansible.builtin.import_role"]["name"] == "hpc.slurm_gres.hpc_gres_slurmd"
+    block["block"] = [{"ansible.builtin.fail": {"msg": "slurm.conf refused"},
+                       "when": "inventory_hostname in failing.split(',')"}]
+    take = {"hosts": "localhost", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "hpc.slurm_gres.hpc_gres_run", "tasks_from": name}}
+        for name in ("runbook_begin.yml", "runbook_lock.yml")]}
+    playbook = tmp_path / "final.yml"
+    playbook.write_text(yaml.safe_dump([take, final]))
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": PYTHON,
+                 "hpc_gres_run_root": str(tmp_path / "runs"), "hpc_gres_run_host": "localhost",
+                 "hpc_gres_run_command": "MIG reconfiguration"},
+        "hosts": {"localhost": {}},
+        "children": {"slurmd": {"hosts": {"gpu-a01": {}, "gpu-a02": {}}}}}}))
+    for failing, state in (("gpu-a02", "stopped"), ("gpu-a01,gpu-a02", "stopped"), ("", "done")):
+        proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), "-e", "failing=" + failing, str(playbook)],
+                              cwd=ROOT, env=dict(os.environ, ANSIBLE_NOCOLOR="1"), capture_output=True, text=True,
+                              timeout=300, check=False)
+        out = " ".join((proc.stdout + proc.stderr).split())
+        assert (proc.returncode != 0) == bool(failing), out
+        assert not (tmp_path / "runs" / "lock").exists(), out
+        [last] = [r for run_id, r in records(tmp_path).items() if run_id == max(records(tmp_path))]
+        assert last["state"] == state, out
+        if failing:
+            assert last["history"][-1]["note"] == "the final slurm.conf failed on " + failing.replace(",", ", ")
