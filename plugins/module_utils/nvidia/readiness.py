@@ -1270,7 +1270,83 @@ _API_MISMATCH = re.compile(r"API mismatch: the client(?: .*?)? has the version (
                            r"module has the version (\d+(?:\.\d+)*)")
 
 EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "uvm_fatal", "driver_load", "init_failed",
-               "probe_failed", "aer_failed", "open_required", "api_mismatch", "sxid", "probe_skipped")
+               "probe_failed", "aer_failed", "open_required", "api_mismatch", "sxid", "probe_skipped", "driver_crash")
+
+# The kernel's own reports of a CPU or a task stopped in the NVIDIA driver's modules (nvidia, nvidia_uvm,
+# nvidia_modeset, nvidia_drm, nvidia_peermem): the first line of a crash (x86 "BUG: kernel NULL pointer
+# dereference", "Oops: 0002 [#1]", "general protection fault", "invalid opcode", "kernel BUG at"; arm64 "Internal
+# error: Oops", "Unable to handle kernel"), of a hang (the soft/hard lockup and RCU stall watchdogs, a task blocked
+# for 120 s, the NMI backtrace of a stalled CPU) or of a WARN() ("WARNING: CPU: 3 PID: 12 at ..."), then the register
+# dump whose instruction pointer names the function and module ("RIP: 0010:_nv017125rm+0x40/0x70 [nvidia]", the old
+# "IP: [<...>] f+0x1f/0x170 [nvidia]", i686 "EIP:", arm64 "pc :"), or for a blocked task its stack.
+_CRASH_HEAD = re.compile(r"BUG: (?:unable to handle|kernel NULL pointer|kernel paging request)|\bOops(?: - \w+)?: |"
+                         r"general protection fault|kernel BUG at |invalid opcode: |Internal error: Oops|"
+                         r"Unable to handle kernel ")
+_HANG_HEAD = re.compile(r"BUG: soft lockup|Watchdog detected hard LOCKUP|rcu_\w+ (?:self-)?detected stall|"
+                        r"INFO: task \S.*? blocked for more than \d+ seconds|NMI backtrace for cpu")
+_WARN_HEAD = re.compile(r"WARNING: CPU: \d+ PID: \d+ at ")
+_NV_MODULE = r"\[(nvidia(?:_\w+)?)\]"
+_REGS_IN_DRIVER = re.compile(r"(?:\bRIP: (?:[0-9a-f]{4}:)?(?:\[<[0-9a-f]+>\]\s+)*|\bE?IP: (?:[0-9a-f]{4}:)?(?:\[<[0-9a-f]+>\]\s+)*|"
+                             r"\bpc : )([\w.$]+)(?:\+0x[0-9a-f]+/0x[0-9a-f]+)?\s+" + _NV_MODULE)
+_FRAME_IN_DRIVER = re.compile(r"\s(\? )?([\w.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+\s+" + _NV_MODULE)
+# a lockup names the task that was stuck: the driver's own threads ("[irq/162-nvidia:1307]", "[nv_queue:812]")
+_DRIVER_TASK = re.compile(r"\[((?:irq/\d+-nvidia|nv_queue|nv_open_q|nvidia[\w/-]*|UVM [\w ]+)):\d+\]")
+_END_TRACE = re.compile(r"---\[ end (?:trace|Kernel panic)")
+_CRASH_WORDS = ("BUG", "Oops", "fault", "opcode", "rror", "nable", "LOCKUP", "stall", "blocked", "NMI", "WARNING",
+                "IP:", "pc :", "[nvidia", "end ")
+
+
+def _driver_crashes(text):
+    """``driver_crash`` events: one per crash, hang or WARN() the kernel reports in an NVIDIA module (``crash``:
+    ``"crash"``, ``"hang"``, ``"warning"``, or ``"dump"`` for a register dump whose first line the log does not hold;
+    ``function``, ``module``; ``message`` the first line). A trace in another module (a btrfs WARNING on a node that
+    has the driver loaded) is none."""
+    events = []
+    current = None
+
+    def close():
+        if current and current["function"]:
+            dumps = [e for e in events if e["function"] == current["function"]]
+            # the kernel prints the instruction pointer again after "---[ end trace ]---": the same crash
+            if not (current["crash"] == "dump" and dumps):
+                events.append(current)
+
+    for number, line in output_lines(text):
+        if not any(word in line for word in _CRASH_WORDS):
+            continue
+        line = line.replace("**", "")  # a forum post's emphasis
+        head = _CRASH_HEAD.search(line) or _HANG_HEAD.search(line) or _WARN_HEAD.search(line)
+        if head:
+            kind = ("crash" if _CRASH_HEAD.match(head.group(0)) else "hang" if _HANG_HEAD.match(head.group(0))
+                    else "warning")
+            if kind == "crash" and current and current["crash"] == "crash" and number - current["line"] < 12:
+                continue  # "BUG: unable to handle ..." and then its "Oops: 0000 [#1] SMP": one crash
+            close()
+            task = _DRIVER_TASK.search(line[head.end():]) if kind == "hang" else None
+            current = {"kind": "driver_crash", "line": number, "stamp": _stamp(line[:head.start()]),
+                       "bus_id": None, "message": line[head.start():].strip(), "xid": None, "phase": "runtime",
+                       "crash": kind, "function": "task " + task.group(1) if task else None,
+                       "module": "nvidia" if task else None}
+            continue
+        if _END_TRACE.search(line):
+            close()
+            current = None
+            continue
+        regs = _REGS_IN_DRIVER.search(line)
+        if regs:
+            if current is None:
+                current = {"kind": "driver_crash", "line": number, "stamp": _stamp(line[:regs.start()]),
+                           "bus_id": None, "message": line[regs.start():].strip(), "xid": None, "phase": "runtime",
+                           "crash": "dump", "function": None, "module": None}
+            if not current["function"]:
+                current.update(function=regs.group(1), module=regs.group(2))
+            continue
+        frame = _FRAME_IN_DRIVER.search(line)
+        # a blocked task's stack: the first reliable frame in the driver is where it waits
+        if frame and current and current["crash"] == "hang" and not current["function"] and not frame.group(1):
+            current.update(function=frame.group(2), module=frame.group(3))
+    close()
+    return events
 
 
 def _stamp(prefix):
@@ -1429,6 +1505,13 @@ def parse_kernel_log(text):
         if m:
             event.update(kind="probe_skipped", count=int(m.group(1)))
             events.append(event)
+    crashes = _driver_crashes(text)
+    if crashes:
+        unset = ("pid", "name", "gpu_instance", "compute_instance", "caused_by", "recovery_from", "recovery_to",
+                 "version")
+        for crash in crashes:
+            crash.update((k, None) for k in unset)
+        events = sorted(events + crashes, key=lambda e: e["line"])
     return events
 
 
@@ -1436,13 +1519,16 @@ def parse_kernel_log(text):
 # acknowledgements
 
 _ACK_LINE = re.compile(r"^\s*(\S+)\s+(\S+)\s+(.*?)\s*$")
+# the GPU column of an acknowledgement of the events that name no GPU ("*" would cover every GPU's too)
+ACK_NODE = "node"
 
 
 def parse_acknowledgements(text, host=None, source="acknowledgements"):
     """An admin's acknowledgement file -> ``[{"gpu", "xid", "stamp", "line"}]``.
 
     One acknowledgement a line: ``<gpu> <xid> <timestamp>  [# comment]``. ``gpu`` is the PCI bus id as the kernel
-    or nvidia-smi print it (``0000:9b:00``, ``00000000:9B:00.0``) or ``*``; ``xid`` a number or ``*`` (79 also
+    or nvidia-smi print it (``0000:9b:00``, ``00000000:9B:00.0``), ``*`` (any GPU, and the node), or ``node`` (only
+    the events that name no GPU: a crash in the driver, a UVM fatal error); ``xid`` a number or ``*`` (79 also
     covers "fallen off the bus" without an Xid); ``timestamp`` the event's time exactly as the kernel log prints
     it (``6781741.548779``, ``Sun Feb 23 16:30:13 2025``, ``May 11 19:25:29``; blanks may differ), or ``-`` for
     a line that has none. It acknowledges that event and every earlier one of the same GPU and Xid in the log; a
@@ -1457,13 +1543,14 @@ def parse_acknowledgements(text, host=None, source="acknowledgements"):
         field = "%s line %d" % (source, number)
         m = _ACK_LINE.match(body)
         if not m or not m.group(3):
-            problems.append(Problem(host or "-", field, "'<gpu bus id or *> <xid or *> <timestamp as in the kernel "
-                                                        "log>'", repr(line.strip())))
+            problems.append(Problem(host or "-", field, "'<gpu bus id, * or node> <xid or *> <timestamp as in the "
+                                                        "kernel log>'", repr(line.strip())))
             continue
         gpu_text, xid_text, stamp = m.group(1), m.group(2), re.sub(r"\s+", " ", m.group(3)).strip("[]").strip()
-        gpu = None if gpu_text == "*" else _bus(gpu_text)
+        gpu = None if gpu_text == "*" else ACK_NODE if gpu_text == ACK_NODE else _bus(gpu_text)
         if gpu_text != "*" and gpu is None:
-            problems.append(Problem(host or "-", field, "a PCI bus id such as 0000:9b:00 (or *)", repr(gpu_text)))
+            problems.append(Problem(host or "-", field, "a PCI bus id such as 0000:9b:00 (or * or node)",
+                                    repr(gpu_text)))
         elif xid_text != "*" and not xid_text.isdigit():
             problems.append(Problem(host or "-", field, "an Xid number (or *)", repr(xid_text)))
         else:
@@ -1475,7 +1562,10 @@ def parse_acknowledgements(text, host=None, source="acknowledgements"):
 
 
 def _ack_matches(ack, event):
-    if ack["gpu"] is not None and ack["gpu"] != event["bus_id"]:
+    if ack["gpu"] == ACK_NODE:
+        if event["bus_id"] is not None:
+            return False
+    elif ack["gpu"] is not None and ack["gpu"] != event["bus_id"]:
         return False
     if ack["xid"] is None:
         return True
@@ -1510,11 +1600,21 @@ AER_FAILED_CLASS = ("reboot", "reboot", "an uncorrected PCIe error the kernel co
                     "it stays failed until the node reboots")
 UVM_FATAL_CLASS = ("reboot", "RESTART_BM", "the driver's unified memory (UVM) is in a global fatal state: new CUDA "
                    "work fails until the OS is rebooted")
+# A crash or a hang inside the driver's code: the module cannot be unloaded (its state and locks are lost with the
+# CPU or task that held them), so neither a GPU reset nor a driver reload recovers it; a WARN() is the driver
+# reporting a condition it did not expect and carrying on.
+DRIVER_CRASH_CLASSES = {
+    "crash": ("reboot", "reboot", "the kernel crashed in the NVIDIA driver"),
+    "dump": ("reboot", "reboot", "a kernel register dump with the CPU in the NVIDIA driver (a crash or a stall whose "
+                                 "first line the log does not hold)"),
+    "hang": ("reboot", "reboot", "a CPU or a task stuck in the NVIDIA driver"),
+    "warning": ("unknown", None, "a kernel WARNING in the NVIDIA driver"),
+}
 # Events that name no GPU and are judged for the node unless a fatal Xid of a named GPU in the same driver load
 # explains them.
 _NODE_LEVEL_KINDS = ("reset_required", "uvm_fatal")
 # Events that carry no Xid number: only "*" in an acknowledgement's Xid column covers them.
-_NO_XID_KINDS = _NODE_LEVEL_KINDS + ("aer_failed",)
+_NO_XID_KINDS = _NODE_LEVEL_KINDS + ("aer_failed", "driver_crash")
 
 
 def _xid_class(event):
@@ -1527,6 +1627,8 @@ def _xid_class(event):
         return UVM_FATAL_CLASS
     if event["kind"] == "aer_failed":
         return AER_FAILED_CLASS
+    if event["kind"] == "driver_crash":
+        return DRIVER_CRASH_CLASSES[event["crash"]]
     if event["kind"] == "sxid":
         return SXID_FATAL_CLASS if _SXID_FATAL.match(event.get("message") or "") else SXID_UNMARKED_CLASS
     xid = event["xid"]
@@ -1635,6 +1737,10 @@ _XID_FOLLOW_UP = {
 
 
 def _describe(v):
+    if v["kind"] == "driver_crash":
+        where = " at %s" % v["stamp"] if v["stamp"] else " (log line %d)" % v["line"]
+        return "%s in %s [%s]%s: %s" % (DRIVER_CRASH_CLASSES[v["crash"]][2], v["function"], v["module"], where,
+                                        v["message"][:120])
     what = {"xid": "Xid %s", "sxid": "NVSwitch SXid %s", "gpu_lost": "a GPU lost from the bus (no Xid, no bus id)%.0s",
             "reset_required": "a GPU reset required (no Xid, no bus id)%.0s",
             "uvm_fatal": "a UVM global fatal error (no Xid, no bus id)%.0s",
@@ -1673,7 +1779,7 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
         # that follows an Xid 79.
         numbers = {v["xid"] if v["kind"] in ("xid", "sxid") else "*" if v["kind"] in _NO_XID_KINDS else 79
                    for v in items if v["position"] <= last["position"]}
-        ack = "%s %s %s" % (bus or "*", numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
+        ack = "%s %s %s" % (bus or ACK_NODE, numbers.pop() if len(numbers) == 1 else "*", last["stamp"] or "-")
         # the fault rather than what follows it: not the Xid 154 the driver prints after a fatal Xid (its recovery
         # action goes into the hint), not a retired page pending beside the DBE that caused it (an Xid 63)
         named = [v for v in shown if v["kind"] in ("xid", "sxid")]
@@ -1685,6 +1791,10 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
             todo = ("reboot the node: a fatal NVSwitch error needs the GPUs and NVSwitches reset (NVIDIA Fabric Manager "
                     "user guide: restart the system)")
             healthy = "the fabric is healthy (nvidia-smi -q: Fabric State Completed)"
+        elif fatal and last["kind"] == "driver_crash":
+            todo = ("reboot the node: the driver cannot be reloaded after a crash or a hang in it, and nvidia-smi and "
+                    "new jobs may hang; if it happens again, collect nvidia-bug-report.sh for NVIDIA")
+            healthy = "nvidia-smi and a CUDA job work (a crash in a part of the driver that jobs do not use)"
         elif fatal and last["kind"] == "aer_failed":
             todo = ("reboot the node: the nvidia driver does not recover a GPU from an uncorrected PCIe error; if it "
                     "comes back, check the slot, riser and cables, and the PCIe errors the kernel logged before it")
@@ -1698,8 +1808,15 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
                 todo += "; " + _XID_FOLLOW_UP[last["xid"]]
         if fatal:
             severity = "error"
-            expected = "no fatal %s since the driver was loaded (or each acknowledged)" % (
-                "NVSwitch SXid" if last["kind"] == "sxid" else "Xid")
+            expected = "no %s since the driver was loaded (or each acknowledged)" % (
+                "fatal NVSwitch SXid" if last["kind"] == "sxid" else "crash or hang in the NVIDIA driver"
+                if last["kind"] == "driver_crash" else "fatal Xid")
+        elif last["kind"] == "driver_crash":
+            todo = ("read the kernel log around it: the driver carried on, but a WARNING often comes before a crash "
+                    "or a hang")
+            healthy = "the GPUs work"
+            severity = "warning"
+            expected = "no kernel WARNING in the NVIDIA driver since it was loaded (or each acknowledged)"
         elif last["kind"] == "sxid":
             todo = ("look the SXid up in NVIDIA's Fabric Manager user guide (NVSwitch errors) and check that every "
                     "GPU's Fabric State is Completed (nvidia-smi -q)")

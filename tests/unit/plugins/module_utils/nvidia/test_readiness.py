@@ -964,6 +964,35 @@ KERNEL = {
     "a100sxm4x8-talos-kern-iso-xid45-74-154-vllm40652.txt": [
         ("xid", "00000000:48:00.0", xid, "2026-04-22T21:26:20.%sZ" % ns)
         for xid, ns in ((45, "599488292"), (45, "599595837"), (74, "599716692"), (154, "695845708"))],
+    # crashes and hangs in the driver's modules (sweep of 2026-12-07): one event per crash, its first line's time
+    "driver-crash-340-i686-eip-in-nvidia-no-first-line-dmesg-ubuntuforums.txt": [
+        ("driver_crash", None, None, "72.799496")],
+    # the first line lost its "[ ": no time
+    "driver-crash-470-null-deref-sbatchd-collapsed-blanks-gpuop274.txt": [("driver_crash", None, None, None)],
+    # the excerpt ends before the pc line: the module that crashed cannot be told
+    "driver-crash-arm64-oops-bti-insmod-no-pc-line-ogkm771.txt": [],
+    # the second Oops is at a stack address, the RIP printed again after the end of the trace is the same crash
+    "driver-crash-invalid-opcode-irq-nvidia-thread-second-oops-syslog-ubuntuforums.txt": [
+        ("driver_crash", None, None, "3076.302042")],
+    "driver-crash-nvidia-modeset-xorg-syslog-ubuntuforums.txt": [("driver_crash", None, None, "98.305905")],
+    "driver-crash-nvidia-uvm-suspend-syslog-ubuntuforums.txt": [("driver_crash", None, None, "18883.633804")],
+    "driver-crash-old-format-ip-line-nvidia-smi-azure-nc-msdocs.txt": [("driver_crash", None, None, "32.811290")],
+    "driver-hang-525-a30-xid119-nvidia-smi-blocked-120s-in-nvidia-dmesg-T-ogkm446.txt": [
+        ("xid", "00000000:61:00.0", 119, "Fri Mar 3 04:%s 2023" % t) for t in (
+            "23:22", "24:07", "24:52", "25:38", "26:23", "27:08", "27:53", "28:38", "29:23", "30:08", "30:53", "31:38",
+            "32:23", "33:08", "33:53", "34:38", "35:23")] + [
+        ("driver_crash", None, None, "Fri Mar 3 04:36:03 2023"), ("xid", "00000000:61:00.0", 119, "Fri Mar 3 04:36:08 2023"),
+        ("xid", "00000000:61:00.0", 119, "Fri Mar 3 04:36:53 2023")],
+    "driver-hang-rtx2080ti-xid62-stall-blocked-soft-lockup-md-bold-ubuntuforums.txt": [
+        ("xid", "00000000:02:00.0", 62, "94555.573310"), ("xid", "00000000:02:00.0", 31, "94556.085056")] + [
+        ("xid", "00000000:02:00.0", 45, stamp) for stamp in (
+            "94558.085056", "94558.087626", "94558.090174", "94558.589088", "94558.591566", "94559.093060",
+            "94559.095561", "94559.098059", "94559.100552", "94560.601022", "94560.603464", "94560.605997",
+            "94560.608458", "94560.610856", "94560.613302", "94560.615733", "94560.618185", "94560.620655",
+            "94560.623070", "94560.625559", "94560.627971", "94560.630432")] + [
+        ("driver_crash", None, None, stamp) for stamp in ("94626.718836", "94731.516213", "124630.280245")],
+    # a WARNING in btrfs on a node with the driver loaded: the driver only in "Modules linked in"
+    "warning-in-btrfs-on-a-node-with-nvidia-loaded-no-driver-frame.txt": [],
 }
 # file -> (client version, kernel module version) of each api_mismatch event
 API_MISMATCH = {
@@ -976,6 +1005,19 @@ API_MISMATCH = {
 }
 # file -> [(severity, gpu)] of the xid check with no acknowledgement
 XID_VERDICTS = {
+    # a crash or a hang in the driver: an error for the node (no GPU named), beside the Xids of the GPU
+    "driver-crash-340-i686-eip-in-nvidia-no-first-line-dmesg-ubuntuforums.txt": [("error", None)],
+    "driver-crash-470-null-deref-sbatchd-collapsed-blanks-gpuop274.txt": [("error", None)],
+    "driver-crash-arm64-oops-bti-insmod-no-pc-line-ogkm771.txt": [],
+    "driver-crash-invalid-opcode-irq-nvidia-thread-second-oops-syslog-ubuntuforums.txt": [("error", None)],
+    "driver-crash-nvidia-modeset-xorg-syslog-ubuntuforums.txt": [("error", None)],
+    "driver-crash-nvidia-uvm-suspend-syslog-ubuntuforums.txt": [("error", None)],
+    "driver-crash-old-format-ip-line-nvidia-smi-azure-nc-msdocs.txt": [("error", None)],
+    "driver-hang-525-a30-xid119-nvidia-smi-blocked-120s-in-nvidia-dmesg-T-ogkm446.txt": [
+        ("error", "00000000:61:00.0"), ("error", None)],
+    "driver-hang-rtx2080ti-xid62-stall-blocked-soft-lockup-md-bold-ubuntuforums.txt": [
+        ("error", "00000000:02:00.0"), ("error", None)],
+    "warning-in-btrfs-on-a-node-with-nvidia-loaded-no-driver-frame.txt": [],
     # a GPU the kernel could not recover from an uncorrected PCIe error: failed until a reboot (the Xid 31 after it is
     # a symptom, not the job's fault)
     "aer-fatal-sdes-cmplto-nvidia-cant-recover-no-nvrm-dmesg-H-returnn1500.txt": [("error", "00000000:03:00.0")],
@@ -1098,7 +1140,7 @@ def test_a_gpu_lost_line_is_the_xid_79_before_it_or_a_node_level_error_without_o
     [finding] = r.check_xid(r.parse_kernel_log(lost * 2))["findings"]
     assert finding["gpu"] is None and finding["severity"] == "error"
     assert finding["found"].startswith("a GPU lost from the bus (no Xid, no bus id) at 41.2")
-    assert "reboot the node" in finding["hint"] and finding["hint"].endswith("'* 79 41.2'")
+    assert "reboot the node" in finding["hint"] and finding["hint"].endswith("'node 79 41.2'")
     # a driver reload after it deals with it, as with an Xid
     reload = "[  90.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan 22 02:00:00 UTC 2025\n"
     assert r.check_xid(r.parse_kernel_log(lost + reload))["findings"] == []
@@ -1111,7 +1153,7 @@ def test_a_reset_required_line_is_a_node_level_reset_unless_a_fatal_xid_of_the_s
     assert finding["found"].startswith("a GPU reset required (no Xid, no bus id) at Sun Jan 11 09:52:01 2026")
     assert "reset the GPU (nvidia-smi -r)" in finding["hint"]
     # no Xid number: only "*" acknowledges it
-    assert finding["hint"].endswith("'* * Sun Jan 11 09:52:01 2026'")
+    assert finding["hint"].endswith("'node * Sun Jan 11 09:52:01 2026'")
     assert r.check_xid(r.parse_kernel_log(text), r.parse_acknowledgements(
         "* 79 Sun Jan 11 09:52:01 2026\n"))["findings"] == [finding]
     # after a fatal Xid of a named GPU in the same driver session it is that Xid's consequence
@@ -1136,7 +1178,7 @@ def test_a_uvm_global_fatal_error_is_a_node_reboot_unless_a_fatal_xid_of_the_loa
     [finding] = r.check_xid(r.parse_kernel_log(uvm))["findings"]
     assert (finding["severity"], finding["gpu"]) == ("error", None) and "reboot the node" in finding["hint"]
     assert finding["found"].startswith("a UVM global fatal error (no Xid, no bus id) at 812.5")
-    assert finding["hint"].endswith("'* * 812.5'")
+    assert finding["hint"].endswith("'node * 812.5'")
     # an Xid 154 after it, in the same driver load, names the GPU: one finding, the GPU's
     xid154 = ("[ 812.6] NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 "
               "(Node Reboot Required)\n")
@@ -1145,6 +1187,62 @@ def test_a_uvm_global_fatal_error_is_a_node_reboot_unless_a_fatal_xid_of_the_loa
     # a reload of the driver deals with it
     reload = "[ 900.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
     assert r.check_xid(r.parse_kernel_log(uvm + reload))["findings"] == []
+
+
+def crashes(name):
+    return [(e["crash"], e["function"], e["module"]) for e in r.parse_kernel_log(load("kernel-log", name))
+            if e["kind"] == "driver_crash"]
+
+
+def test_a_crash_or_a_hang_in_the_driver_names_where_and_asks_for_a_reboot():
+    assert crashes("driver-crash-nvidia-uvm-suspend-syslog-ubuntuforums.txt") == [
+        ("crash", "_raw_q_schedule", "nvidia_uvm")]
+    assert crashes("driver-crash-nvidia-modeset-xorg-syslog-ubuntuforums.txt") == [
+        ("crash", "_nv002691kms", "nvidia_modeset")]
+    # the old "IP: [<...>]" line between the BUG line and its Oops line: one crash
+    assert crashes("driver-crash-old-format-ip-line-nvidia-smi-azure-nc-msdocs.txt") == [
+        ("crash", "_nv011740rm", "nvidia")]
+    # i686: EIP lines; the fault in the kernel's own vmalloc_fault, taken from the driver: the driver's frame
+    assert crashes("driver-crash-340-i686-eip-in-nvidia-no-first-line-dmesg-ubuntuforums.txt") == [
+        ("dump", "_nv000768rm", "nvidia")]
+    # a blocked task's first reliable frame in the driver; a stalled CPU's RIP whose first line the post left out;
+    # a soft lockup of the driver's IRQ thread
+    assert crashes("driver-hang-rtx2080ti-xid62-stall-blocked-soft-lockup-md-bold-ubuntuforums.txt") == [
+        ("dump", "_nv030887rm", "nvidia"), ("hang", "os_acquire_mutex", "nvidia"),
+        ("hang", "task irq/162-nvidia", "nvidia")]
+    name = "driver-crash-invalid-opcode-irq-nvidia-thread-second-oops-syslog-ubuntuforums.txt"
+    [finding] = r.check_xid(r.parse_kernel_log(load("kernel-log", name)))["findings"]
+    assert finding["expected"] == "no crash or hang in the NVIDIA driver since the driver was loaded (or each acknowledged)"
+    assert finding["found"] == ("the kernel crashed in the NVIDIA driver in _nv017125rm [nvidia] at 3076.302042: "
+                                "invalid opcode: 0000 [#1] SMP NOPTI")
+    assert finding["hint"].startswith("reboot the node: the driver cannot be reloaded after a crash or a hang in it")
+    assert finding["hint"].endswith("acknowledge with the line 'node * 3076.302042'")
+    acks = r.parse_acknowledgements("node * 3076.302042\n")
+    assert r.check_xid(r.parse_kernel_log(load("kernel-log", name)), acks)["findings"] == []
+    # "node" acknowledges the events that name no GPU, and not a GPU's Xid ("*" would cover both)
+    events = r.parse_kernel_log(load("kernel-log", "driver-hang-rtx2080ti-xid62-stall-blocked-soft-lockup-md-bold-"
+                                                   "ubuntuforums.txt"))
+    [node, gpu] = sorted(r.check_xid(events)["findings"], key=lambda f: f["gpu"] is not None)
+    assert node["hint"].endswith("'node * 124630.280245'") and "(and 2 earlier)" in node["found"]
+    assert r.check_xid(events, r.parse_acknowledgements("node * 124630.280245\n"))["findings"] == [gpu]
+    assert r.check_xid(events, r.parse_acknowledgements("* * 124630.280245\n"))["findings"] == []
+    # the Xid 119 of the GPU does not explain the task stuck in the driver: a GPU reset does not free it
+    name = "driver-hang-525-a30-xid119-nvidia-smi-blocked-120s-in-nvidia-dmesg-T-ogkm446.txt"
+    node = [f for f in r.check_xid(r.parse_kernel_log(load("kernel-log", name)))["findings"] if f["gpu"] is None]
+    assert node[0]["found"].startswith("a CPU or a task stuck in the NVIDIA driver in os_acquire_rwlock_write [nvidia] "
+                                       "at Fri Mar 3 04:36:03 2023: INFO: task nvidia-smi:1346229 blocked")
+
+
+def test_a_warning_in_the_driver_is_a_warning_and_one_elsewhere_is_nothing():
+    # the btrfs WARNING as recorded gives nothing; the same trace with its module read as the driver's (the lines
+    # changed here: no real WARNING in the driver was found) gives a warning
+    text = load("kernel-log", "warning-in-btrfs-on-a-node-with-nvidia-loaded-no-driver-frame.txt")
+    assert r.parse_kernel_log(text) == []
+    [finding] = r.check_xid(r.parse_kernel_log(text.replace("[btrfs]", "[nvidia]")))["findings"]
+    assert finding["severity"] == "warning"
+    assert finding["found"].startswith("a kernel WARNING in the NVIDIA driver in lookup_inline_extent_backref [nvidia] "
+                                       "at 34067.303865: WARNING: CPU: 10 PID: 55370 at fs/btrfs/extent-tree.c:862")
+    assert finding["hint"].startswith("read the kernel log around it")
 
 
 def test_the_drivers_reset_marks_make_any_xid_a_reset():
@@ -1432,10 +1530,10 @@ def test_api_mismatch_line_gives_the_client_version():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("0000:91:00 79\n", "host gpu-a01: /etc/ack line 1: expected '<gpu bus id or *> <xid or *> <timestamp as in "
-                         "the kernel log>', found '0000:91:00 79'"),
-    ("\n\ngpu0 79 1.0\n", "host gpu-a01: /etc/ack line 3: expected a PCI bus id such as 0000:9b:00 (or *), found "
-     "'gpu0'"),
+    ("0000:91:00 79\n", "host gpu-a01: /etc/ack line 1: expected '<gpu bus id, * or node> <xid or *> <timestamp as "
+                         "in the kernel log>', found '0000:91:00 79'"),
+    ("\n\ngpu0 79 1.0\n", "host gpu-a01: /etc/ack line 3: expected a PCI bus id such as 0000:9b:00 (or * or node), "
+                          "found 'gpu0'"),
     ("* xid79 1.0\n", "host gpu-a01: /etc/ack line 1: expected an Xid number (or *), found 'xid79'"),
 ])
 def test_bad_acknowledgements(text, message):
@@ -1640,7 +1738,7 @@ def test_an_xid_whose_bus_id_was_masked_in_a_pasted_log_is_still_judged_for_the_
     [event] = r.parse_kernel_log(text)
     assert (event["kind"], event["bus_id"], event["xid"], event["name"]) == ("xid", None, 48, "python3")
     [finding] = r.check_xid([event])["findings"]
-    assert finding["gpu"] is None and finding["hint"].endswith("acknowledge with the line '* 48 12.3'")
+    assert finding["gpu"] is None and finding["hint"].endswith("acknowledge with the line 'node 48 12.3'")
     assert r.check_xid([event], r.parse_acknowledgements("* 48 12.3\n"))["findings"] == []
 
 
