@@ -1752,6 +1752,19 @@ def _describe(v):
     return "%s%s: %s" % (what, where, v["message"][:120])
 
 
+# A warning of the xid check by the kind of its latest event: what to do, what acknowledging it takes, expected.
+_WARNING_TEXTS = {
+    "driver_crash": ("read the kernel log around it: the driver carried on, but a WARNING often comes before a crash "
+                     "or a hang", "the GPUs work",
+                     "no kernel WARNING in the NVIDIA driver since it was loaded (or each acknowledged)"),
+    "sxid": ("look the SXid up in NVIDIA's Fabric Manager user guide (NVSwitch errors) and check that every GPU's "
+             "Fabric State is Completed (nvidia-smi -q)", "the fabric is healthy",
+             "no NVSwitch SXid of unknown severity since the driver was loaded (or each acknowledged)"),
+    "xid": ("look the Xid up in NVIDIA's Xid catalogue", "the GPU is healthy",
+            "no unknown Xid since the driver was loaded (or each acknowledged)"),
+}
+
+
 def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
     """No fatal Xid since the driver was loaded, unless dealt with (:func:`xid_verdicts`).
 
@@ -1811,22 +1824,9 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
             expected = "no %s since the driver was loaded (or each acknowledged)" % (
                 "fatal NVSwitch SXid" if last["kind"] == "sxid" else "crash or hang in the NVIDIA driver"
                 if last["kind"] == "driver_crash" else "fatal Xid")
-        elif last["kind"] == "driver_crash":
-            todo = ("read the kernel log around it: the driver carried on, but a WARNING often comes before a crash "
-                    "or a hang")
-            healthy = "the GPUs work"
-            severity = "warning"
-            expected = "no kernel WARNING in the NVIDIA driver since it was loaded (or each acknowledged)"
-        elif last["kind"] == "sxid":
-            todo = ("look the SXid up in NVIDIA's Fabric Manager user guide (NVSwitch errors) and check that every "
-                    "GPU's Fabric State is Completed (nvidia-smi -q)")
-            healthy = "the fabric is healthy"
-            severity = "warning"
-            expected = "no NVSwitch SXid of unknown severity since the driver was loaded (or each acknowledged)"
         else:
-            todo = "look the Xid up in NVIDIA's Xid catalogue"
             severity = "warning"
-            expected = "no unknown Xid since the driver was loaded (or each acknowledged)"
+            todo, healthy, expected = _WARNING_TEXTS.get(last["kind"], _WARNING_TEXTS["xid"])
         found = _describe(last) + ("" if len(shown) == 1 else " (and %d earlier)" % (len(shown) - 1))
         # an NVSwitch is not a GPU: named as such, so that no one looks for a GPU at its bus id
         device = "NVSwitch %s" % bus if last["kind"] == "sxid" else _label(bus, index_map)
