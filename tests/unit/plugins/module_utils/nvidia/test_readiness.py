@@ -253,6 +253,10 @@ Q_VERDICTS = {
     # the same vGPU guest twice: CUDA failed unlicensed; after a reboot with nvidia-gridd failed, the grace period
     # (and persistence mode off)
     "vgpu-guest-rtxa6000-24q-535-unlicensed-cuda-operation-not-supported.txt": [("error", "license", 0)],
+    # healthy GPUs with MIG on (sweep of 2026-12-07): the MIG devices' own sections give nothing
+    "h100-1gpu-590-mig-4-devices-r590-layout-idle.txt": [],
+    "h200-1gpu-590-mig-5-devices-two-ci-one-gi.txt": [],
+    "gtx1660super-windows-462-wddm-process-insufficient-permissions.txt": [],
     "vgpu-guest-rtxa6000-24q-535-unlicensed-unrestricted-gridd-failed.txt": [
         ("warning", "persistence", 0), ("warning", "license", 0)],
 }

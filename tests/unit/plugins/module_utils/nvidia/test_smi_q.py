@@ -85,6 +85,14 @@ EXPECTED = {
         ("535.183.06", 1, 1, "00000000:00:10.0", "NVIDIA RTXA6000-24Q", 0, "Enabled"),
     "vgpu-guest-rtxa6000-24q-535-unlicensed-unrestricted-gridd-failed.txt":
         ("535.183.06", 1, 1, "00000000:00:10.0", "NVIDIA RTXA6000-24Q", 0, "Disabled"),
+    # MIG on, R590: each instance's "MIG Device" block (its own ECC Errors, FB memory) is part of its GPU, not a GPU
+    "h100-1gpu-590-mig-4-devices-r590-layout-idle.txt":
+        ("590.48.01", 1, 1, "00000000:00:09.0", "NVIDIA H100 80GB HBM3", 0, "Enabled"),
+    "h200-1gpu-590-mig-5-devices-two-ci-one-gi.txt":
+        ("590.48.01", 1, 1, "00000000:83:00.0", "NVIDIA H200", 0, "Enabled"),
+    # Windows: no minor number or persistence mode; a process named "Insufficient Permissions" is no read error
+    "gtx1660super-windows-462-wddm-process-insufficient-permissions.txt":
+        ("462.31", 1, 1, "00000000:01:00.0", "GeForce GTX 1660 SUPER", None, None),
 }
 
 
