@@ -1279,8 +1279,9 @@ EVENT_KINDS = ("xid", "off_bus", "gpu_lost", "reset_required", "uvm_fatal", "dri
 # for 120 s, the NMI backtrace of a stalled CPU) or of a WARN() ("WARNING: CPU: 3 PID: 12 at ..."), then the register
 # dump whose instruction pointer names the function and module ("RIP: 0010:_nv017125rm+0x40/0x70 [nvidia]", the old
 # "IP: [<...>] f+0x1f/0x170 [nvidia]", i686 "EIP:", arm64 "pc :"), or for a blocked task its stack.
+# (not a user process's "traps: python[4001] general protection fault ip:7f... in libc.so.6")
 _CRASH_HEAD = re.compile(r"BUG: (?:unable to handle|kernel NULL pointer|kernel paging request)|\bOops(?: - \w+)?: |"
-                         r"general protection fault|kernel BUG at |invalid opcode: |Internal error: Oops|"
+                         r"general protection fault(?! ip:)|kernel BUG at |invalid opcode: |Internal error: Oops|"
                          r"Unable to handle kernel ")
 _HANG_HEAD = re.compile(r"BUG: soft lockup|Watchdog detected hard LOCKUP|rcu_\w+ (?:self-)?detected stall|"
                         r"INFO: task \S.*? blocked for more than \d+ seconds|NMI backtrace for cpu")
@@ -1292,6 +1293,8 @@ _FRAME_IN_DRIVER = re.compile(r"\s(\? )?([\w.$]+)\+0x[0-9a-f]+/0x[0-9a-f]+\s+" +
 # a lockup names the task that was stuck: the driver's own threads ("[irq/162-nvidia:1307]", "[nv_queue:812]")
 _DRIVER_TASK = re.compile(r"\[((?:irq/\d+-nvidia|nv_queue|nv_open_q|nvidia[\w/-]*|UVM [\w ]+)):\d+\]")
 _END_TRACE = re.compile(r"---\[ end (?:trace|Kernel panic)")
+# the lines of one report: its first line to its register dump or a blocked task's frames
+_REPORT_LINES = 80
 _CRASH_WORDS = ("BUG", "Oops", "fault", "opcode", "rror", "nable", "LOCKUP", "stall", "blocked", "NMI", "WARNING",
                 "IP:", "pc :", "[nvidia", "end ")
 
@@ -1314,6 +1317,9 @@ def _driver_crashes(text):
     for number, line in output_lines(text):
         if not any(word in line for word in _CRASH_WORDS):
             continue
+        if current and number - current["line"] > _REPORT_LINES:
+            close()
+            current = None
         line = line.replace("**", "")  # a forum post's emphasis
         head = _CRASH_HEAD.search(line) or _HANG_HEAD.search(line) or _WARN_HEAD.search(line)
         if head:

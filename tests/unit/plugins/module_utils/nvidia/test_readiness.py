@@ -1237,6 +1237,20 @@ def test_a_crash_or_a_hang_in_the_driver_names_where_and_asks_for_a_reboot():
                                        "at Fri Mar 3 04:36:03 2023: INFO: task nvidia-smi:1346229 blocked")
 
 
+def test_a_report_without_the_driver_does_not_take_a_later_frame_of_it():
+    """A user process's general protection fault is no kernel crash; a report's first line does not reach a driver
+    frame far below it (a trace cut from its own first line belongs to no report)."""
+    frame = "[  900.2]  os_acquire_mutex+0x34/0x40 [nvidia]\n"
+    gpf = "[  900.0] traps: python3[4001] general protection fault ip:7f01 sp:7ffc error:0 in libc.so.6[7f00+1000]\n"
+    regs = "[  900.1] RIP: 0010:_nv030887rm+0x12/0x40 [nvidia]\n"
+    [dump] = r.parse_kernel_log(gpf + regs)
+    assert (dump["crash"], dump["message"]) == ("dump", "RIP: 0010:_nv030887rm+0x12/0x40 [nvidia]")
+    hung = "[  800.0] INFO: task kworker/3:1:77 blocked for more than 120 seconds.\n"
+    other = "".join("[  800.%d]  schedule+0x46/0xb0\n" % n for n in range(1, 90))
+    assert r.parse_kernel_log(hung + other + frame) == []
+    assert [e["crash"] for e in r.parse_kernel_log(hung + frame)] == ["hang"]
+
+
 def test_a_warning_in_the_driver_is_a_warning_and_one_elsewhere_is_nothing():
     # the btrfs WARNING as recorded gives nothing; the same trace with its module read as the driver's (the lines
     # changed here: no real WARNING in the driver was found) gives a warning
