@@ -120,6 +120,11 @@ def _xid_fatal(profile):
     profile["kernel_log"] = [recording("readiness", "kernel-log", "h100-xe9680-xid119-gsp-timeout-dmesg-T.txt")]
 
 
+def _driver_crash(profile):
+    # a NULL pointer Oops in nvidia_uvm (recorded during a laptop's suspend): a crash in the driver, for the node
+    profile["kernel_log"] = [recording("readiness", "kernel-log", "driver-crash-nvidia-uvm-suspend-syslog-ubuntuforums.txt")]
+
+
 def _inforom_corrupted(profile):
     # GPU 5: nvidia-smi prints its whole answer, then the recorded warning line, and exits 14 (emulator README)
     _gpu(profile, "00000000:A8:00.0")["inforom"] = "corrupted"
@@ -141,6 +146,7 @@ FAULTS = {
     "nvidia-smi-hung": ("h100-p5", _hung, ("nvml", None)),
     "xid-fatal": ("h100-xe9680", _xid_fatal, ("xid", 4)),
     "xid-application": ("h100-xe9680", _xid_application, None),
+    "driver-crash": ("h100-xe9680", _driver_crash, ("xid", None)),
     "inforom-corrupted": ("h100-p5", _inforom_corrupted, None),
 }
 
