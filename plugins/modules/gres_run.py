@@ -166,6 +166,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import run_record as rr
 
 
+def _unfinished(root, exclude):
+    """RV(unfinished) and RV(unfinished_deploys)."""
+    unfinished = rr.unfinished_runs(root, exclude=exclude)
+    return {"unfinished": unfinished, "unfinished_deploys": [r for r in unfinished if rr.is_deploy(r)]}
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -203,9 +209,8 @@ def main():
             module.exit_json(changed=False, lock=holder, run_id=run_id)
         if step == "inspect" or (module.check_mode and step != "read"):
             holder = rr.read_lock(root)
-            unfinished = rr.unfinished_runs(root, exclude=[holder["run_id"]] if holder else [])
-            module.exit_json(changed=False, lock=holder, run_id=run_id, unfinished=unfinished,
-                             unfinished_deploys=[r for r in unfinished if rr.is_deploy(r)])
+            module.exit_json(changed=False, lock=holder, run_id=run_id,
+                             **_unfinished(root, [holder["run_id"]] if holder else []))
         if step == "lock":
             now = datetime.datetime.now(datetime.timezone.utc)
             run_id = run_id or rr.new_run_id(now, os.urandom(2).hex())
@@ -218,9 +223,7 @@ def main():
                     rr.set_state(root, p["break_lock"], record["state"], note="lock %s by run %s"
                                  % (p["break_reason"], run_id))
             rr.create_record(root, owner)
-            unfinished = rr.unfinished_runs(root, exclude=[run_id])
-            result.update(changed=True, broken=taken["broken"], unfinished=unfinished,
-                          unfinished_deploys=[r for r in unfinished if rr.is_deploy(r)])
+            result.update(changed=True, broken=taken["broken"], **_unfinished(root, [run_id]))
         elif step == "record":
             rr.add_changes(root, run_id, p["changes"], p["blobs"])
             result["changed"] = True

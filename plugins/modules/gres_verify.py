@@ -140,8 +140,8 @@ options:
     description:
       - Also run the GPU readiness checks of the node health check (docs/health.md; C(nvml), C(driver_version),
         C(persistence), C(gpu_count), C(fabric), C(memory), C(clocks), C(license), C(xid), C(errors)) over one
-        C(nvidia-smi -q), the PCI functions in sysfs, the kernel log and the fabric manager's state. Their errors refuse the node like any
-        other finding; with O(verify=false) they are only returned (RV(readiness)).
+        C(nvidia-smi -q), the PCI functions in sysfs, the kernel log and the fabric manager's state. Their errors
+        refuse the node like any other finding; with O(verify=false) they are only returned (RV(readiness)).
       - A check that does not apply to the node (no NVSwitch, an older driver without the field) passes and says why.
     type: dict
     suboptions:

@@ -1297,6 +1297,16 @@ _END_TRACE = re.compile(r"---\[ end (?:trace|Kernel panic)")
 _REPORT_LINES = 80
 _CRASH_WORDS = ("BUG", "Oops", "fault", "opcode", "rror", "nable", "LOCKUP", "stall", "blocked", "NMI", "WARNING",
                 "IP:", "pc :", "[nvidia", "end ")
+_HEADS = ((_CRASH_HEAD, "crash"), (_HANG_HEAD, "hang"), (_WARN_HEAD, "warning"))
+
+
+def _event(number, stamp, message, kind=None, **fields):
+    """One kernel-log event with every key :func:`parse_kernel_log` documents, unknown ones None."""
+    event = {"kind": kind, "line": number, "stamp": stamp, "bus_id": None, "message": message, "xid": None,
+             "pid": None, "name": None, "gpu_instance": None, "compute_instance": None, "caused_by": None,
+             "recovery_from": None, "recovery_to": None, "version": None, "phase": "runtime"}
+    event.update(fields)
+    return event
 
 
 def _driver_crashes(text):
@@ -1308,11 +1318,10 @@ def _driver_crashes(text):
     current = None
 
     def close():
-        if current and current["function"]:
-            dumps = [e for e in events if e["function"] == current["function"]]
-            # the kernel prints the instruction pointer again after "---[ end trace ]---": the same crash
-            if not (current["crash"] == "dump" and dumps):
-                events.append(current)
+        # the kernel prints the instruction pointer again after "---[ end trace ]---": the same crash
+        if current and current["function"] and not (
+                current["crash"] == "dump" and any(e["function"] == current["function"] for e in events)):
+            events.append(current)
 
     for number, line in output_lines(text):
         if not any(word in line for word in _CRASH_WORDS):
@@ -1321,18 +1330,20 @@ def _driver_crashes(text):
             close()
             current = None
         line = line.replace("**", "")  # a forum post's emphasis
-        head = _CRASH_HEAD.search(line) or _HANG_HEAD.search(line) or _WARN_HEAD.search(line)
+        head = kind = None
+        for regex, name in _HEADS:
+            head = regex.search(line)
+            if head:
+                kind = name
+                break
         if head:
-            kind = ("crash" if _CRASH_HEAD.match(head.group(0)) else "hang" if _HANG_HEAD.match(head.group(0))
-                    else "warning")
             if kind == "crash" and current and current["crash"] == "crash" and number - current["line"] < 12:
                 continue  # "BUG: unable to handle ..." and then its "Oops: 0000 [#1] SMP": one crash
             close()
             task = _DRIVER_TASK.search(line[head.end():]) if kind == "hang" else None
-            current = {"kind": "driver_crash", "line": number, "stamp": _stamp(line[:head.start()]),
-                       "bus_id": None, "message": line[head.start():].strip(), "xid": None, "phase": "runtime",
-                       "crash": kind, "function": "task " + task.group(1) if task else None,
-                       "module": "nvidia" if task else None}
+            current = _event(number, _stamp(line[:head.start()]), line[head.start():].strip(), "driver_crash",
+                             crash=kind, function="task " + task.group(1) if task else None,
+                             module="nvidia" if task else None)
             continue
         if _END_TRACE.search(line):
             close()
@@ -1341,9 +1352,8 @@ def _driver_crashes(text):
         regs = _REGS_IN_DRIVER.search(line)
         if regs:
             if current is None:
-                current = {"kind": "driver_crash", "line": number, "stamp": _stamp(line[:regs.start()]),
-                           "bus_id": None, "message": line[regs.start():].strip(), "xid": None, "phase": "runtime",
-                           "crash": "dump", "function": None, "module": None}
+                current = _event(number, _stamp(line[:regs.start()]), line[regs.start():].strip(), "driver_crash",
+                                 crash="dump", function=None, module=None)
             if not current["function"]:
                 current.update(function=regs.group(1), module=regs.group(2))
             continue
@@ -1426,9 +1436,7 @@ def parse_kernel_log(text):
     """
     events = []
     for number, stamp, message in _messages(text):
-        event = {"kind": None, "line": number, "stamp": stamp, "bus_id": None, "message": message, "xid": None,
-                 "pid": None, "name": None, "gpu_instance": None, "compute_instance": None, "caused_by": None,
-                 "recovery_from": None, "recovery_to": None, "version": None, "phase": "runtime"}
+        event = _event(number, stamp, message)
         m = _XID.match(message)
         groups = m.groups() if m else None
         if groups is None:
@@ -1513,10 +1521,6 @@ def parse_kernel_log(text):
             events.append(event)
     crashes = _driver_crashes(text)
     if crashes:
-        unset = ("pid", "name", "gpu_instance", "compute_instance", "caused_by", "recovery_from", "recovery_to",
-                 "version")
-        for crash in crashes:
-            crash.update((k, None) for k in unset)
         events = sorted(events + crashes, key=lambda e: e["line"])
     return events
 
