@@ -5,7 +5,7 @@ playbook's reboot through slurmctld relies on (roles/hpc_gres_maintenance/tasks/
   readiness check comes before the node is back in service, and slurm_node resumes that drain as its own;
 - ASAP nextstate=RESUME would put the node back in service by itself as soon as slurmd registers.
 
-The RebootProgram here restarts slurmd in a new time namespace whose boot clock starts at zero: slurmctld judges a
+The RebootProgram here restarts slurmd in a new time namespace whose boot clock starts near zero: slurmctld judges a
 reboot by the uptime slurmd reports (sysinfo(), which follows the time namespace), so this is a reboot to it.
 """
 import os
@@ -27,7 +27,10 @@ echo "$(date +%s) $*" >> {dir}/reboots
 setsid {dir}/restart.sh > {dir}/reboot.log 2>&1 < /dev/null &
 """
 RESTART = """#!/bin/sh
-sleep 1
+# slurmctld counts the reboot done only when the boot time slurmd reports is after the request (whole seconds); the
+# new namespace's boot clock may start up to a second before its creation, and sysinfo() truncates the uptime, so the
+# boot time slurmd reports may be 2 s before this program runs: wait 3 s before the "reboot".
+sleep 3
 kill $(cat {dir}/slurmd.pid)
 while kill -0 $(cat {dir}/slurmd.pid) 2>/dev/null; do sleep 0.1; done
 # the machine's uptime: this slurmd may run in such a namespace already (its boottime offset is negative)
