@@ -18,13 +18,14 @@ from ansible_collections.hpc.slurm_gres.plugins.plugin_utils import (
     mig_node,
     restart_batch,
     run_lock,
+    smoke,
     waves,
 )
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.awx_slicing import slice_problem
 from ansible_collections.hpc.slurm_gres.plugins.plugin_utils.inventory_vars import host_values
 
 STAGES = ("gate", "jobs", "restarted", "registered", "confirmed", "controller", "owner", "changes", "summary", "mig_status", "waves",
-          "maintenance", "health_library", "restart_batch", "lock")
+          "maintenance", "health_library", "restart_batch", "lock", "smoke")
 MAINTENANCE_PHASES = ("lock", "resume", "reboot", "failure", "summary")
 ARGUMENT_SPEC = dict(
     stage=dict(type="str", required=True, choices=list(STAGES)),
@@ -37,6 +38,8 @@ ARGUMENT_SPEC = dict(
     wanted=dict(type="dict"),
     config_mode=dict(type="str", choices=["files", "configless", "include"]),
     include_file=dict(type="str"),
+    # stage smoke
+    site=dict(type="dict"),
     # stage owner
     command=dict(type="str", default="deploy"),
     # raw: a free lock is null, which ansible-core before 2.19 templates to "" (not a dict)
@@ -84,7 +87,7 @@ REQUIRED_IF = [("stage", "jobs", ("plan", "read")), ("stage", "restarted", ("pla
                ("stage", "controller", ("files", "read")), ("stage", "summary", ("record",)),
                ("stage", "mig_status", ("host", "check", "step", "reason", "read")),
                ("stage", "waves", ("slurm_nodes", "target_hosts", "reason")), ("stage", "maintenance", ("phase",)),
-               ("stage", "restart_batch", ("target_hosts",))]
+               ("stage", "restart_batch", ("target_hosts",)), ("stage", "smoke", ("files", "nodes"))]
 RENDER = "hpc_gres_render_result"
 # What a maintenance node cycle leaves on its host: {status: done|failed|skipped, reason}.
 OUTCOME = "hpc_gres_maintenance_outcome"
@@ -188,6 +191,9 @@ class ActionModule(ActionBase):
                 if args["read"] is not None:
                     plan["registrations"] = restart_batch.registrations(hosts, state, args["read"])
                 plan["refusal"] = None
+            elif stage == "smoke":
+                plan = {"smoke": smoke.node_sruns(args["files"], args["nodes"], args["config_mode"] or "files",
+                                                  args["site"]), "refusal": None}
             elif stage == "health_library":
                 files, digest = health_program.library()
                 result.update(files=files, sha256=digest)

@@ -35,6 +35,9 @@ description:
   - "O(stage=confirmed): C(plan.smoke_nodes) (registered, not drained, not DOWN), C(plan.smoke_preferred_nodes)
     (restarted by this run) and C(plan.smoke), the sruns of the smoke test with the C(CUDA_VISIBLE_DEVICES) each
     must print."
+  - "O(stage=smoke): C(plan.smoke), the smoke test's sruns on the O(nodes) alone (Slurm node names), one per GPU type
+    they have, MIG types included, with the C(CUDA_VISIBLE_DEVICES) each must print; the files O(files) say which
+    types and how many (the MIG runbook, after a node's new layout)."
   - "O(stage=controller): one controller's plan for O(files), from its M(hpc.slurm_gres.config_tree) read O(read)
     (the MIG runbook and a rollback plan with files other than the render's)."
   - "O(stage=owner): who runs this deploy (user, control machine, ansible-playbook's pid) and whether the lock
@@ -73,7 +76,7 @@ options:
     type: str
     required: true
     choices: [gate, jobs, restarted, registered, confirmed, controller, owner, changes, summary, mig_status, waves, maintenance,
-              health_library, restart_batch, lock]
+              health_library, restart_batch, lock, smoke]
   plan:
     description: The RV(plan) of the gate (O(stage=restarted), V(registered), V(confirmed), V(changes)); of O(stage=waves) for
       O(stage=maintenance) O(phase=summary).
@@ -102,7 +105,8 @@ options:
     type: bool
     default: true
   files:
-    description: O(stage=controller), the files to plan for (file name to text).
+    description: O(stage=controller) and O(stage=smoke), the files to plan for (file name to text, a node's
+      gres.conf as C(NODE/gres.conf)).
     type: dict
   read:
     description: O(stage=controller) and V(mig_status), the host's M(hpc.slurm_gres.config_tree) read of its files;
@@ -119,12 +123,16 @@ options:
     type: dict
   config_mode:
     description: O(stage=controller), how the cluster gets its files (C(files), C(configless), C(include)); default the
-      render's on localhost.
+      render's on localhost. O(stage=smoke), the same (default C(files)).
     type: str
     choices: [files, configless, include]
   include_file:
     description: O(stage=controller) in include mode, the include file's name; default the render's.
     type: str
+  site:
+    description: O(stage=smoke) in include mode, the site's installed C(slurm.conf) and C(cgroup.conf) (a controller
+      plan's C(site)), which decide whether jobs see their GPUs numbered from 0.
+    type: dict
   command:
     description: O(stage=owner) and O(stage=lock), what the run does (C(deploy), C(rollback of RUN_ID), C(MIG reconfiguration)).
     type: str
@@ -134,7 +142,7 @@ options:
       O(hpc.slurm_gres.gres_run#module:step=inspect) returned it (its holder), or null.
     type: raw
   nodes:
-    description: O(stage=changes), the node hosts of the run.
+    description: O(stage=changes), the node hosts of the run; O(stage=smoke), the Slurm node names to test.
     type: list
     elements: str
   names:

@@ -25,7 +25,9 @@ def _type_positions(declared_gres, records):
     Seen live (22.05, task/none): positions follow the order of the types in the node's slurm.conf ``Gres=``
     (``Gres=gpu:h100:2,gpu:a100:3`` gives h100 ``0,1`` and a100 ``2,3,4`` whatever the device minors or the
     gres.conf line order), then the files within a type. Types that gres.conf backs with ``MultipleFiles``
-    (MIG) take their places but get no test.
+    (MIG) take their places but get no test. The render leaves a MIG node's ``MultipleFiles`` lines to the node, so
+    the deploy and the MIG runbook, which plan from the render's files, test its MIG types like the others (seen
+    live on task/none: ``Gres=gpu:3g.40gb:1,gpu:2g.20gb:1,gpu:1g.10gb:2,gpu:a100:1`` gives 0, 1, 2-3 and 4).
     """
     mig_types = {(rec["type"] or "").lower() for rec in records if rec["name"] and rec["multiple_files"]}
     positions = {}
@@ -78,6 +80,13 @@ def smoke_plan(files, usable_nodes=None, preferred_nodes=None, confinement=None,
                      "gres": "gpu:%s:%d" % (gres_type, count) if gres_type else "gpu:%d" % count,
                      "expected": ",".join(str(i) for i in expected), "busy": node in (busy_nodes or ())})
     return plan
+
+
+def node_sruns(files, nodes, mode="files", site=None):
+    """The smoke test of ``nodes`` alone (the MIG runbook's node after its new layout): ``smoke_plan`` with those
+    nodes usable and preferred. ``site``: in include mode (``mode``), the installed slurm.conf and cgroup.conf, which
+    decide device confinement (a controller plan's ``site``); ignored in the other modes."""
+    return smoke_plan(files, list(nodes), list(nodes), site if mode == "include" else None)
 
 
 def check_visible_devices(output, expected):

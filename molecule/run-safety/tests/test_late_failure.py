@@ -44,6 +44,9 @@ def test_late_failure_is_reported_and_rolled_back(runs):
     assert runs["rc_late"] != 0
     out = runs["out_late"]
     assert "failed after the nodes restarted" in out
+    # the failed srun's own message, not the looped task's "One or more items failed"
+    assert ("failed after the nodes restarted (gres-ctl: CUDA_VISIBLE_DEVICES lists the GPUs Slurm allocated: smoke "
+            "test srun --gres=gpu:v100:2 on gres-gpu01: expected CUDA_VISIBLE_DEVICES=0,1, found (unset)") in out
     assert "every host it changed is back on its previous files (rolled back)" in out
     assert "node gres-gpu01: restarting slurmd" in out  # the failure came after the restarts
     assert "gres-ctl: old files again (rolled back)" in out

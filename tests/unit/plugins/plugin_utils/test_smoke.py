@@ -91,3 +91,25 @@ def test_confinement_from_the_sites_files_in_include_mode():
              "n1/gres.conf": "NodeName=n1 Name=gpu Type=a File=/dev/nvidia[0-1]\n"}
     site = {"slurm.conf": "TaskPlugin=task/cgroup\n", "cgroup.conf": "ConstrainDevices=yes\n"}
     assert smoke.smoke_plan(files, confinement=site)[0]["expected"] == "0,1"
+
+
+def test_node_sruns_test_one_node_with_the_mig_types_the_render_leaves_to_it():
+    # the render leaves a MIG node's MultipleFiles lines to the node: its gres.conf names the whole GPU only, so every
+    # type of its Gres= is tested at its position (the MIG runbook, after the node's new layout)
+    out = files(task="task/none")
+    out["slurm.conf"] = out["slurm.conf"].replace("Gres=gpu:a100:3,gpu:h100:2", "Gres=gpu:3g.40gb:1,gpu:1g.10gb:2,gpu:a100:1")
+    out["mix01/gres.conf"] = "Name=gpu Type=a100 File=/dev/nvidia1\n"
+    plan = smoke.node_sruns(out, ["mix01"])
+    assert [(p["node"], p["gres"], p["expected"]) for p in plan] == [
+        ("mix01", "gpu:1g.10gb:2", "1,2"), ("mix01", "gpu:3g.40gb:1", "0"), ("mix01", "gpu:a100:1", "3")]
+    # confined: numbered from 0 per srun
+    out["slurm.conf"] = out["slurm.conf"].replace("TaskPlugin=task/none", "TaskPlugin=task/cgroup")
+    assert [p["expected"] for p in smoke.node_sruns(out, ["mix01"])] == ["0,1", "0", "0"]
+
+
+def test_node_sruns_take_confinement_from_the_sites_files_in_include_mode_only():
+    out = files(task="task/none")
+    site = {"slurm.conf": "TaskPlugin=task/cgroup\n", "cgroup.conf": "ConstrainDevices=yes\n"}
+    assert [p["expected"] for p in smoke.node_sruns(out, ["mix01"], "include", site)] == ["0,1,2", "0,1"]
+    assert [p["expected"] for p in smoke.node_sruns(out, ["mix01"], "files", site)] == ["0,1,2", "3,4"]
+    assert smoke.node_sruns(out, []) == []
