@@ -26,12 +26,15 @@ esac
 """
 
 
-def smoke(tmp_path, nodes):
+def stand_ins(tmp_path):
     for name, text in (("srun", SRUN), ("scontrol", SCONTROL)):
         (tmp_path / name).write_text(text)
         (tmp_path / name).chmod(0o755)
-    playbook = tmp_path / "smoke.yml"
-    playbook.write_text(yaml.safe_dump([{
+
+
+def smoke(tmp_path, nodes):
+    stand_ins(tmp_path)
+    return playbook_run(tmp_path, [{
         "hosts": "localhost", "gather_facts": False,
         "tasks": [{"ansible.builtin.include_role": {"name": "hpc.slurm_gres.hpc_gres_slurmctld",
                                                     "tasks_from": "smoke.yml"},
@@ -39,7 +42,12 @@ def smoke(tmp_path, nodes):
                             "hpc_gres_slurmctld_scontrol": str(tmp_path / "scontrol"),
                             "hpc_gres_slurmctld_smoke": [
                                 {"type": "a100", "node": node, "count": 2, "gres": "gpu:a100:2", "expected": "0,1",
-                                 "busy": False} for node in nodes]}}]}]))
+                                 "busy": False} for node in nodes]}}]}])
+
+
+def playbook_run(tmp_path, plays):
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump(plays))
     env = dict(os.environ, ANSIBLE_NOCOLOR="1")
     proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + PYTHON,
                            str(playbook)], cwd=ROOT, env=env,
@@ -88,16 +96,6 @@ esac
 """
 
 
-def playbook_run(tmp_path, plays):
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(yaml.safe_dump(plays))
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=" + PYTHON,
-                           str(playbook)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300, check=False)
-    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())
-
-
 def test_the_runbook_tests_every_gpu_type_of_its_node_mig_profiles_included(tmp_path):
     (tmp_path / "srun").write_text(SRUN_BY_GRES % (tmp_path / "sruns"))
     (tmp_path / "srun").chmod(0o755)
@@ -119,9 +117,7 @@ def test_the_runbook_tests_every_gpu_type_of_its_node_mig_profiles_included(tmp_
 
 def test_a_failed_smoke_test_is_reported_with_the_sruns_message_not_the_loops(tmp_path):
     # the deploy's rescue (roles/hpc_gres_run/tasks/late_failure.yml) without a run: it fails as before
-    for name, text in (("srun", SRUN), ("scontrol", SCONTROL)):
-        (tmp_path / name).write_text(text)
-        (tmp_path / name).chmod(0o755)
+    stand_ins(tmp_path)
     sruns = [{"type": "a100", "node": node, "count": 2, "gres": "gpu:a100:2", "expected": "0,1", "busy": False}
              for node in ("ok01", "wrong01")]
     smoke_step = {"ansible.builtin.include_role": {"name": "hpc.slurm_gres.hpc_gres_slurmctld", "tasks_from": "smoke.yml"},
