@@ -47,6 +47,7 @@ PROGRAM_FILES = (
     "plugins/module_utils/nvidia/collect.py",
     "plugins/module_utils/nvidia/facts.py",
     "plugins/module_utils/nvidia/gpu_types.py",
+    "plugins/module_utils/nvidia/nvlink5_decode.py",
     "plugins/module_utils/nvidia/readiness.py",
     "plugins/module_utils/nvidia/smi.py",
     "plugins/module_utils/nvidia/smi_q.py",

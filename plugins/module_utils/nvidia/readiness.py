@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import nvlink5_decode
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
     INFOROM_CORRUPTED_RE,
     LOST_GPU_RE,
@@ -1229,6 +1230,9 @@ _XID = re.compile(r"^Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]
 # an Xid whose bus id is not one (elided or masked in a pasted log: "PCI:0000:xx:00"): still an Xid, of no known GPU
 _XID_UNKNOWN_BUS = re.compile(r"^Xid \(([^)]*)\):\s*(\d+),\s*(.*)$")
 _SXID = re.compile(r"SXid \((?:PCI:)?([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)$")
+# PCI 0000:00:00.0 is the host bridge or root port, never a GPU: NVLink5 Xids of GB200 nodes name it
+# ("Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal ...", gpud#1160 and #1174); such an Xid names no GPU
+_NO_GPU_BUS = "00000000:00:00.0"
 # the kernel's driver core when the nvidia module's probe of a GPU fails ("nvidia: probe of 0000:af:00.0 failed with
 # error -1", gpu-operator#232: a BAR the BIOS left unassigned); the GPU stays on lspci and out of nvidia-smi
 _PROBE_FAILED = re.compile(r"nvidia: (probe of ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]) failed.*)$")
@@ -1444,6 +1448,8 @@ def parse_kernel_log(text):
             groups = (None, None, None, loose.group(2), loose.group(3)) if loose else None
         if groups:
             bus, gpu_instance, compute_instance, xid, rest = groups
+            if bus is not None and _bus(bus) == _NO_GPU_BUS:
+                bus = None
             pm = _PID_NAME.match(rest)
             nm = None if pm else _NAME_ONLY.match(rest)
             if pm:
@@ -1649,8 +1655,20 @@ def _xid_class(event):
         return ("application",) + XID_CLASSES[45][1:]
     if xid == 45:
         return ("application",) + XID_CLASSES[45][1:]
-    if xid in _NVLINK5_XIDS and xid in XID_CLASSES and _NONFATAL.search(event.get("message") or ""):
-        return ("application", "XID_154_EVAL", XID_CLASSES[xid][2] + ", Nonfatal (a following Xid 154 judges the GPU)")
+    if xid in _NVLINK5_XIDS and xid in XID_CLASSES:
+        decoded = nvlink5_decode.decode(xid, event.get("message"))
+        if decoded is not None:
+            unit, intrinfo, status, action = decoded
+            described = "%s, %s (0x%08x 0x%08x: %s by NVIDIA's decode)" % (
+                XID_CLASSES[xid][2], unit, intrinfo, status, action)
+            if action == "RESET_GPU":
+                return ("reset", action, described)
+            if action == "XID_154_EVAL":
+                return ("application", action, described + "; a following Xid 154 judges the GPU")
+            return ("application", action, described)
+        if _NONFATAL.search(event.get("message") or ""):
+            return ("application", "XID_154_EVAL",
+                    XID_CLASSES[xid][2] + ", Nonfatal (a following Xid 154 judges the GPU)")
     if xid == 154:
         to = event.get("recovery_to")
         if to is None:
@@ -1826,7 +1844,9 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
             action = last["action"] + ("; the driver's recovery action, Xid 154: %s" % recovery[-1]["action"]
                                        if recovery else "")
             todo = ("reboot the node (NVIDIA: %s)" % action) if reboot else \
-                   ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: %s)" % action)
+                   ("reset the GPU (nvidia-smi -r) or reload the driver (NVIDIA: %s)" % action) if bus else \
+                   ("reset the node's GPUs (nvidia-smi -r; the log names none) or reload the driver (NVIDIA: %s)"
+                    % action)
             if last["kind"] == "xid" and last["xid"] in _XID_FOLLOW_UP:
                 todo += "; " + _XID_FOLLOW_UP[last["xid"]]
         if fatal:

@@ -921,6 +921,11 @@ KERNEL = {
         ("xid", "00000000:01:00.0", 120, "Mar 29 15:38:59"), ("xid", "00000000:01:00.0", 154, "Mar 29 15:38:59")],
     # an NVLink5 Xid 145 the driver calls Nonfatal (NVIDIA's decode: IGNORE / XID_154_EVAL), its line cut in the post
     "aws-node-xid145-rlw-nonfatal-unclosed-paren-nvsentinel1357.txt": [("xid", "00000000:C5:00.0", 145, None)],
+    # NVLink5 lines of GB200-class nodes quoted in gpud's pull requests; PCI 0000:00:00 names no GPU
+    "gb200-nvlink5-xid144-nonfatal-xid149-netir-link-evt-pci-0000-00-00-gpud1160.txt": [
+        ("xid", "00000000:01:00.0", 144, None), ("xid", None, 149, None), ("xid", None, 149, None)],
+    "gb200-nvlink5-xid149-netir-fatal-0019-xid149-pci-0000-00-00-xid145-rxpipe-nonfatal-gpud1174.txt": [
+        ("xid", "00000019:01:00.0", 149, None), ("xid", None, 149, None), ("xid", "00000018:01:00.0", 145, None)],
     # PCI domain 0001, the GSP trace lines around each Xid no events
     "a100x8-domain0001-xid119-gsp-timeout-45s-two-gpus-dmesg-T-vllm40652-lqquan.txt": [
         ("xid", "00000001:6C:00.0", 119, "Sun Apr 26 23:12:26 2026"),
@@ -1052,6 +1057,9 @@ XID_VERDICTS = {
     "rtx4080-595-rsyslog-rfc3339-xid79-off-bus-xid154-node-reboot-kargarisaac.txt": [("error", "00000000:01:00.0")],
     "rtxpro6000-595-xid120-gsp-exception-xid154-journal-no-host-forum364958.txt": [("error", "00000000:01:00.0")],
     "aws-node-xid145-rlw-nonfatal-unclosed-paren-nvsentinel1357.txt": [],
+    "gb200-nvlink5-xid144-nonfatal-xid149-netir-link-evt-pci-0000-00-00-gpud1160.txt": [("error", None)],
+    "gb200-nvlink5-xid149-netir-fatal-0019-xid149-pci-0000-00-00-xid145-rxpipe-nonfatal-gpud1174.txt": [
+        ("error", "00000019:01:00.0"), ("error", None)],
     "a100x8-domain0001-xid119-gsp-timeout-45s-two-gpus-dmesg-T-vllm40652-lqquan.txt": [
         ("error", "00000001:6C:00.0"), ("error", "00000001:96:00.0")],
     "rtx5080-laptop-580-open-dmesg-H-relative-stamps-gsp-fmc-boot-error-ogkm935.txt": [],
@@ -1155,7 +1163,7 @@ def test_a_reset_required_line_is_a_node_level_reset_unless_a_fatal_xid_of_the_s
     [finding] = r.check_xid(r.parse_kernel_log(text))["findings"]
     assert (finding["severity"], finding["gpu"]) == ("error", None)
     assert finding["found"].startswith("a GPU reset required (no Xid, no bus id) at Sun Jan 11 09:52:01 2026")
-    assert "reset the GPU (nvidia-smi -r)" in finding["hint"]
+    assert "reset the node's GPUs (nvidia-smi -r; the log names none)" in finding["hint"]
     # no Xid number: only "*" acknowledges it
     assert finding["hint"].endswith("'node * Sun Jan 11 09:52:01 2026'")
     assert r.check_xid(r.parse_kernel_log(text), r.parse_acknowledgements(
@@ -1293,15 +1301,42 @@ def test_a_nonfatal_nvlink5_xid_gives_no_finding_and_a_fatal_one_a_reset():
     nonfatal = r.parse_kernel_log(load("kernel-log", "aws-node-xid145-rlw-nonfatal-unclosed-paren-nvsentinel1357.txt"))
     [verdict] = r.xid_verdicts(nonfatal)
     assert (verdict["class"], verdict["action"]) == ("application", "XID_154_EVAL")
-    fatal = "[ 9.0] NVRM: Xid (PCI:0000:c5:00): 145, RLW_SRC_TRACK Fatal XC1 i0 Link 17 (0x04084507 0x00000004)\n"
+    # registers no row of NVIDIA's decode has: the line's own word decides (Fatal: the Xid's action)
+    fatal = "[ 9.0] NVRM: Xid (PCI:0000:c5:00): 145, RLW_SRC_TRACK Fatal XC1 i0 Link 17 (0x04084507 0x00000400)\n"
     [finding] = r.check_xid(r.parse_kernel_log(fatal))["findings"]
     assert finding["severity"] == "error" and "WORKFLOW_NVLINK5_ERR" in finding["hint"]
+    masked = "[ 9.0] NVRM: Xid (PCI:0000:c5:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 11 (...)\n"
+    assert r.check_xid(r.parse_kernel_log(masked))["findings"] == []
     # a Nonfatal line the driver follows with an Xid 154 is judged by the 154
     then = r.parse_kernel_log(load("kernel-log", "aws-node-xid145-rlw-nonfatal-unclosed-paren-nvsentinel1357.txt")
                               + "NVRM: Xid (PCI:0000:c5:00): 154, GPU recovery action changed from 0x0 (None) to "
                                 "0x1 (GPU Reset Required)\n")
     [finding] = r.check_xid(then)["findings"]
     assert finding["found"].startswith("Xid 154") and "GPU Reset Required" in finding["hint"]
+
+
+def test_nvlink5_xids_are_judged_by_nvidias_decode_of_their_registers_not_by_the_word_fatal():
+    """NVIDIA's catalogue, sheet "XID 144-150 Decode" (via gpud's generated copy, module nvlink5_decode): the unit,
+    intrinfo and error status give the immediate action; NETIR_LINK_EVT sub-code 38 is "Link Fatal" yet IGNORE."""
+    events = r.parse_kernel_log(load("kernel-log", "gb200-nvlink5-xid144-nonfatal-xid149-netir-link-evt-pci-0000-00-00-gpud1160.txt"))
+    # PCI 0000:00:00 is the host bridge or root port, never a GPU: those Xids name no GPU
+    assert [(e["xid"], e["bus_id"]) for e in events] == [(144, "00000000:01:00.0"), (149, None), (149, None)]
+    assert [(v["class"], v["action"]) for v in r.xid_verdicts(events)] == [
+        ("application", "IGNORE"), ("application", "IGNORE"), ("reset", "RESET_GPU")]
+    [finding] = r.check_xid(events)["findings"]
+    assert (finding["severity"], finding["gpu"]) == ("error", None)
+    assert finding["found"].startswith("Xid 149 (log line 3): NETIR_LINK_EVT Fatal XC0 i0 Link 00 (0x025001c6")
+    assert finding["hint"].startswith("reset the node's GPUs (nvidia-smi -r; the log names none) or reload the driver")
+    assert finding["hint"].endswith("acknowledge with the line 'node 149 -'")
+    # sub-code 38 alone (the first 149 line): no finding
+    only38 = [e for e in events if "0x026001c6" in e["message"]]
+    assert r.check_xid(only38)["findings"] == []
+    events = r.parse_kernel_log(load("kernel-log", "gb200-nvlink5-xid149-netir-fatal-0019-xid149-pci-0000-00-00-xid145-rxpipe-nonfatal-gpud1174.txt"))
+    assert [(v["bus_id"], v["xid"], v["class"], v["action"]) for v in r.xid_verdicts(events)] == [
+        ("00000019:01:00.0", 149, "reset", "RESET_GPU"), (None, 149, "reset", "RESET_GPU"),
+        ("00000018:01:00.0", 145, "application", "IGNORE")]
+    assert [(f["gpu"], f["severity"]) for f in r.check_xid(events)["findings"]] == [
+        ("00000019:01:00.0", "error"), (None, "error")]
 
 
 def test_a_gpu_the_kernel_could_not_recover_from_a_pcie_error_is_a_reboot_and_a_pending_page_a_reset():
