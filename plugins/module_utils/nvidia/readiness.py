@@ -1179,6 +1179,8 @@ XID_CLASSES = {
     139: ("application", "RESTART_APP", "OFA1 Error"),
     141: ("application", "IGNORE", "CUDA Fast Path Error"),
     157: ("application", "IGNORE", "Resource Retirement Failure"),
+    # gpud's generated copy at commit 4a8de33 (catalog_generated.go): Immediate IGNORE, Investigatory CONTACT_SUPPORT
+    93: ("application", "IGNORE", "Non-fatal violation of provisioned InfoROM wear limit"),
     160: ("application", "IGNORE", "Channel Retirement Event"),
     161: ("application", "IGNORE", "Channel Retirement Failure"),
     # From FACTS.md's reading of the same catalogue ("application-level = Immediate RESTART_APP (8, 11, 13, 31,
