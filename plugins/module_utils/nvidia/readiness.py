@@ -1450,8 +1450,9 @@ def parse_kernel_log(text):
             groups = (None, None, None, loose.group(2), loose.group(3)) if loose else None
         if groups:
             bus, gpu_instance, compute_instance, xid, rest = groups
-            if bus is not None and _bus(bus) == _NO_GPU_BUS:
-                bus = None
+            bus_id = _bus(bus)
+            if bus_id == _NO_GPU_BUS:
+                bus_id = None
             pm = _PID_NAME.match(rest)
             nm = None if pm else _NAME_ONLY.match(rest)
             if pm:
@@ -1460,7 +1461,7 @@ def parse_kernel_log(text):
                 rest = pm.group(3)
             elif nm:
                 event["name"], rest = nm.group(1), nm.group(2)
-            event.update(kind="xid", bus_id=_bus(bus), xid=int(xid), message=rest,
+            event.update(kind="xid", bus_id=bus_id, xid=int(xid), message=rest,
                          gpu_instance=int(gpu_instance) if gpu_instance else None,
                          compute_instance=int(compute_instance) if compute_instance else None)
             cb = _CAUSED_BY.search(rest)
