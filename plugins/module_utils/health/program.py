@@ -51,6 +51,7 @@ PROGRAM_FILES = (
     "plugins/module_utils/nvidia/readiness.py",
     "plugins/module_utils/nvidia/smi.py",
     "plugins/module_utils/nvidia/smi_q.py",
+    "plugins/module_utils/nvidia/xid_catalog.py",
     "plugins/module_utils/slurm/__init__.py",
     "plugins/module_utils/slurm/conf.py",
     "plugins/module_utils/slurm/hostlists.py",

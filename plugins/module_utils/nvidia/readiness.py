@@ -19,7 +19,7 @@ import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors import GresError, Problem
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node.verify import finding
-from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import nvlink5_decode
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia import nvlink5_decode, xid_catalog
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
     INFOROM_CORRUPTED_RE,
     LOST_GPU_RE,
@@ -1126,73 +1126,33 @@ def check_license(smi_q=None, bus_to_index=None):
 # ----------------------------------------------------------------------------------------------------
 # xid: kernel log
 
-# Xid -> (class, NVIDIA's immediate action, description). Classes: "application" (the job's fault: no finding),
-# "reset" (the GPU needs a reset or a driver reload), "reboot" (the node needs a reboot), "follow" (Xid 45: judged
-# as the Xid it names in "caused by previous Xid N", else as application), "recovery" (Xid 154: judged by the
-# recovery action it changes to). An Xid not in the table gives a warning.
+# Xid -> (class, NVIDIA's immediate action, description), for every Xid of NVIDIA's catalogue (xid_catalog.py, the
+# catalogue's words). Classes: "application" (the job's fault: no finding), "reset" (the GPU needs a reset or a driver
+# reload), "reboot" (the node needs a reboot), "follow" (Xid 45: judged as the Xid it names in "caused by previous Xid
+# N", else as application), "recovery" (Xid 154: judged by the recovery action it changes to), "unknown" (a warning:
+# an action that asks a person to look, CONTACT_SUPPORT for the rows the catalogue calls "Unused", or none).
+XID_ACTION_CLASSES = {
+    "RESTART_APP": "application",
+    "IGNORE": "application",
+    "RESET_GPU": "reset",
+    "WORKFLOW_XID_48": "reset",  # double-bit ECC error
+    "WORKFLOW_NVLINK_ERR": "reset",  # this collection's reading of the NVLink workflow, not NVIDIA's words
+    "WORKFLOW_NVLINK5_ERR": "reset",  # 144-150: each line decoded by nvlink5_decode first
+    "RESTART_BM": "reboot",
+    "RESTART_VM": "reboot",
+    "WORKFLOW_XID_45": "follow",
+    "XID_154": "recovery",
+}
 XID_CLASSES = {
-    # Rows of NVIDIA's Xid catalogue (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) as
-    # quoted in tests/fixtures/readiness/FACTS.md section 1 (gpud's generated copy of the catalogue; 8 and 13
-    # cross-checked against NVIDIA's page):
-    8: ("application", "RESTART_APP", "GPU stopped processing"),
-    13: ("application", "RESTART_APP", "Graphics Engine Exception"),
-    31: ("application", "RESTART_APP", "GPU memory page fault"),
-    43: ("application", "IGNORE", "GPU stopped processing"),
-    45: ("follow", "WORKFLOW_XID_45", "Preemptive cleanup, due to previous errors"),
-    46: ("reset", "RESET_GPU", "GPU stopped processing"),
-    48: ("reset", "WORKFLOW_XID_48", "Double Bit ECC Error"),
-    62: ("reset", "RESET_GPU", "Internal micro-controller halt"),
-    63: ("application", "IGNORE", "GPU memory remapping event"),
-    64: ("reset", "RESET_GPU", "GPU memory remapping failure"),
-    74: ("reset", "WORKFLOW_NVLINK_ERR", "NVLINK Error"),
-    79: ("reboot", "RESTART_BM", "GPU has fallen off the bus"),
-    92: ("application", "IGNORE", "High single-bit ECC error rate"),
-    94: ("application", "RESTART_APP", "Contained memory error"),
-    95: ("reset", "RESET_GPU", "Uncontained memory error"),
-    109: ("reset", "RESET_GPU", "Context Switch Timeout Error"),
-    119: ("reset", "RESET_GPU", "GSP RPC Timeout"),
-    120: ("reset", "RESET_GPU", "GSP Error"),
-    140: ("reset", "RESET_GPU", "ECC Unrecovered Error"),
-    143: ("reset", "RESET_GPU", "GPU Initialization Error"),
-    144: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: SAW Error"),
-    145: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: RLW Error"),
-    149: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: NETIR Error"),
-    150: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: MSE Error"),
-    154: ("recovery", "XID_154", "GPU Recovery Action Changed"),
-    155: ("reset", "RESET_GPU", "NVLINK: SW Defined Error"),
-    156: ("reset", "RESET_GPU", "Resource Retirement Event"),
-    158: ("reset", "RESET_GPU", "GPU Fatal Timeout"),
+    xid: (XID_ACTION_CLASSES.get(action, "unknown"), action or None, description)
+    for xid, (_mnemonic, description, action) in xid_catalog.CATALOG.items()
+}
+XID_CLASSES.update({
+    # the catalogue gives these no action; NVIDIA's memory-error page: "XID 48: ... an uncorrectable ECC error has
+    # occurred. XID 171 indicates if it is DRAM and XID 172 indicates if it is SRAM"
     171: ("reset", "WORKFLOW_XID_48", "Uncorrectable DRAM error (additional to Xid 48)"),
     172: ("reset", "WORKFLOW_XID_48", "Uncorrectable SRAM error (additional to Xid 48)"),
-    # More rows of the same copy (FACTS.md section 1, second table): the NVLink5 Xids 146-148, the other RESET_GPU
-    # and RESTART_VM rows, and the IGNORE / RESTART_APP ones (no finding)
-    110: ("reset", "RESET_GPU", "Security Fault Error"),
-    136: ("reset", "RESET_GPU", "Link Training Failed"),
-    146: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: TLW Error"),
-    147: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: TREX Error"),
-    148: ("reset", "WORKFLOW_NVLINK5_ERR", "NVLINK: NVLPW_CTRL Error"),
-    151: ("reboot", "RESTART_VM", "Key rotation Error"),
-    38: ("application", "IGNORE", "Driver firmware error"),
-    44: ("application", "IGNORE", "Graphics Engine fault during context switch"),
-    121: ("application", "IGNORE", "C2C Error"),
-    137: ("application", "IGNORE", "NVLink Privilege Error"),
-    139: ("application", "RESTART_APP", "OFA1 Error"),
-    141: ("application", "IGNORE", "CUDA Fast Path Error"),
-    157: ("application", "IGNORE", "Resource Retirement Failure"),
-    # gpud's generated copy at commit 4a8de33 (catalog_generated.go): Immediate IGNORE, Investigatory CONTACT_SUPPORT
-    93: ("application", "IGNORE", "Non-fatal violation of provisioned InfoROM wear limit"),
-    160: ("application", "IGNORE", "Channel Retirement Event"),
-    161: ("application", "IGNORE", "Channel Retirement Failure"),
-    # From FACTS.md's reading of the same catalogue ("application-level = Immediate RESTART_APP (8, 11, 13, 31,
-    # 32, 39-41, 68, 69, 94)"); the rows themselves are not quoted there, so no description.
-    11: ("application", "RESTART_APP", None),
-    32: ("application", "RESTART_APP", None),
-    39: ("application", "RESTART_APP", None),
-    40: ("application", "RESTART_APP", None),
-    41: ("application", "RESTART_APP", None),
-    68: ("application", "RESTART_APP", None),
-    69: ("application", "RESTART_APP", None),
-}
+})
 FATAL_CLASSES = ("reset", "reboot")
 # NVLink5 Xids (144-150) are decoded per interrupt: NVIDIA's decode rows marked "Non-fatal" resolve to IGNORE or
 # XID_154_EVAL (the action of an Xid 154 that follows, if any), the "Fatal" ones to RESET_GPU; the driver writes
@@ -1796,13 +1756,37 @@ _WARNING_TEXTS = {
 }
 
 
+# What an Xid whose catalogue action asks a person to look calls for (a warning)
+_XID_ACTION_TODO = {
+    "CONTACT_SUPPORT": "collect nvidia-bug-report.sh and ask NVIDIA support (on a Volta or older GPU, look the Xid up "
+                       "in NVIDIA's Xid table for those: the catalogue is for Ampere and newer)",
+    "CHECK_MECHANICALS": "check the GPU's auxiliary power cables and its seating",
+    "CHECK_UVM": "check the nvidia-uvm module and the job's use of unified memory",
+    "UPDATE_SWFW": "update the driver, the vGPU software and the GPU's firmware",
+    None: "read the kernel log around it",
+}
+
+
+def _catalogue_warning(v):
+    """(todo, healthy, expected) of a warning about an Xid the catalogue has, with its row; None otherwise."""
+    row = xid_catalog.CATALOG.get(v["xid"]) if v["kind"] == "xid" else None
+    if row is None or (row[2] or None) != v["action"]:
+        return None
+    mnemonic, description, action = row
+    return ("NVIDIA's Xid catalogue: %d %s (%s), immediate action %s: %s" % (
+        v["xid"], mnemonic, description, action or "none", _XID_ACTION_TODO.get(action or None, _XID_ACTION_TODO[None])),
+        "the GPU is healthy",
+        "no Xid whose catalogue action asks for a check since the driver was loaded (or each acknowledged)")
+
+
 def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
     """No fatal Xid since the driver was loaded, unless dealt with (:func:`xid_verdicts`).
 
     Classes from NVIDIA's Xid catalogue (``XID_CLASSES``): application Xids (13, 31, 43, 63, 94, ...) are the
     job's fault and never give a finding; "reset" and "reboot" Xids (48, 62, 64, 74, 79, 95, 109, 119, 120, 140,
     143, 154 with a recovery action other than None, ...) give one error per GPU naming the latest one and the
-    acknowledgement line that would cover them all; an Xid the table does not know gives a warning.
+    acknowledgement line that would cover them all; an Xid whose catalogue action asks a person to look (the
+    "Unused" rows' CONTACT_SUPPORT, CHECK_MECHANICALS, ...), or that the catalogue does not have, gives a warning.
     """
     if kernel_events is None:
         return _not_applied("xid", "the kernel log was not read")
@@ -1859,7 +1843,7 @@ def check_xid(kernel_events=None, acknowledgements=None, bus_to_index=None):
                 if last["kind"] == "driver_crash" else "fatal Xid")
         else:
             severity = "warning"
-            todo, healthy, expected = _WARNING_TEXTS.get(last["kind"], _WARNING_TEXTS["xid"])
+            todo, healthy, expected = _catalogue_warning(last) or _WARNING_TEXTS.get(last["kind"], _WARNING_TEXTS["xid"])
         found = _describe(last) + ("" if len(shown) == 1 else " (and %d earlier)" % (len(shown) - 1))
         # an NVSwitch is not a GPU: named as such, so that no one looks for a GPU at its bus id
         device = "NVSwitch %s" % bus if last["kind"] == "sxid" else _label(bus, index_map)

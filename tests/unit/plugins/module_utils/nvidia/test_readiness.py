@@ -967,6 +967,16 @@ KERNEL = {
     # earlier load is no event)
     "v100x3-nouveau-probe-routine-not-called-3-devices-dmesg-bigdata133.txt": [
         ("probe_skipped", None, None, "188549.976351")],
+    # neither the iwlwifi WARNING splat nor nvidia-modeset's "WARNING: GPU:0: Lost display notification" is an event
+    "journal-nixos-iwlwifi-warning-xid16-xid8-xid32-modeset-warning.txt": [
+        ("xid", "00000000:01:00.0", xid, "Sep 09 12:24:%s" % sec)
+        for xid, sec in [(16, "27"), (8, "31")] + [(32, "31")] * 7 + [(32, "34")] * 2 + [(32, "39")] * 2],
+    "gtx660-384-xid61-pmu-breakpoint-after-resume-console.txt": [
+        ("xid", "00000000:01:00.0", 61, "975.844436"), ("xid", "00000000:01:00.0", 61, "975.850605")],
+    # pid='<unknown>' quoted
+    "llmjp-a055-xid140-uncorrectable-ecc-dmesg-T-ansible-items.txt": [
+        ("xid", "00000000:2A:00.0", 140, "Sun Aug 25 %s 2024" % t)
+        for t in ("20:10:45", "20:10:51", "20:10:52", "20:11:08", "20:11:09", "20:26:17", "20:31:38")],
     "h100-xid64-all-reserved-rows-remapped-xid94-dmesg-imbue.txt": [
         ("xid", "00000000:0F:00.0", 94, "2397166.983093"), ("xid", "00000000:0F:00.0", 64, "2397166.923949")],
     # the Xid 119 banner line after them names no Xid ("_kgspLogXid119: ***...") and is no event
@@ -1081,6 +1091,11 @@ XID_VERDICTS = {
     "h100-xid64-all-reserved-rows-remapped-xid94-dmesg-imbue.txt": [("error", "00000000:0F:00.0")],
     "a100sxm4x8-talos-kern-iso-xid45-74-154-vllm40652.txt": [("error", "00000000:48:00.0")],
     "v100x3-nouveau-probe-routine-not-called-3-devices-dmesg-bigdata133.txt": [],
+    # catalogue rows "Unused" (CONTACT_SUPPORT): a warning quoting the row; the Xid 8 and 32 (RESTART_APP) and the
+    # iwlwifi WARNING splat and nvidia-modeset's "WARNING:" message give nothing
+    "journal-nixos-iwlwifi-warning-xid16-xid8-xid32-modeset-warning.txt": [("warning", "00000000:01:00.0")],
+    "gtx660-384-xid61-pmu-breakpoint-after-resume-console.txt": [("warning", "00000000:01:00.0")],
+    "llmjp-a055-xid140-uncorrectable-ecc-dmesg-T-ansible-items.txt": [("error", "00000000:2A:00.0")],
 }
 XID_VERDICTS.update((name, []) for name in API_MISMATCH)
 
