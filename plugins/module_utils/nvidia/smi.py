@@ -233,6 +233,8 @@ _KNOWN_ATTRIBUTES = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID"
 # two device names in one header cell ("NIC7NIC8"): a tab lost in the copy, so a column's cells cannot be told apart
 _RUN_TOGETHER = re.compile(r"^(?:GPU|NIC|mlx\w*?)\d+(?:GPU|NIC)\d+", re.I)
 _LINK_WORDS = ("X", "SYS", "NODE", "PHB", "PXB", "PIX", "SOC", "PXN", "C2C")
+# two link cells in one ("PXBNODE", "SYSSYS"): the tab between them lost in the copy
+_GLUED_LINKS = re.compile(r"^(?:%s|NV\d+){2,}$" % "|".join(_LINK_WORDS))
 _RANGE_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 
@@ -522,8 +524,11 @@ def parse_topo_matrix(text):
             nics.append({"name": name, "device": None if re.match(r"^NIC\d+$", name) else name, "links": links})
             continue
         if len(links) + 1 < ncol:
-            raise ValueError("nvidia-smi topo -m: row %s has %d link cells, expected %d (one per column: %s)"
-                             % (name, len(links) + 1, ncol, " ".join(columns)))
+            glued = next(((col, link) for col, link in links.items() if _GLUED_LINKS.match(link)), None)
+            raise ValueError("nvidia-smi topo -m: row %s has %d link cells, expected %d (one per column: %s)%s"
+                             % (name, len(links) + 1, ncol, " ".join(columns),
+                                "; its cell %r under %s is two link words run together (a tab lost in the copy)"
+                                % (glued[1], glued[0]) if glued else ""))
         values = _row_attributes(name, rest, tail, glitch, last_link_end, attr_keys, attr_cols, header_attr_start,
                                  [a for a, _o in attributes])
         attrs = dict(zip(attr_keys, values))

@@ -37,9 +37,17 @@ LAYOUTS = {
     "b300-8gpu-9nic-ansi-header-sglang26039.txt": (2, 64, 2, "linear"),
     "dgxa100-8gpu-12nic-mlx5-headers-oldfmt.txt": (2, 64, 2, "linear"),
     "gb10-1gpu-4nic-roce-mixedcase.txt": (1, 20, 1, "linear"),
+    # two 72-core Grace CPUs (0-71 / 72-143), no SMT
+    "gb200-4gpu-8nic-gpu-numa-id-2-10-18-26-spaces.txt": (2, 72, 1, "linear"),
+    "gb200-4gpu-8nic-openshift-numa-ranges-gpunumaid-na-580.txt": (2, 72, 1, "linear"),
+    "gb200-4gpu-nonic-realigned-by-author-narrow-columns.txt": (2, 72, 1, "linear"),
+    "gb200-4gpu-nonic-realigned-by-author-right-aligned-gpu-numa-id.txt": (2, 72, 1, "linear"),
+    "gh200-1gpu-4nic-bluefield3-gpu-numa-id-1-aerial.txt": (1, 72, 1, "linear"),
     "h100-2gpu-nv18-kvm-90vcpu-spaces-sglang25073.txt": (1, 90, 1, "linear"),
     "h100-4gpu-nv6-4nic-strided-cpu-lists-nccl1617.txt": (8, 4, 1, "interleaved"),
     "h100-8gpu-12nic-topo-mp-deepep397.txt": (2, 48, 2, "interleaved"),
+    # 2x Xeon 8468 (48 cores, no HT), node0 the even CPUs, node1 the odd ones (the doc's lscpu/numactl -H)
+    "h100-8gpu-6nic-slurm-1cpu-empty-and-single-cpu-affinity-della-k17g3.txt": (2, 48, 1, "interleaved"),
     "h100-8gpu-nonic-spaces-thunderkittens167.txt": (2, 48, 2, "linear"),
     "h100-8gpu-vm-single-numa-nonic-rhelai.txt": (1, 64, 1, "linear"),
     "h200-1gpu-vm-esc-header-580.txt": (1, 16, 1, "linear"),

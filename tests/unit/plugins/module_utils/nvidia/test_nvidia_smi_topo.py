@@ -69,9 +69,26 @@ EXPECTED = {
         CPU_NUMA, rep(2, "48-63,176-191", "3") + rep(2, "16-31,144-159", "1") + rep(2, "112-127,240-255", "7")
         + rep(2, "80-95,208-223", "5"), nics(mlx(12), mlx(12)),
         [("GPU0", "mlx5_0", "PXB"), ("GPU6", "mlx5_8", "PXB"), ("GPU7", "mlx5_11", "SYS")]),
+    # GB200 tray (Grace, 34 NUMA nodes): NUMA Affinity lists several ranges, GPU NUMA ID a number (GPU_NUMA_IDS)
+    "gb200-4gpu-8nic-gpu-numa-id-2-10-18-26-spaces.txt": (
+        CURRENT, rep(2, "0-71", "0,3-9,11-17") + rep(2, "72-143", "1,19-25,27-33"), nics(nic_names(8), mlx(8)),
+        [("GPU0", "GPU3", "NV18"), ("GPU0", "NIC0", "SYS"), ("GPU2", "NIC6", "SYS"), ("GPU3", "NIC7", "SYS")]),
+    "gb200-4gpu-8nic-openshift-numa-ranges-gpunumaid-na-580.txt": (
+        CURRENT, rep(2, "0-71", "0,2-17") + rep(2, "72-143", "1,18-33"), nics(nic_names(8), mlx(8)),
+        [("GPU1", "GPU2", "NV18"), ("GPU1", "NIC2", "SYS"), ("GPU3", "NIC7", "SYS")]),
+    # hand-realigned pastes of the same GB200 box (NIC columns dropped by the authors)
+    "gb200-4gpu-nonic-realigned-by-author-narrow-columns.txt": (
+        CURRENT, rep(2, "0-71", "0,3-9,11-17") + rep(2, "72-143", "1,19-25,27-33"), [],
+        [("GPU0", "GPU1", "NV18"), ("GPU3", "GPU0", "NV18"), ("GPU2", "GPU3", "NV18")]),
+    "gb200-4gpu-nonic-realigned-by-author-right-aligned-gpu-numa-id.txt": (
+        CURRENT, rep(2, "0-71", "0,3-9,11-17") + rep(2, "72-143", "1,19-25,27-33"), [],
+        [("GPU0", "GPU3", "NV18"), ("GPU3", "GPU2", "NV18")]),
     "gb10-1gpu-4nic-roce-mixedcase.txt": (
         CURRENT, [("0-19", "0")], nics(nic_names(4), ["rocep1s0f0", "rocep1s0f1", "roceP2p1s0f0", "roceP2p1s0f1"]),
         [("GPU0", "NIC0", "NODE"), ("GPU0", "NIC3", "NODE")]),
+    "gh200-1gpu-4nic-bluefield3-gpu-numa-id-1-aerial.txt": (
+        CURRENT, [("0-71", "0")], nics(nic_names(4), mlx(4)),
+        [("GPU0", "NIC0", "NODE"), ("GPU0", "NIC1", "NODE"), ("GPU0", "NIC3", "NODE")]),
     "h100-2gpu-nv18-kvm-90vcpu-spaces-sglang25073.txt": (
         CURRENT, rep(2, "0-89", "0"), [], [("GPU0", "GPU1", "NV18")]),
     "h100-4gpu-nv6-4nic-strided-cpu-lists-nccl1617.txt": (
@@ -80,6 +97,13 @@ EXPECTED = {
     "h100-8gpu-12nic-topo-mp-deepep397.txt": (
         CURRENT, rep(4, "0,2,4,6,8,10", "0") + rep(4, "1,3,5,7,9,11", "1"), nics(nic_names(12), mlx(12)),
         [("GPU0", "NIC0", "PIX"), ("GPU1", "NIC3", "PIX"), ("GPU7", "NIC11", "PIX"), ("GPU0", "GPU4", "SYS")]),
+    # inside a Slurm job holding CPU 1 only (NUMA node 1 = the odd CPUs): GPUs 0-3 print an empty CPU Affinity cell
+    # ("\t\t0\t\tN/A"), GPUs 4-7 the one CPU "1" before their NUMA node "1"
+    "h100-8gpu-6nic-slurm-1cpu-empty-and-single-cpu-affinity-della-k17g3.txt": (
+        CURRENT, rep(4, None, "0") + rep(4, "1", "1"), nics(nic_names(6), mlx(6)),
+        [("GPU0", "NIC0", "PIX"), ("GPU0", "NIC1", "PIX"), ("GPU1", "NIC0", "NODE"), ("GPU3", "NIC2", "PIX"),
+         ("GPU4", "NIC3", "PIX"), ("GPU4", "NIC4", "PIX"), ("GPU6", "NIC5", "PIX"), ("GPU7", "NIC5", "NODE"),
+         ("GPU0", "GPU7", "NV18")]),
     "h100-8gpu-nonic-spaces-thunderkittens167.txt": (
         CURRENT, rep(4, "0-47,96-143", "0") + rep(4, "48-95,144-191", "1"), [], [("GPU0", "GPU7", "NV18")]),
     "h100-8gpu-vm-single-numa-nonic-rhelai.txt": (
@@ -123,6 +147,15 @@ EXPECTED = {
 # NIC columns whose row the stored copy lost (it ends inside that row)
 NIC_COLUMNS_ONLY = {"a100pcie-8gpu-in-slurm-job-empty-cpu-affinity-dask-cuda1381.txt": ["NIC0"]}
 
+# GPU NUMA ID per GPU where the recording prints a number (Grace systems: the GPU's memory is its own NUMA node);
+# every other fixture prints N/A (or has no such column): None for each GPU.
+GPU_NUMA_IDS = {
+    "gb200-4gpu-8nic-gpu-numa-id-2-10-18-26-spaces.txt": [2, 10, 18, 26],
+    "gb200-4gpu-nonic-realigned-by-author-narrow-columns.txt": [2, 10, 18, 26],
+    "gb200-4gpu-nonic-realigned-by-author-right-aligned-gpu-numa-id.txt": [2, 10, 18, 26],
+    "gh200-1gpu-4nic-bluefield3-gpu-numa-id-1-aerial.txt": [1],
+}
+
 
 def _ids(text):
     return parse_int_ranges(text) if text is not None else None
@@ -139,11 +172,12 @@ def test_topo_fixture_parsed_values(name):
     assert result["attributes"] == attributes
     assert [g["name"] for g in result["gpus"]] == ["GPU%d" % i for i in range(len(gpus))]
     assert [g["index"] for g in result["gpus"]] == list(range(len(gpus)))
-    for gpu, (cpu, numa) in zip(result["gpus"], gpus):
+    gpu_numa_ids = GPU_NUMA_IDS.get(name, [None] * len(gpus))
+    assert len(gpu_numa_ids) == len(gpus)
+    for gpu, (cpu, numa), gpu_numa_id in zip(result["gpus"], gpus, gpu_numa_ids):
         assert gpu["cpu_affinity"] == _ids(cpu), gpu["name"]
         assert gpu["numa_affinity"] == _ids(numa), gpu["name"]
-        # GPU NUMA ID is N/A on every row of this set (fixtures README).
-        assert gpu["gpu_numa_id"] is None
+        assert gpu["gpu_numa_id"] == gpu_numa_id, gpu["name"]
         assert gpu["name"] not in gpu["links"]
         assert len(gpu["links"]) == len(result["columns"]) - 1
         assert set(gpu["links"].values()) <= {"SYS", "NODE", "PHB", "PXB", "PIX"} | {"NV%d" % n for n in range(1, 19)}
@@ -224,9 +258,30 @@ def test_trailing_output_after_the_matrix_is_ignored():
     assert len(parse_topo_matrix(text)["gpus"]) == 8
 
 
+def test_slurm_job_with_one_cpu_empty_and_single_cpu_affinity_cells():
+    """della-k17g3 in a job holding CPU 1 only: an empty CPU Affinity cell is None (parse_topo_matrix's "or None"),
+    never the NUMA value moved left; a one-CPU list "1" next to NUMA node "1" stays in its own column."""
+    text = nvsmi_fixtures.load("nvidia-smi", "topo",
+                               "h100-8gpu-6nic-slurm-1cpu-empty-and-single-cpu-affinity-della-k17g3.txt")
+    assert "\tNODE\t\t0\t\tN/A\n" in text and "\tNODE\t1\t1\t\tN/A\n" in text
+    for variant in [text] + [fn(text) for fn in VARIANTS.values()]:
+        gpus = parse_topo_matrix(variant)["gpus"]
+        assert [(g["cpu_affinity"], g["numa_affinity"], g["gpu_numa_id"]) for g in gpus] == (
+            [(None, [0], None)] * 4 + [([1], [1], None)] * 4)
+
+
+def test_two_link_cells_run_together_are_named():
+    text = ("\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n"
+            "GPU0\t X \tNV4\tSYSSYS\t0-23\t0\n"
+            "GPU1\tNV4\t X \tPIX\tSYS\t24-47\t1\n")
+    with pytest.raises(ValueError, match=r"row GPU0 has 3 link cells, expected 4 .*; its cell 'SYSSYS' under NIC0 is "
+                                         r"two link words run together"):
+        parse_topo_matrix(text)
+
+
 def test_numeric_gpu_numa_id_on_a_coherent_system():
-    # Grace Hopper style row: GPU memory is its own NUMA node (no such recording in the set: hand-built
-    # from the current tab layout nvidia-smi uses, "<cpu>\t<numa>\t\t<gpu numa id>").
+    # Grace Hopper style row: GPU memory is its own NUMA node, hand-built in the tab layout nvidia-smi uses,
+    # "<cpu>\t<numa>\t\t<gpu numa id>" (the GB200/GH200 recordings of the set are tab-expanded or realigned).
     text = "\tGPU0\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tSYS\t0-71\t0\t\t4\nNIC0\tSYS\t X \n"
     gpu = parse_topo_matrix(text)["gpus"][0]
     assert (gpu["cpu_affinity"], gpu["numa_affinity"], gpu["gpu_numa_id"]) == (list(range(72)), [0], 4)
@@ -260,6 +315,9 @@ def test_cpu_list_split_at_commas_by_a_paste_is_rejoined():
 REFUSED = {
     "a100sxm4-8gpu-10nic-nps4-header-cells-run-together-nccltests311.txt":
         "the header cell 'NIC7NIC8' is two device names run together",
+    # a tab lost between the NIC8 and NIC9 cells of most rows (header intact): GPU2 is the first row it hits
+    "b200-8gpu-16nic-tab-lost-glued-cells-pxbnode-syssys-nccltests333.txt":
+        r"row GPU2 has 23 link cells, expected 24 .*; its cell 'PXBNODE' under NIC8 is two link words run together",
     "v100sxm2-2gpu-4nic-header-tabs-deleted-s114.txt":
         "no matrix header .* the line starting 'GPU0GPU1NIC0NIC1NIC2NIC3' has its device names run together",
 }
