@@ -120,6 +120,9 @@ def _gpu_label(gpu, index_map):
 # nvml: a failed nvidia-smi run
 
 _MISMATCH = re.compile(r"Driver/library version mismatch", re.I)
+# "...device handle for GPU1: 0000:84:00.0: Unknown Error" (R550+) or "... for GPU0: Unknown Error": NVML's index; not
+# the older "for GPU0000:08:00.0: ..." (the bus id)
+_LOST_GPU_INDEX = re.compile(r"device handle for GPU(\d+):\s", re.I)
 _NVML_VERSION = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)*)")
 _NO_DRIVER = re.compile(r"couldn.t communicate with the NVIDIA driver", re.I)  # any apostrophe, typographic too
 _NO_LIBRARY = re.compile(r"couldn't find libnvidia-ml\.so|libnvidia-ml\.so[^\n]*(?:not found|cannot open)", re.I)
@@ -144,7 +147,8 @@ def classify_smi_failure(rc, stdout="", stderr=""):
     about 550, else None), ``no_driver`` ("couldn't communicate with the NVIDIA driver"), ``no_library``,
     ``nvml_init`` (another "Failed to initialize NVML: ..." reason), ``no_devices`` ("No devices were found"),
     ``gpu_lost`` / ``device_handle`` ("Unable to determine the device handle for GPU<bus>: GPU is lost" /
-    ": Unknown Error"; ``gpus`` lists each bus id and reason), ``system_not_ready`` (CUDA error 802 "system not
+    ": Unknown Error", also where "No devices were found" follows, which sets ``no_devices``; ``gpus`` lists each
+    bus id, NVML index where printed, and reason), ``system_not_ready`` (CUDA error 802 "system not
     yet initialized", an NVSwitch system whose fabric is not up) and ``other`` (non-zero rc, unknown text). Exit
     code 14 with "infoROM is corrupted at gpu ..." is ``ok``: the output is whole (the errors check warns).
     Prompts, ``> `` quotes and text around the message (a CI banner, ``cat /proc/...``) are tolerated.
@@ -166,7 +170,9 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         m = re.search(r"(?:GPU\s*)?[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]:\s*(.*)$", entry["message"])
         if m:
             reason = m.group(1).strip()
-        lost.append({"bus_id": entry["pci_bus_id"], "reason": re.sub(r"\s+", " ", reason), "line": entry["message"]})
+        index = _LOST_GPU_INDEX.search(entry["message"])
+        lost.append({"bus_id": entry["pci_bus_id"], "reason": re.sub(r"\s+", " ", reason), "line": entry["message"],
+                     "index": int(index.group(1)) if index else None})
     if _MISMATCH.search(text):
         m = _NVML_VERSION.search(text)
         out.update(kind="driver_library_mismatch", nvml_version=m.group(1) if m else None, message=first(_MISMATCH))
@@ -176,11 +182,14 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         out.update(kind="no_library", message=first(_NO_LIBRARY))
     elif _NVML_INIT.search(text):
         out.update(kind="nvml_init", message=first(_NVML_INIT))
-    elif _NO_DEVICES.search(text):
-        out.update(kind="no_devices", message="No devices were found")
     elif lost:
+        # before "No devices were found", which nvidia-smi prints after the line when no GPU is left to show
         kind = "gpu_lost" if any(_GPU_LOST.search(g["reason"]) for g in lost) else "device_handle"
         out.update(kind=kind, gpus=lost, message=first(LOST_GPU_RE))
+        if _NO_DEVICES.search(text):
+            out["no_devices"] = True
+    elif _NO_DEVICES.search(text):
+        out.update(kind="no_devices", message="No devices were found")
     elif _NOT_READY.search(text):
         out.update(kind="system_not_ready", message=first(_NOT_READY))
     elif rc == RC_INFOROM_CORRUPTED and INFOROM_CORRUPTED_RE.search(text):
@@ -259,8 +268,10 @@ def check_nvml(smi_failure=None, smi_q=None, proc_version=None, kernel_events=No
             if gpu["bus_id"]:
                 findings.append(finding("error", "nvml", gpu["bus_id"], "NVML can open GPU %s" % gpu["bus_id"],
                                         "Unable to determine the device handle: %s" % gpu["reason"], hint))
-            else:  # a bus id that is not one ("000:BA:80.0"): the line as nvidia-smi printed it
-                findings.append(finding("error", "nvml", None, "NVML can open every GPU",
+            else:  # no bus id, or one that is not one ("000:BA:80.0"): the line as nvidia-smi printed it
+                index = gpu.get("index")
+                findings.append(finding("error", "nvml", index,
+                                        "NVML can open every GPU" if index is None else "NVML can open GPU %d" % index,
                                         gpu.get("line") or "Unable to determine the device handle: %s" % gpu["reason"],
                                         hint))
         return _result("nvml", True, findings)
@@ -592,7 +603,7 @@ def _smi_bus_ids(smi_q, smi_failure):
                 g.get("bus_id") for g in gpus)):
             return None, "the nvidia-smi -q output read is not a full listing (an excerpt or an -i run)"
         return [g.get("bus_id") for g in gpus], None
-    if kind == "no_devices":
+    if kind == "no_devices" or (smi_failure or {}).get("no_devices"):
         return [], None
     if kind in ("gpu_lost", "device_handle", "system_not_ready", "ok"):
         return None, "nvidia-smi -q was not read"
@@ -1069,8 +1080,10 @@ def check_errors(smi_q=None, bus_to_index=None):
         host_side = [e for e in gpu.get("errors") or [] if e["field"] in _HOST_SIDE_FIELDS]
         for severity, errors in (("error", gpu_side), ("warning", host_side)):
             if errors:
-                findings.append(finding(severity, "errors", label, "every nvidia-smi -q field readable",
-                                        "; ".join("%s: %s" % (e["field"], e["value"]) for e in errors),
+                # "every nvidia-smi field": the default table is read the same way; a cell of two values
+                # ("ERR! / ERR!" under Pwr:Usage/Cap) is named once
+                findings.append(finding(severity, "errors", label, "every nvidia-smi field readable",
+                                        "; ".join(dict.fromkeys("%s: %s" % (e["field"], e["value"]) for e in errors)),
                                         "NVML could not read these fields: check the kernel log for Xids; a GPU "
                                         "that says 'GPU requires reset' needs nvidia-smi -r or a reboot"))
         if gpu.get("inforom_corrupted"):

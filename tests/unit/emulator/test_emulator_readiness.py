@@ -81,7 +81,7 @@ def test_unreachable_gpu_in_q(tmp_path):
     failure = readiness.classify_smi_failure(rc, out, err)
     assert (failure["kind"], failure["gpus"]) == ("device_handle", [{
         "bus_id": "00000000:75:00.0", "reason": "Unknown Error",
-        "line": "Unable to determine the device handle for GPU2: 0000:75:00.0: Unknown Error"}])
+        "line": "Unable to determine the device handle for GPU2: 0000:75:00.0: Unknown Error", "index": 2}])
 
 
 def test_profile_without_a_recording(tmp_path):

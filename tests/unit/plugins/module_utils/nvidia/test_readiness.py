@@ -87,7 +87,15 @@ SMI_ERRORS = {
     "tesla-p4-unable-to-determine-device-handle-unknown-error.txt":
         ("device_handle", None, [("00000000:07:00.0", "Unknown Error")]),
     "truenas-580-driver-library-mismatch-nvml-version-and-proc-version.txt": ("driver_library_mismatch", "580.178", []),
+    # the device handle line before "No devices were found" (the only GPU, or every GPU, unreachable): the GPU it
+    # names, not "no devices"; two nodes' output of one probe job in the first file
+    "h100-two-nodes-device-handle-gpu0-index-and-bus-then-no-devices-probe-job.txt":
+        ("device_handle", None, [("00000000:23:00.0", "Unknown Error"), ("00000000:C3:00.0", "Unknown Error")]),
+    "rtx5090-device-handle-gpu0-no-bus-id-then-no-devices-handbook.txt": ("device_handle", None, [(None, "Unknown Error")]),
+    "rtx5060ti-610-device-handle-gpu1-index-and-bus-x1-slot-prompt.txt":
+        ("device_handle", None, [("00000000:84:00.0", "Unknown Error")]),
     # Tables of a successful run: nothing to classify.
+    "a40-8gpu-525-table-gpu4-every-field-err-gsp-timeout-ogkm446.txt": ("ok", None, []),
     "geforce-1gpu-525-table-fan-err.txt": ("ok", None, []),
     "h100-8gpu-550-table-healthy.txt": ("ok", None, []),
     "h200-1gpu-580-table-healthy.txt": ("ok", None, []),
@@ -106,6 +114,23 @@ def test_classify_smi_failure(name):
     got = r.classify_smi_failure(rc, load("nvidia-smi-errors", name), "")
     assert (got["kind"], got["nvml_version"], [(g["bus_id"], g["reason"]) for g in got["gpus"]]) == (
         kind, version, gpus)
+
+
+def test_a_gpu_nvml_cannot_open_is_named_by_its_index_where_the_line_has_no_bus_id():
+    # R550+ prints NVML's index before the bus id ("for GPU1: 0000:84:00.0: ..."); a line without the bus id names
+    # the GPU by that index; the older shape "for GPU0000:08:00.0: ..." has no index
+    got = r.classify_smi_failure(15, load("nvidia-smi-errors", "rtx5060ti-610-device-handle-gpu1-index-and-bus-x1-slot-prompt.txt"))
+    assert [g["index"] for g in got["gpus"]] == [1]
+    got = r.classify_smi_failure(6, load("nvidia-smi-errors", "rtx5090-device-handle-gpu0-no-bus-id-then-no-devices-handbook.txt"))
+    [f] = r.readiness_findings(smi_failure=got)["findings"]
+    assert (f["check"], f["severity"], f["gpu"], f["expected"]) == ("nvml", "error", 0, "NVML can open GPU 0")
+    assert f["hint"].startswith("NVML cannot open this GPU")
+    # "No devices were found" after it: nvidia-smi lists no GPU, so every GPU lspci shows is missing from its listing
+    lspci = r.parse_lspci("01:00.0 3D controller [0302]: NVIDIA Corporation Device [10de:2b85] (rev a1)\n")
+    [count] = checks(r.readiness_findings(smi_failure=got, lspci=lspci), "gpu_count")
+    assert (count["severity"], count["gpu"]) == ("error", "00000000:01:00.0")
+    old = r.classify_smi_failure(15, load("nvidia-smi-errors", "2015-unable-to-determine-device-handle-old-shape.txt"))
+    assert [g["index"] for g in old["gpus"]] == [None]
 
 
 def test_no_driver_with_a_typographic_apostrophe():
@@ -205,6 +230,14 @@ def test_table_fixtures_through_the_rules():
     good = smi_q.parse_smi_table(load("nvidia-smi-errors", "h100-8gpu-550-table-healthy.txt"))
     result = r.readiness_findings(smi_q=good)
     assert result["findings"] == [] and "persistence" in result["applied"]
+    # a GPU whose every field reads ERR! (a GSP timeout, Xid 119): one error naming each field once, the others
+    # nothing (the table shows persistence mode on)
+    a40 = smi_q.parse_smi_table(load("nvidia-smi-errors", "a40-8gpu-525-table-gpu4-every-field-err-gsp-timeout-ogkm446.txt"))
+    [err] = r.readiness_findings(smi_q=a40)["findings"]
+    assert (err["severity"], err["check"], err["gpu"], err["expected"]) == (
+        "error", "errors", 4, "every nvidia-smi field readable")
+    assert err["found"] == ("Name: ERR!; Volatile Uncorr. ECC: ERR!; Fan: ERR!; Temp: ERR!; Perf: ERR!; "
+                            "Pwr:Usage/Cap: ERR!; GPU-Util: ERR!; MIG M.: ERR!")
     h200 = smi_q.parse_smi_table(load("nvidia-smi-errors", "h200-1gpu-580-table-healthy.txt"))
     result = r.readiness_findings(smi_q=h200)
     assert result["findings"] == [] and "persistence" in result["applied"]
