@@ -1080,10 +1080,9 @@ def check_errors(smi_q=None, bus_to_index=None):
         host_side = [e for e in gpu.get("errors") or [] if e["field"] in _HOST_SIDE_FIELDS]
         for severity, errors in (("error", gpu_side), ("warning", host_side)):
             if errors:
-                # "every nvidia-smi field": the default table is read the same way; a cell of two values
-                # ("ERR! / ERR!" under Pwr:Usage/Cap) is named once
+                # "every nvidia-smi field": the default table is read the same way
                 findings.append(finding(severity, "errors", label, "every nvidia-smi field readable",
-                                        "; ".join(dict.fromkeys("%s: %s" % (e["field"], e["value"]) for e in errors)),
+                                        "; ".join("%s: %s" % (e["field"], e["value"]) for e in errors),
                                         "NVML could not read these fields: check the kernel log for Xids; a GPU "
                                         "that says 'GPU requires reset' needs nvidia-smi -r or a reboot"))
         if gpu.get("inforom_corrupted"):

@@ -554,7 +554,10 @@ def parse_smi_table(text):
             for t, token in enumerate(tokens):
                 if is_error_value(token):
                     field = columns[min(t, len(columns) - 1)] if columns else "row %d cell %d" % (row + 1, c + 1)
-                    current["errors"].append({"field": field, "value": token})
+                    error = {"field": field, "value": token}
+                    # a cell of two values under one name ("ERR! / ERR!" under Pwr:Usage/Cap) is one unreadable field
+                    if error not in current["errors"]:
+                        current["errors"].append(error)
             if columns and columns[-1].startswith("Volatile Uncorr"):
                 current["ecc"] = {"mode": None, "volatile_uncorrectable": _int(cell), "aggregate_uncorrectable": None,
                                   "volatile_correctable": None, "aggregate_correctable": None}
