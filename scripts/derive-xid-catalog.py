@@ -1,5 +1,6 @@
 """Derive plugins/module_utils/nvidia/xid_catalog.py (NVIDIA's Xid catalogue: every Xid's mnemonic, description and
-immediate action) from leptonai/gpud's generated copy of NVIDIA's spreadsheet, ``catalog_generated.go``.
+immediate action, and the decode of the NVLink5 Xids 144-150) from leptonai/gpud's generated copy of NVIDIA's
+spreadsheet, ``catalog_generated.go``.
 
 NVIDIA publishes the catalogue as a web page and a spreadsheet
 (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); gpud generates Go tables from the
@@ -19,6 +20,8 @@ import sys
 
 _ENTRY = re.compile(r'^\s*\{Code: (\d+), Mnemonic: ("(?:[^"\\]|\\.)*"), Description: ("(?:[^"\\]|\\.)*"), '
                     r'ImmediateResolution: ("(?:[^"\\]|\\.)*"), InvestigatoryResolution: ("(?:[^"\\]|\\.)*")\},\s*$')
+_NVLINK_RULE = re.compile(r'^\s*\{Xid: (\d+), Unit: ("(?:[^"\\]|\\.)*"), IntrinfoPatternV1: "([-01]{32})", '
+                          r'IntrinfoPatternV2: "([-01]{32})", ErrorStatus: (0x[0-9a-fA-F]+), Resolution: ("(?:[^"\\]|\\.)*"), ')
 _SOURCE = re.compile(r"^# source: (\S+)")
 _GENERATED = re.compile(r"^// Generated at (\S+)\. Source: (\S+)")
 
@@ -34,13 +37,20 @@ From %(source)s
 %(page)s).
 A copy is tests/fixtures/readiness/xid-catalogue/gpud-catalog_generated.go. The catalogue is for Ampere and newer
 GPUs; NVIDIA's page sends Volta and older to its older Xid table, where some numbers the catalogue calls "Unused"
-have a meaning. readiness.py derives each Xid's class from the immediate action.
+have a meaning. readiness.py derives each Xid's class from the immediate action; nvlink5_decode.py matches an
+NVLink5 Xid line's registers against NVLINK5_RULES.
 
 Plain Python 3 (standard library only): the node's health program imports it.
 """
 
 # Xid: (mnemonic, description, immediate action); the spreadsheet's line breaks inside a cell are folded to spaces
 CATALOG = {
+'''
+
+RULES_HEADER = '''
+# The sheet "XID 144-150 Decode", in its order: (Xid, unit, intrinfo bit pattern in layout 1, in layout 2 (bit 31
+# first; "-" any bit), error status, immediate action)
+NVLINK5_RULES = (
 '''
 
 
@@ -51,9 +61,9 @@ def _text(literal):
 
 def parse(text):
     """Rows of the catalogue and where they come from: ({xid: (mnemonic, description, action)}, source, generated,
-    page)."""
-    rows, source, generated, page = {}, None, None, None
-    in_catalog = False
+    page, nvlink5 rules)."""
+    rows, source, generated, page, rules = {}, None, None, None, []
+    in_catalog = in_rules = False
     for line in text.splitlines():
         m = _SOURCE.match(line)
         if m:
@@ -63,6 +73,12 @@ def parse(text):
             generated, page = m.groups()
         if line.startswith("var "):
             in_catalog = line.startswith("var catalogEntries ")
+            in_rules = line.startswith("var nvlinkRules ")
+            continue
+        m = _NVLINK_RULE.match(line)
+        if in_rules and m:
+            rules.append((int(m.group(1)), _text(m.group(2)), m.group(3), m.group(4), int(m.group(5), 16),
+                          _text(m.group(6))))
             continue
         m = _ENTRY.match(line)
         if in_catalog and m:
@@ -70,9 +86,9 @@ def parse(text):
             if code in rows:
                 raise ValueError("Xid %d twice in the catalogue" % code)
             rows[code] = (_text(m.group(2)), _text(m.group(3)), _text(m.group(4)))
-    if not rows or not (source and generated and page):
-        raise ValueError("no catalogEntries rows, or no '# source:' / '// Generated at' line")
-    return rows, source, generated, page
+    if not rows or not rules or not (source and generated and page):
+        raise ValueError("no catalogEntries or nvlinkRules rows, or no '# source:' / '// Generated at' line")
+    return rows, source, generated, page, tuple(rules)
 
 
 def _entry(code, row):
@@ -83,11 +99,19 @@ def _entry(code, row):
     return "    %d: (%s),\n" % (code, (",\n" + indent).join(json.dumps(v) for v in row))
 
 
+def _rule(rule):
+    xid, unit, layout1, layout2, status, action = rule
+    return "    (%d, %s, %s,\n     %s, 0x%08x, %s),\n" % (
+        xid, json.dumps(unit), json.dumps(layout1), json.dumps(layout2), status, json.dumps(action))
+
+
 def generate(text):
-    rows, source, generated, page = parse(text)
+    rows, source, generated, page, rules = parse(text)
     out = HEADER % {"source": source, "generated": generated, "page": page}
     out += "".join(_entry(code, rows[code]) for code in sorted(rows))
-    return out + "}\n"
+    out += "}\n" + RULES_HEADER
+    out += "".join(_rule(rule) for rule in rules)
+    return out + ")\n"
 
 
 def main(argv=None):

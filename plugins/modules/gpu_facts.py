@@ -167,10 +167,14 @@ ansible_facts:
                         "gi_id": 2, "ci_id": 0, "gi_profile": "4g.20gb", "gi_profile_id": 5, "placement_start": 0,
                         "placement_size": 4, "gi_cap_minor": 21, "ci_cap_minor": 22}]
         lost_gpus:
-          description: GPUs nvidia-smi reported but could not reach (fallen off the bus, driver errors).
+          description:
+            - GPUs nvidia-smi reported but could not reach (fallen off the bus, driver errors), each with the bus id
+              and NVML's index where nvidia-smi's message names them (C(null) where it does not) and the message.
+            - Drivers older than R550 print the bus id only (C(for GPU0000:08:00.0)), some messages the index only
+              (C(for GPU0: Unknown Error)).
           type: list
           elements: dict
-          sample: [{"pci_bus_id": "00000000:34:00.0",
+          sample: [{"pci_bus_id": "00000000:34:00.0", "index": 1,
                     "message": "Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error"}]
 commands:
   description: The nvidia-smi command lines that were run.

@@ -80,10 +80,17 @@ def gpu_status(hw, min_free_mib=0, declared=None):
     cuda_env = None
     if free:
         cuda_env = "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=%s" % ",".join(str(i) for i in free)
-    lost = [{"pci_bus_id": entry.get("pci_bus_id"), "message": entry.get("message") or ""}
+    lost = [{"pci_bus_id": entry.get("pci_bus_id"), "index": entry.get("index"), "message": entry.get("message") or ""}
             for entry in (hw or {}).get("lost_gpus") or [] if isinstance(entry, dict)]
     missing = max(0, declared - len(gpus) - len(lost)) if declared is not None else 0
     return {"gpus": gpus, "free": free, "cuda_env": cuda_env, "lost": lost, "missing": missing}
+
+
+def _lost_name(entry):
+    """The bus id, else nvidia-smi's index (a message without a bus id: ``for GPU0: Unknown Error``)."""
+    if entry.get("pci_bus_id"):
+        return entry["pci_bus_id"]
+    return "GPU %d" % entry["index"] if entry.get("index") is not None else "?"
 
 
 def _mem(gpu):
@@ -133,12 +140,12 @@ def _status_lines(host, report, slurm_node):
     trouble = []
     lost, missing = report.get("lost") or [], report.get("missing") or 0
     if lost:
-        trouble.append("%d GPU(s) LOST: %s" % (len(lost), ", ".join(e["pci_bus_id"] or "?" for e in lost)))
+        trouble.append("%d GPU(s) LOST: %s" % (len(lost), ", ".join(_lost_name(e) for e in lost)))
     if missing:
         trouble.append("%d GPU(s) the inventory declares not seen by nvidia-smi" % missing)
     # the fleet summary shows each node's last line: it carries the trouble too
     suffix = " [%s]" % "; ".join(trouble) if trouble else ""
-    problem_lines = ["%s: GPU LOST %s: %s" % (host, e["pci_bus_id"] or "?", e["message"]) for e in lost]
+    problem_lines = ["%s: GPU LOST %s: %s" % (host, _lost_name(e), e["message"]) for e in lost]
     if not gpus:
         return problem_lines + ["%s: no GPUs seen by nvidia-smi%s" % (host, suffix)]
     name_w = max(len(str(g["name"] or "?")) for g in gpus)

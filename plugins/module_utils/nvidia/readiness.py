@@ -120,9 +120,6 @@ def _gpu_label(gpu, index_map):
 # nvml: a failed nvidia-smi run
 
 _MISMATCH = re.compile(r"Driver/library version mismatch", re.I)
-# "...device handle for GPU1: 0000:84:00.0: Unknown Error" (R550+) or "... for GPU0: Unknown Error": NVML's index; not
-# the older "for GPU0000:08:00.0: ..." (the bus id)
-_LOST_GPU_INDEX = re.compile(r"device handle for GPU(\d+):\s", re.I)
 _NVML_VERSION = re.compile(r"NVML library version:\s*(\d+(?:\.\d+)*)")
 _NO_DRIVER = re.compile(r"couldn.t communicate with the NVIDIA driver", re.I)  # any apostrophe, typographic too
 _NO_LIBRARY = re.compile(r"couldn't find libnvidia-ml\.so|libnvidia-ml\.so[^\n]*(?:not found|cannot open)", re.I)
@@ -170,9 +167,8 @@ def classify_smi_failure(rc, stdout="", stderr=""):
         m = re.search(r"(?:GPU\s*)?[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]:\s*(.*)$", entry["message"])
         if m:
             reason = m.group(1).strip()
-        index = _LOST_GPU_INDEX.search(entry["message"])
         lost.append({"bus_id": entry["pci_bus_id"], "reason": re.sub(r"\s+", " ", reason), "line": entry["message"],
-                     "index": int(index.group(1)) if index else None})
+                     "index": entry["index"]})
     if _MISMATCH.search(text):
         m = _NVML_VERSION.search(text)
         out.update(kind="driver_library_mismatch", nvml_version=m.group(1) if m else None, message=first(_MISMATCH))

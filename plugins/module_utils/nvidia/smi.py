@@ -211,16 +211,25 @@ def inforom_corrupted_gpus(text):
     return sorted(set(normalize_bus_id(m.group(1)) for m in INFOROM_CORRUPTED_RE.finditer(text or "")))
 
 
+# "...for GPU1: 0000:34:00.0: ..." and "...for GPU0: Unknown Error" carry NVML's index; the older
+# "...for GPU0000:08:00.0: ..." carries the bus id only
+_LOST_GPU_INDEX = re.compile(r"device handle for GPU(\d+):\s", re.I)
+
+
 def find_lost_gpus(text):
-    """GPUs nvidia-smi could not reach: ``[{"pci_bus_id": "00000000:3B:00.0" or None, "message": str}]``."""
+    """GPUs nvidia-smi could not reach.
+
+    ``[{"pci_bus_id": "00000000:3B:00.0" or None, "index": NVML's index or None, "message": str}]``.
+    """
     lost = []
     for line in _lines(text):
         m = LOST_GPU_RE.search(line)
         if m:
-            # "...for GPU1: 0000:34:00.0: ..." (R550+) or "...for GPU0000:08:00.0: ..." (older)
             found = _BUS_IN_TEXT.findall(m.group())
             bus = found[-1] if found else None
-            lost.append({"pci_bus_id": normalize_bus_id(bus) if bus else None, "message": line.strip()})
+            index = _LOST_GPU_INDEX.search(line)
+            lost.append({"pci_bus_id": normalize_bus_id(bus) if bus else None,
+                         "index": int(index.group(1)) if index else None, "message": line.strip()})
     return lost
 
 

@@ -482,8 +482,9 @@ def parse_smi_q(text):
 # ----------------------------------------------------------------------------------------------------
 # plain nvidia-smi table
 
-_TABLE_VERSIONS = re.compile(r"Driver Version:\s*(\S+)")
-_TABLE_CUDA = re.compile(r"CUDA Version:\s*(\S+)")
+# R610 on: "| NVIDIA-SMI 610.43.02    KMD Version: 610.43.02     CUDA UMD Version: 13.3 |"
+_TABLE_VERSIONS = re.compile(r"(?:Driver|KMD) Version:\s*(\S+)")
+_TABLE_CUDA = re.compile(r"CUDA (?:UMD )?Version:\s*(\S+)")
 _TABLE_GPU_CELL = re.compile(r"^\s*(\d+)\s+(.*?)\s+(On|Off)\s*$")
 _TABLE_BUS = re.compile(r"^\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\b")
 
@@ -511,9 +512,9 @@ def parse_smi_table(text):
     row = 0
     for line in lines:
         stripped = line.strip()
-        if result["driver_version"] is None and "Driver Version:" in stripped:
-            m = _TABLE_VERSIONS.search(stripped)
-            result["driver_version"] = m.group(1) if m else None
+        m = _TABLE_VERSIONS.search(stripped) if result["driver_version"] is None else None
+        if m:
+            result["driver_version"] = m.group(1)
             m = _TABLE_CUDA.search(stripped)
             result["cuda_version"] = m.group(1) if m else None
             in_header = True

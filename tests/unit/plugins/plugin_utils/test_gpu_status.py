@@ -90,6 +90,10 @@ def test_a_lost_gpu_and_a_declared_gpu_nvidia_smi_does_not_list_are_on_the_summa
                          "0000:34:00.0: Unknown Error")
     assert lines[-1] == ("gpu-h01: CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=8,9 [1 GPU(s) LOST: "
                          "00000000:34:00.0; 2 GPU(s) the inventory declares not seen by nvidia-smi]")
+    # a message without a bus id names the GPU by nvidia-smi's index
+    message = "Unable to determine the device handle for GPU0: Unknown Error"
+    bare = gpu_status(dict(HW, lost_gpus=[{"pci_bus_id": None, "index": 0, "message": message}]))
+    assert status_lines("n", bare)[-2] == "n: GPU LOST GPU 0: " + message
     # nothing declared, nothing lost: the line is as before
     assert status_lines("n", gpu_status({"gpus": []}, declared=0)) == ["n: no GPUs seen by nvidia-smi"]
 

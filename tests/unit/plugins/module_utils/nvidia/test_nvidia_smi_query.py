@@ -100,11 +100,14 @@ def test_lost_gpu_lines_are_skipped_and_reported():
     text = ("Unable to determine the device handle for GPU1: 0000:34:00.0: Unknown Error\n"
             "0, GPU-a, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, Disabled, 81920, 0\n")
     assert [r["index"] for r in n.parse_query_gpu(text)] == [0]
-    assert n.find_lost_gpus(text) == [{"pci_bus_id": "00000000:34:00.0",
+    assert n.find_lost_gpus(text) == [{"pci_bus_id": "00000000:34:00.0", "index": 1,
                                        "message": "Unable to determine the device handle for GPU1: "
                                                   "0000:34:00.0: Unknown Error"}]
-    assert n.find_lost_gpus("Unable to determine the device handle for GPU0000:08:00.0: Unknown Error")[0][
-        "pci_bus_id"] == "00000000:08:00.0"
+    # before R550 the line names the bus id only: "GPU0000" is not NVML's index 0
+    older = n.find_lost_gpus("Unable to determine the device handle for GPU0000:08:00.0: Unknown Error")[0]
+    assert (older["pci_bus_id"], older["index"]) == ("00000000:08:00.0", None)
+    assert n.find_lost_gpus("Unable to determine the device handle for GPU0: Unknown Error") == [
+        {"pci_bus_id": None, "index": 0, "message": "Unable to determine the device handle for GPU0: Unknown Error"}]
 
 
 def test_memory_that_is_not_a_number_is_an_error():

@@ -99,6 +99,7 @@ SMI_ERRORS = {
     "geforce-1gpu-525-table-fan-err.txt": ("ok", None, []),
     "h100-8gpu-550-table-healthy.txt": ("ok", None, []),
     "h200-1gpu-580-table-healthy.txt": ("ok", None, []),
+    "rtxpro6000-2gpu-610-table-mig-4x1g-kubesimplify.txt": ("ok", None, []),
     "v100-sxm2-32gb-8gpu-460-table-inforom-corrupted.txt": ("ok", None, []),
 }
 
@@ -240,6 +241,10 @@ def test_table_fixtures_through_the_rules():
                             "Pwr:Usage/Cap: ERR!; GPU-Util: ERR!; MIG M.: ERR!")
     h200 = smi_q.parse_smi_table(load("nvidia-smi-errors", "h200-1gpu-580-table-healthy.txt"))
     result = r.readiness_findings(smi_q=h200)
+    assert result["findings"] == [] and "persistence" in result["applied"]
+    # R610's header (KMD Version), MIG on: healthy
+    rtxpro = smi_q.parse_smi_table(load("nvidia-smi-errors", "rtxpro6000-2gpu-610-table-mig-4x1g-kubesimplify.txt"))
+    result = r.readiness_findings(smi_q=rtxpro)
     assert result["findings"] == [] and "persistence" in result["applied"]
 
 

@@ -359,6 +359,18 @@ def test_table_healthy_h100():
     assert [g["errors"] for g in table["gpus"]] == [[]] * 8
 
 
+def test_table_r610_header_names_its_versions_kmd_and_cuda_umd():
+    # before R610 "Driver Version:" and "CUDA Version:"; a header not recognised left every field unnamed
+    text = load("rtxpro6000-2gpu-610-table-mig-4x1g-kubesimplify.txt", "nvidia-smi-errors")
+    table = smi_q.parse_smi_table(text)
+    assert (table["driver_version"], table["cuda_version"]) == ("610.43.02", "13.3")
+    assert [(g["index"], g["bus_id"], g["mig_mode"]) for g in table["gpus"]] == [
+        (2, "00000000:41:00.0", "Enabled"), (3, "00000000:61:00.0", "Enabled")]
+    assert [g["errors"] for g in table["gpus"]] == [[], []]
+    broken = smi_q.parse_smi_table(text.replace("40W /  600W", "ERR! /  600W"))
+    assert broken["gpus"][0]["errors"] == [{"field": "Pwr:Usage/Cap", "value": "ERR!"}]
+
+
 def test_table_healthy_h200_580():
     table = smi_q.parse_smi_table(load("h200-1gpu-580-table-healthy.txt", "nvidia-smi-errors"))
     assert (table["driver_version"], table["cuda_version"]) == ("580.159.04", "13.0")

@@ -56,11 +56,15 @@ def test_a_changed_or_broken_source_is_noticed(tmp_path):
         derive.parse(text.replace("# source:", "# from:"))
 
 
-def test_the_nvlink5_decode_rows_are_the_same_copys():
+def test_the_nvlink5_decode_rows_are_every_row_of_the_sheet():
+    # read here with a looser pattern than the script's: a row the script's pattern skipped would be missing
     rule = re.compile(r'\{Xid: (\d+), Unit: "([^"]*)", IntrinfoPatternV1: "([^"]*)", IntrinfoPatternV2: "([^"]*)", '
                       r'ErrorStatus: (0x[0-9a-fA-F]+), Resolution: "([^"]*)"')
     rows = tuple((int(m[0]), m[1], m[2], m[3], int(m[4], 16), m[5]) for m in rule.findall(_read(SOURCE)))
-    assert rows == nvlink5_decode.RULES
+    assert len(rows) == _read(SOURCE).count("{Xid: ") == 94
+    assert rows == xid_catalog.NVLINK5_RULES == nvlink5_decode.RULES
+    with pytest.raises(ValueError, match="nvlinkRules"):
+        derive.parse(_read(SOURCE).replace("var nvlinkRules ", "var otherRules "))
 
 
 @pytest.mark.parametrize("xid", sorted(xid_catalog.CATALOG))
