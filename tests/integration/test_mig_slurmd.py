@@ -77,3 +77,22 @@ def test_real_gh200_layout_is_accepted_by_slurmd(root):
     assert result.counts("gpu") == {"gpu:1g.12gb": 1, "gpu:1g.24gb": 3}, result.describe()
     assert sorted(f for rec in result.records for f in rec.files if "nvidia-cap" in f) == sorted(
         "/dev/nvidia-caps/nvidia-cap%d" % n for n in (30, 31, 39, 40, 48, 49, 120, 121))
+
+
+def test_rtx_pro_6000_profile_suffixes_are_kept_in_the_type_by_slurmd(root):
+    # +me.all, -me and +gfx (RTX PRO 6000 Blackwell) become types as written, like +me; GI ids as the real -lgi of
+    # that GPU hands them out (1g at 0/3/6/9: 3-6, 2g at 0/6: 1-2)
+    layouts = {0: [("1g.24gb+me.all", 3), ("1g.24gb-me", 4), ("2g.48gb-me", 2)],
+               1: [("2g.48gb+gfx", 1), ("1g.24gb+gfx", 5), ("1g.24gb-me", 6)]}
+    minors = parse_mig_minors(fake_sysfs.mig_minors_text())
+    lines, profiles = [], []
+    for index, layout in layouts.items():
+        assert mig.validate_layout("gpu-m01", index, "RTX-PRO-6000-96GB", [p for p, _gi in layout]) == []
+        devices = [{"profile": p, "gi_id": gi, "ci_id": 0} for p, gi in layout]
+        lines += mig_render.render_mig_gres_lines("gpu-m01", index, devices, minors)
+        profiles += [p for p, _gi in layout]
+    slurm = SLURM_CONF % gres_field(mig_gres_types(profiles))
+    result = run_slurmd_g("gpu-m01", slurm, "\n".join(lines) + "\n", 1, 8, 1, root=root)
+    assert result.ok, result.describe()
+    assert result.counts("gpu") == {"gpu:1g.24gb+me.all": 1, "gpu:1g.24gb-me": 2, "gpu:2g.48gb-me": 1,
+                                    "gpu:2g.48gb+gfx": 1, "gpu:1g.24gb+gfx": 1}, result.describe()

@@ -42,7 +42,7 @@ from ansible_collections.hpc.slurm_gres.plugins.module_utils.common.errors impor
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _profile(name, profile_id, compute_slices, memory_slices, max_instances, starts):
+def _profile(name, profile_id, compute_slices, memory_slices, max_instances, starts, engines=None):
     return {
         "name": name,
         "id": profile_id,
@@ -50,7 +50,12 @@ def _profile(name, profile_id, compute_slices, memory_slices, max_instances, sta
         "memory_slices": memory_slices,
         "max_instances": max_instances,
         "placements": tuple(starts),
+        "engines": engines,
     }
+
+
+# the media engines -lgip lists per profile (DEC, ENC, JPEG, OFA), as the MIG User Guide names them
+ENGINES = ("NVDEC", "NVENC", "NVJPG", "OFA")
 
 
 def _eight_slice_profiles(one, one_double, two, three, four, seven, ids=True):
@@ -76,14 +81,35 @@ def _eight_slice_profiles(one, one_double, two, three, four, seven, ids=True):
     )
 
 
-def _model(profiles, names, compute_slices=7, memory_slices=8, note=None):
+def _model(profiles, names, compute_slices=7, memory_slices=8, note=None, engines=None):
+    """``engines``: the GPU's media engines (``ENGINES`` order) where the table knows each profile's; a layout must
+    then fit them (``+me.all`` takes them all, ``-me`` none)."""
     return {
         "compute_slices": compute_slices,
         "memory_slices": memory_slices,
         "nvidia_smi_names": tuple(names),
         "profiles": tuple(profiles),
         "note": note,
+        "engines": engines,
     }
+
+
+# RTX PRO 6000 Blackwell (GB202): 4 compute slices on the 12-unit grid -lgipp prints. ``+gfx`` adds graphics APIs,
+# ``+me`` the OFA, ``+me.all`` every media engine, ``-me`` none. Ids, counts, placements and engines (DEC, ENC, JPEG,
+# OFA) from a real -lgip/-lgipp, driver 610.43.02, in -lgip's order.
+_RTX_PRO_6000_PROFILES = (
+    _profile("1g.24gb", 14, 1, 3, 4, (0, 3, 6, 9), (1, 1, 1, 0)),
+    _profile("1g.24gb+me", 21, 1, 3, 1, (0, 3, 6, 9), (1, 1, 1, 1)),
+    _profile("1g.24gb+gfx", 47, 1, 3, 4, (0, 3, 6, 9), (1, 1, 1, 0)),
+    _profile("1g.24gb+me.all", 65, 1, 3, 1, (0, 3, 6, 9), (4, 4, 4, 1)),
+    _profile("1g.24gb-me", 67, 1, 3, 4, (0, 3, 6, 9), (0, 0, 0, 0)),
+    _profile("2g.48gb", 5, 2, 6, 2, (0, 6), (2, 2, 2, 0)),
+    _profile("2g.48gb+gfx", 35, 2, 6, 2, (0, 6), (2, 2, 2, 0)),
+    _profile("2g.48gb+me.all", 64, 2, 6, 1, (0, 6), (4, 4, 4, 1)),
+    _profile("2g.48gb-me", 66, 2, 6, 2, (0, 6), (0, 0, 0, 0)),
+    _profile("4g.96gb", 0, 4, 12, 1, (0,), (4, 4, 4, 1)),
+    _profile("4g.96gb+gfx", 32, 4, 12, 1, (0,), (4, 4, 4, 1)),
+)
 
 
 # Canonical model name -> geometry. To add a model: copy its ``nvidia-smi mig -lgip`` names and counts and
@@ -157,6 +183,16 @@ MIG_MODELS = {
         ("B200",),
         note="profiles and counts from the MIG User Guide B200 table (memory fractions 1/8, 2/8, 4/8, full); "
         "profile ids not verified on hardware, so left unknown",
+    ),
+    "RTX-PRO-6000-96GB": _model(
+        _RTX_PRO_6000_PROFILES,
+        ("RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Blackwell Workstation Edition",
+         "RTX PRO 6000 Blackwell Max-Q Workstation Edition"),
+        compute_slices=4,
+        memory_slices=12,
+        engines=(4, 4, 4, 1),
+        note="-lgip/-lgipp of a Server Edition (driver 610.43.02); the MIG User Guide's RTX PRO 6000 table (the "
+        "Workstation editions need display mode compute first) has the same profiles and counts",
     ),
 }
 
@@ -351,6 +387,21 @@ def profile_counts(profiles):
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _fmt_engines(engines):
+    return ", ".join("%d %s" % (n, name) for n, name in zip(engines, ENGINES))
+
+
+def _engine_shortfall(model, profiles):
+    """What a layout needs beyond the model's media engines (``"needs 5 of 4 NVDEC, ..."``), or None (fits, or the
+    table has no engine counts for the model)."""
+    total = MIG_MODELS[model].get("engines")
+    if not total:
+        return None
+    need = [sum(profile_spec(model, p)["engines"][i] for p in profiles) for i in range(len(ENGINES))]
+    over = ["%d of %d %s" % (n, have, name) for n, have, name in zip(need, total, ENGINES) if n > have]
+    return "needs %s" % ", ".join(over) if over else None
+
+
 def _fmt_list(profiles):
     return "[%s]" % ", ".join(str(p) for p in profiles)
 
@@ -391,7 +442,7 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
             repr(model) if model is not None else "no model",
             hint=("a GPU with `mig` needs `model`; names as nvidia-smi prints them also work" if model is None else
                   "no MIG profiles are known for this model: only the models listed have MIG (NVIDIA's MIG user "
-                  "guide); leave `mig` out on a GPU without MIG (L40S, RTX, V100, ...); names as nvidia-smi prints "
+                  "guide); leave `mig` out on a GPU without MIG (L40S, GeForce RTX, V100, ...); names as nvidia-smi prints "
                   "them also work"),
         ))
         return problems
@@ -445,6 +496,20 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
                 "%d x %s" % (n, name),
             ))
     if problems:
+        return problems
+
+    short = _engine_shortfall(canonical, names)
+    if short:
+        used = sorted(set(names), key=lambda n: _profile_sort_key(profile_spec(canonical, n)))
+        problems.append(Problem(
+            host, field,
+            "a layout within the %s's media engines (%s)" % (canonical, _fmt_engines(MIG_MODELS[canonical]["engines"])),
+            "%s (%s: %s)" % (_fmt_list(names), _fmt_counts(counts), short),
+            hint=("a +me.all instance takes every media engine: give the other instances -me profiles (no media "
+                  "engines); " if any("+me.all" in n for n in names) else "")
+            + "engines per instance as `nvidia-smi mig -lgip` lists them: %s" % "; ".join(
+                "%s %s" % (n, _fmt_engines(profile_spec(canonical, n)["engines"])) for n in used),
+        ))
         return problems
 
     if find_placement(canonical, names) is None:

@@ -50,6 +50,7 @@ def by_id(model):
     ("h100nvl-lgipp-colfax.txt", "H100-94GB"),
     ("a30-lgipp.txt", "A30-24GB"),
     ("h200-141gb-lgipp-mig-disabled-580.txt", "H200-141GB"),  # recorded by this project, 2026-12-04
+    ("rtxpro6000se-610-lgipp-kubesimplify.txt", "RTX-PRO-6000-96GB"),  # 12-unit grid, "Placement :" for 0 and 32
 ])
 def test_placements_match_real_lgipp(fixture_name, model):
     real = lgipp(fixture("nvidia-smi", "mig", fixture_name))
@@ -77,6 +78,8 @@ def test_eight_slice_models_share_the_real_lgipp_table():
     ("a30-lgip-with-me-profiles.txt", "A30-24GB"),
     ("gh200-96gb-lgip-full-profile-list.txt", "GH200-96GB"),
     ("h200-141gb-lgip-mig-disabled-580.txt", "H200-141GB"),  # recorded by this project, 2026-12-04
+    ("h100nvl-560-lgip-azure.txt", "H100-94GB"),
+    ("rtxpro6000se-610-lgip-kubesimplify.txt", "RTX-PRO-6000-96GB"),  # +me, +gfx, +me.all and -me rows
 ])
 def test_profiles_match_real_lgip(fixture_name, model):
     rows = LGIP_RE.findall(fixture("nvidia-smi", "mig", fixture_name))
@@ -84,6 +87,64 @@ def test_profiles_match_real_lgip(fixture_name, model):
     real = {name: (int(pid), int(total)) for name, pid, _free, total in rows}
     table = {p["name"]: (p["id"], p["max_instances"]) for p in mig.MIG_MODELS[model]["profiles"]}
     assert real == table
+
+
+def test_rtx_pro_6000_engines_match_the_real_lgip():
+    """Each profile's media engines (DEC, ENC, JPEG, OFA), and the whole GPU's (its 4g.96gb row), as -lgip prints
+    them; read with the project's parser, checked on its own in test_nvidia_smi_mig.py."""
+    from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import parse_mig_lgip
+    rows = parse_mig_lgip(fixture("nvidia-smi", "mig", "rtxpro6000se-610-lgip-kubesimplify.txt"))
+    real = {r["profile"]: (r["dec"], r["enc"], r["jpeg"], r["ofa"]) for r in rows}
+    spec = mig.MIG_MODELS["RTX-PRO-6000-96GB"]
+    assert real == {p["name"]: p["engines"] for p in spec["profiles"]}
+    assert spec["engines"] == real["4g.96gb"]
+
+
+@pytest.mark.parametrize("fixture_name, layout", [
+    ("rtxpro6000se-610-lgi-4x1g-kubesimplify.txt", ["1g.24gb"] * 4),
+    ("rtxpro6000se-610-cgi-2g1g1g-then-lgi-kubesimplify.txt", ["2g.48gb", "1g.24gb", "1g.24gb"]),
+])
+def test_real_rtx_pro_6000_lgi_placements_are_allowed_by_the_table(fixture_name, layout):
+    rows = LGI_RE.findall(fixture("nvidia-smi", "mig", fixture_name))
+    assert sorted(r[0] for r in rows) == sorted(layout)
+    for name, pid, _gi, start, size in rows:
+        prof = mig.profile_spec("RTX-PRO-6000-96GB", name)
+        assert prof["id"] == int(pid)
+        assert int(start) in prof["placements"] and prof["memory_slices"] == int(size)
+    assert mig.validate_layout("h", 0, "NVIDIA RTX PRO 6000 Blackwell Server Edition", layout) == []
+    assert sorted(mig.find_placement("RTX-PRO-6000-96GB", layout)) == sorted((r[0], int(r[3])) for r in rows)
+
+
+@pytest.mark.parametrize("layout", [
+    ["1g.24gb+me.all"] + ["1g.24gb-me"] * 3,
+    ["2g.48gb+me.all", "2g.48gb-me"],
+    ["2g.48gb+me.all", "1g.24gb-me", "1g.24gb-me"],
+    ["1g.24gb+me"] + ["1g.24gb"] * 3,
+    ["1g.24gb+gfx"] * 4,
+    ["2g.48gb+gfx", "1g.24gb", "1g.24gb-me"],
+    ["4g.96gb+gfx"],
+])
+def test_rtx_pro_6000_layouts_within_its_media_engines(layout):
+    assert mig.validate_layout("h", 0, "RTX-PRO-6000-96GB", layout) == []
+    assert mig.find_placement("RTX-PRO-6000-96GB", layout) is not None
+
+
+def test_an_instance_beside_a_me_all_one_needs_a_me_less_profile():
+    [p] = mig.validate_layout("gpu07", 1, "RTX-PRO-6000-96GB", ["1g.24gb+me.all", "1g.24gb-me", "2g.48gb"])
+    assert (p.host, p.field) == ("gpu07", "hpc_gres_gpus[1].mig")
+    assert p.expected == ("a layout within the RTX-PRO-6000-96GB's media engines (4 NVDEC, 4 NVENC, 4 NVJPG, "
+                          "1 OFA)")
+    assert "needs 6 of 4 NVDEC, 6 of 4 NVENC, 6 of 4 NVJPG" in p.found
+    assert p.hint.startswith("a +me.all instance takes every media engine: give the other instances -me profiles")
+    assert "2g.48gb 2 NVDEC, 2 NVENC, 2 NVJPG, 0 OFA" in p.hint
+    # two instances that want the OFA: the rule every model has
+    [p] = mig.validate_layout("gpu07", 1, "RTX-PRO-6000-96GB", ["1g.24gb+me", "1g.24gb+me.all"])
+    assert "at most one +me instance" in p.expected
+    # a profile of another model, and the count rule, as for every model
+    [p] = mig.validate_layout("gpu07", 1, "RTX-PRO-6000-96GB", ["1g.23gb"])
+    assert "1g.24gb+me.all" in p.expected and "B200-180GB" in p.hint
+    [p] = mig.validate_layout("gpu07", 1, "RTX-PRO-6000-96GB", ["2g.48gb-me"] * 3)
+    assert p.expected == "at most 2 x 2g.48gb-me per RTX-PRO-6000-96GB"
 
 
 def test_real_a30_lgi_placements_are_allowed_by_the_table():
@@ -116,6 +177,8 @@ def test_every_profile_fits_its_model():
     (("nvidia-smi", "list", "h100-80gb-hbm3-mig-mixed-4slices-container.txt"), "H100-80GB"),
     (("nvidia-smi", "list", "h100-8gpu-vm-list-gpus-rhelai.txt"), "H100-80GB"),
     (("nvidia-smi", "list", "h200-1gpu-L-580.txt"), "H200-141GB"),
+    (("nvidia-smi", "list", "rtxpro6000se-8gpu-610-L-4x1g-kubesimplify.txt"), "RTX-PRO-6000-96GB"),
+    (("nvidia-smi", "list", "h20-8gpu-570-L-mig-3g1g1g1g-blog.txt"), "H100-96GB"),
 ])
 def test_normalize_model_from_real_nvidia_smi_L(path, expected):
     names = LIST_GPU_RE.findall(fixture(*path))
@@ -158,13 +221,16 @@ def test_normalize_model_uses_memory_for_names_without_a_size():
 def test_real_mig_layouts_validate_on_the_model_of_their_gpu():
     """Every layout seen in a real -L output is valid for the model its GPU name maps to."""
     for name in ("a30-mig-2g12gb-2x1g6gb-L.txt", "gh200-mig-7x1g12gb-L.txt",
-                 "h100-80gb-hbm3-mig-mixed-4slices-container.txt"):
-        text = fixture("nvidia-smi", "list", name)
-        model = mig.normalize_model(LIST_GPU_RE.findall(text)[0])
-        profiles = LIST_MIG_RE.findall(text)
-        assert profiles
-        assert mig.validate_layout("h", 0, model, profiles) == [], name
-        assert mig.find_placement(model, profiles) is not None
+                 "h100-80gb-hbm3-mig-mixed-4slices-container.txt", "rtxpro6000se-8gpu-610-L-4x1g-kubesimplify.txt",
+                 "h20-8gpu-570-L-mig-3g1g1g1g-blog.txt"):
+        # one layout per GPU line and the MIG lines under it
+        blocks = re.split(r"^(?=GPU \d+: )", fixture("nvidia-smi", "list", name), flags=re.M)[1:]
+        layouts = [(LIST_GPU_RE.findall(b)[0], LIST_MIG_RE.findall(b)) for b in blocks if LIST_MIG_RE.search(b)]
+        assert layouts
+        for gpu_name, profiles in layouts:
+            model = mig.normalize_model(gpu_name)
+            assert mig.validate_layout("h", 0, model, profiles) == [], name
+            assert mig.find_placement(model, profiles) is not None
 
 
 # --- placement: the issue's examples -----------------------------------------------------------------------
