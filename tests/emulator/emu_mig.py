@@ -65,6 +65,19 @@ FOUR_SLICES = {
               ("2g+me", 6, (0, 2), 2, 2), ("4g", 0, (0,), 4, 4)],
     "auto": {},
 }
+# RTX PRO 6000 Blackwell: memory in 12 units (rtxpro6000se-610-lgipp-kubesimplify.txt); GI ids follow the swizzle rule
+# there too (the recorded -lgi: 1g at 0/3/6/9 -> GI 3-6, 2g at 0 -> GI 1); without a start the lowest free one is
+# taken (the recorded `-cgi 2g.48gb,1g.24gb,1g.24gb` -> 0, 6, 9). The media engines are shared: the GIs' DEC, ENC,
+# JPEG and OFA together must fit the whole GPU's ("engine_budget").
+TWELVE_UNITS = {
+    "memory": 12, "compute": 4,
+    "kinds": [("1g", 14, (0, 3, 6, 9), 3, 1), ("1g+me", 21, (0, 3, 6, 9), 3, 1), ("1g+gfx", 47, (0, 3, 6, 9), 3, 1),
+              ("1g+me.all", 65, (0, 3, 6, 9), 3, 1), ("1g-me", 67, (0, 3, 6, 9), 3, 1), ("2g", 5, (0, 6), 6, 2),
+              ("2g+gfx", 35, (0, 6), 6, 2), ("2g+me.all", 64, (0, 6), 6, 2), ("2g-me", 66, (0, 6), 6, 2),
+              ("4g", 0, (0,), 12, 4), ("4g+gfx", 32, (0,), 12, 4)],
+    "auto": {},
+    "engine_budget": "4g",
+}
 # Default CI profile id by the GI's compute slices (NVML_COMPUTE_INSTANCE_PROFILE_*_SLICE); a 1g GI with two
 # memory slices uses 1_SLICE_REV1 = 7 (recorded: GH200 `-cgi 15 -C` -> "1g.24gb (ID  7)").
 CI_PROFILE_IDS = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 5, 6: 6}
@@ -78,6 +91,13 @@ A30_LGIP = {"1g": ("5.81", 14, 1, 0, 1, 0, 0), "1g+me": ("5.81", 14, 1, 0, 1, 1,
 HOPPER_UNITS = {"1g": (16, 1, 0, 1, 1, 0), "1g+me": (16, 1, 0, 1, 1, 1), "1g2": (26, 1, 0, 1, 1, 0),
                 "2g": (32, 2, 0, 2, 2, 0), "3g": (60, 3, 0, 3, 3, 0), "4g": (64, 4, 0, 4, 4, 0),
                 "7g": (132, 7, 0, 8, 7, 1)}
+# Recorded: rtxpro6000se-610-lgip-kubesimplify.txt (driver 610.43.02).
+RTX_PRO_6000_LGIP = {"1g": ("23.62", 46, 1, 1, 1, 1, 0), "1g+me": ("23.62", 46, 1, 1, 1, 1, 1),
+                     "1g+gfx": ("23.62", 46, 1, 1, 1, 1, 0), "1g+me.all": ("23.62", 46, 4, 4, 1, 4, 1),
+                     "1g-me": ("23.62", 46, 0, 0, 1, 0, 0), "2g": ("47.38", 94, 2, 2, 2, 2, 0),
+                     "2g+gfx": ("47.38", 94, 2, 2, 2, 2, 0), "2g+me.all": ("47.38", 94, 4, 4, 2, 4, 1),
+                     "2g-me": ("47.38", 94, 0, 0, 2, 0, 0), "4g": ("95.12", 188, 4, 4, 4, 4, 1),
+                     "4g+gfx": ("95.12", 188, 4, 4, 4, 4, 1)}
 # Not recorded: A100 unit counts (SM 14 per slice, 98 for 7g, as NVIDIA's MIG guide tables give them).
 AMPERE_UNITS = {"1g": (14, 0, 0, 1, 0, 0), "1g+me": (14, 1, 0, 1, 1, 1), "1g2": (14, 1, 0, 1, 0, 0),
                 "2g": (28, 1, 0, 2, 0, 0), "3g": (42, 2, 0, 3, 0, 0), "4g": (56, 2, 0, 4, 0, 0),
@@ -112,6 +132,10 @@ MODELS = {
                        ("10.75", "21.75", "21.75", "46.38", "46.38", "93.12"), HOPPER_UNITS),
     "H200": _eight(("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
                    ("16.00", "32.50", "32.50", "69.75", "69.75", "139.00"), HOPPER_UNITS),
+    "RTX PRO 6000 Blackwell Server Edition": {
+        "geometry": TWELVE_UNITS, "lgip": RTX_PRO_6000_LGIP,
+        "names": {kind: {"1g": "1g.24gb", "2g": "2g.48gb", "4g": "4g.96gb"}[kind[:2]] + kind[2:]
+                  for kind, _pid, _starts, _size, _compute in TWELVE_UNITS["kinds"]}},
 }
 ALIASES = {"A100-PCIE-40GB": "A100-SXM4-40GB", "A100 80GB PCIe": "A100-SXM4-80GB", "H100 PCIe": "H100 80GB HBM3",
            "GH200 120GB": "GH200 480GB", "H200 NVL": "H200", "H800 NVL": "H100 NVL"}
@@ -189,6 +213,13 @@ def _fits(model, gpu, prof, start):
         return False
     if "+me" in prof["name"] and any("+me" in gi["profile"] for gi in _gis(gpu)):
         return False
+    whole = model["geometry"].get("engine_budget")
+    if whole:
+        kinds = {p["name"]: p["kind"] for p in profiles_of(model)}
+        used = [kinds.get(gi["profile"]) for gi in _gis(gpu)] + [prof["kind"]]
+        for column in (2, 3, 5, 6):  # DEC, ENC, JPEG, OFA of the -lgip columns
+            if sum(model["lgip"][k][column] for k in used if k) > model["lgip"][whole][column]:
+                return False
     return True
 
 

@@ -116,6 +116,23 @@ def test_gh200_lgip_matches_the_recording(tmp_path):
     assert free["3g.48gb"] == (1, 2) and free["7g.96gb"] == (0, 1) and free["1g.12gb"] == (4, 7)
 
 
+RTX_PRO_6000 = {"uuid": "GPU-8b89b58e-b427-108d-ac50-06138d78fe78",
+                "name": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "pci_bus_id": "00000000:41:00.0",
+                "memory_total_mib": 97887, "mig_mode": "Enabled", "cpu_affinity": "0-15", "numa_affinity": "0"}
+
+
+def test_rtx_pro_6000_listings_and_a_mixed_layout_match_the_recordings(tmp_path):
+    emu = Emu(tmp_path, RTX_PRO_6000)
+    # the 610 driver's wider Name column aside, the same rows (ids, counts, memory, engines)
+    assert parse_mig_lgip(emu("mig", "-lgip")) == parse_mig_lgip(
+        fixture("nvidia-smi", "mig", "rtxpro6000se-610-lgip-kubesimplify.txt"))
+    assert parse_mig_lgipp(emu("mig", "-lgipp")) == parse_mig_lgipp(
+        fixture("nvidia-smi", "mig", "rtxpro6000se-610-lgipp-kubesimplify.txt"))
+    emu("mig", "-cgi", "2g.48gb,1g.24gb,1g.24gb", "-C")
+    assert parse_mig_lgi(emu("mig", "-lgi")) == parse_mig_lgi(
+        fixture("nvidia-smi", "mig", "rtxpro6000se-610-cgi-2g1g1g-then-lgi-kubesimplify.txt"))
+
+
 def test_a100_placements_equal_the_mig_user_guide(tmp_path):
     emu = Emu(tmp_path, dict(A100, mig_mode="Enabled"))
     assert parse_mig_lgipp(emu("mig", "-lgipp")) == parse_mig_lgipp(

@@ -189,6 +189,40 @@ def test_result_passes_the_planners_own_check(node):
     assert result["changed"] is True
 
 
+def test_rtx_pro_6000_layouts_with_its_suffixed_profiles(tmp_path):
+    """RTX PRO 6000 Blackwell: the 12-unit grid and the +me.all / -me / +gfx profiles. The emulated driver places
+    and numbers GIs as the real -lgi recordings show (1g at 0/3/6/9 -> GI 3-6, 2g at 0 -> GI 1) and refuses
+    engines beyond the GPU's on its own."""
+    node = Node(tmp_path / "node", gpu_name="NVIDIA RTX PRO 6000 Blackwell Server Edition")
+    layouts = {0: ["1g.24gb+me.all"] + ["1g.24gb-me"] * 3, 1: ["2g.48gb+gfx", "1g.24gb", "1g.24gb"]}
+    log = []
+    result = apply(node, layouts, log)
+    assert result["changed"] is True
+    assert [a for a in mutating(log) if "-cgi" in a] == [
+        ["mig", "-i", "0", "-cgi", "1g.24gb+me.all:0", "-C"], ["mig", "-i", "0", "-cgi", "1g.24gb-me:3", "-C"],
+        ["mig", "-i", "0", "-cgi", "1g.24gb-me:6", "-C"], ["mig", "-i", "0", "-cgi", "1g.24gb-me:9", "-C"],
+        ["mig", "-i", "1", "-cgi", "2g.48gb+gfx:0", "-C"], ["mig", "-i", "1", "-cgi", "1g.24gb:6", "-C"],
+        ["mig", "-i", "1", "-cgi", "1g.24gb:9", "-C"]]
+    by_gpu = {g["index"]: sorted((d["gi_id"], d["profile"]) for d in g["mig_devices"]) for g in result["gpus"]}
+    assert by_gpu[0] == [(3, "1g.24gb+me.all"), (4, "1g.24gb-me"), (5, "1g.24gb-me"), (6, "1g.24gb-me")]
+    assert by_gpu[1] == [(1, "2g.48gb+gfx"), (5, "1g.24gb"), (6, "1g.24gb")]
+    state = mig_apply.read_state(runner(node, []), node.root, NVIDIA_SMI)
+    gpus = {g["index"]: g for g in state["gpus"]}
+    assert all(mig_plan.check_applied(node.name, layouts[i], gpus[i]) == [] for i in layouts)
+    assert apply(node, layouts)["changed"] is False
+    # the driver refuses a plain 1g next to +me.all (its engines are taken); the planner refuses it first
+    log = []
+    with pytest.raises(mig_apply.ApplyError, match="media engines"):
+        apply(node, {2: ["1g.24gb+me.all", "1g.24gb"]}, log)
+    assert mutating(log) == []
+    env = dict(node.env, NVSMI_EMU_ROOT=node.root, NVSMI_EMU_DEV_ROOT=node.dev_root)
+    for argv in (["-i", "2", "-mig", "1"], ["mig", "-i", "2", "-cgi", "65:0", "-C"]):
+        assert subprocess.run([NVIDIA_SMI] + argv, env=env, capture_output=True, check=False).returncode == 0
+    refused = subprocess.run([NVIDIA_SMI, "mig", "-i", "2", "-cgi", "14:3", "-C"], env=env, capture_output=True,
+                             text=True, check=False)
+    assert refused.returncode != 0 and "Insufficient Resources" in refused.stdout + refused.stderr
+
+
 # --- the module through ansible -------------------------------------------------------------------------
 
 def module(node, args, check=False):

@@ -442,8 +442,8 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
             repr(model) if model is not None else "no model",
             hint=("a GPU with `mig` needs `model`; names as nvidia-smi prints them also work" if model is None else
                   "no MIG profiles are known for this model: only the models listed have MIG (NVIDIA's MIG user "
-                  "guide); leave `mig` out on a GPU without MIG (L40S, GeForce RTX, V100, ...); names as nvidia-smi prints "
-                  "them also work"),
+                  "guide); leave `mig` out on a GPU without MIG (L40S, GeForce RTX, V100, ...); names as nvidia-smi "
+                  "prints them also work"),
         ))
         return problems
     if not isinstance(profiles, (list, tuple)):
@@ -503,7 +503,8 @@ def validate_layout(host, gpu_index, model, profiles, field=None, model_field=No
         used = sorted(set(names), key=lambda n: _profile_sort_key(profile_spec(canonical, n)))
         problems.append(Problem(
             host, field,
-            "a layout within the %s's media engines (%s)" % (canonical, _fmt_engines(MIG_MODELS[canonical]["engines"])),
+            "a layout within the %s's media engines (%s)" % (
+                canonical, _fmt_engines(MIG_MODELS[canonical]["engines"])),
             "%s (%s: %s)" % (_fmt_list(names), _fmt_counts(counts), short),
             hint=("a +me.all instance takes every media engine: give the other instances -me profiles (no media "
                   "engines); " if any("+me.all" in n for n in names) else "")
