@@ -184,6 +184,13 @@ MIG_MODELS = {
         note="profiles and counts from the MIG User Guide B200 table (memory fractions 1/8, 2/8, 4/8, full); "
         "profile ids not verified on hardware, so left unknown",
     ),
+    "GB200-186GB": _model(
+        _eight_slice_profiles("1g.23gb", "1g.47gb", "2g.47gb", "3g.93gb", "4g.93gb", "7g.186gb", ids=False),
+        ("GB200",),
+        note="names from mig-parted (ebab1f77, 'the setting from the production boards'); a real -lgip of a "
+        "production GB200 agrees for 1g.23gb, 1g.23gb+me, 1g.47gb and 2g.47gb (ids 19, 20, 15, 14) and was cut "
+        "before the rest; pre-production boards printed 1g.24gb, 3g.95gb and 7g.189gb",
+    ),
     "RTX-PRO-6000-96GB": _model(
         _RTX_PRO_6000_PROFILES,
         ("RTX PRO 6000 Blackwell Server Edition", "RTX PRO 6000 Blackwell Workstation Edition",

@@ -89,6 +89,23 @@ def test_profiles_match_real_lgip(fixture_name, model):
     assert real == table
 
 
+# Rows of real -lgip outputs posted in public threads, cut before the 3g row where they were read (facts only: name,
+# profile id, instances); the eight-slice ids are A100's
+@pytest.mark.parametrize("model, source, rows", [
+    ("GB200-186GB", "https://github.com/NVIDIA/mig-parted/issues/227 (a production GB200 NVL node)",
+     {"1g.23gb": (19, 7), "1g.23gb+me": (20, 1), "1g.47gb": (15, 4), "2g.47gb": (14, 3)}),
+    ("B200-180GB", "https://github.com/NVIDIA/mig-parted/pull/166 and /pull/187",
+     {"1g.23gb": (19, 7), "1g.23gb+me": (20, 1), "1g.45gb": (15, 4), "2g.45gb": (14, 3)}),
+])
+def test_blackwell_names_and_counts_match_real_lgip_rows(model, source, rows):
+    table = {p["name"]: p for p in mig.MIG_MODELS[model]["profiles"]}
+    a100_ids = [p["id"] for p in mig.MIG_MODELS["A100-80GB"]["profiles"]]
+    for name, (pid, total) in rows.items():
+        assert table[name]["max_instances"] == total, (source, name)
+        assert a100_ids[list(table).index(name)] == pid, (source, name)
+    assert mig.normalize_model("NVIDIA %s" % mig.MIG_MODELS[model]["nvidia_smi_names"][0]) == model
+
+
 def test_rtx_pro_6000_engines_match_the_real_lgip():
     """Each profile's media engines (DEC, ENC, JPEG, OFA), and the whole GPU's (its 4g.96gb row), as -lgip prints
     them; read with the project's parser, checked on its own in test_nvidia_smi_mig.py."""
@@ -204,7 +221,7 @@ def test_normalize_model_from_real_query_csv(path, expected):
     ("NVIDIA A100 80GB PCIe", "A100-80GB"), ("A100-SXM4-40GB", "A100-40GB"), ("NVIDIA A100-PCIE-40GB", "A100-40GB"),
     ("NVIDIA H100 NVL", "H100-94GB"), ("NVIDIA H100 PCIe", "H100-80GB"), ("NVIDIA H200", "H200-141GB"),
     ("NVIDIA H200 NVL", "H200-141GB"), ("NVIDIA GH200 144G HBM3e", "GH200-144GB"), ("NVIDIA A30", "A30-24GB"),
-    ("a30-24gb", "A30-24GB"), ("NVIDIA B200", "B200-180GB"),
+    ("a30-24gb", "A30-24GB"), ("NVIDIA B200", "B200-180GB"), ("NVIDIA GB200", "GB200-186GB"),
     ("NVIDIA GeForce RTX 4090", None), ("NVIDIA L40S", None), ("", None), (None, None),
 ])
 def test_normalize_model(name, expected):
