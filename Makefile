@@ -3,6 +3,9 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
+# pytest runs in PYTEST_WORKERS processes (pytest-xdist), each test file whole in one of them: the integration
+# tests wait on ansible-playbook, slurmd and slurmctld much of the time, so two keep two cores busy.
+PYTEST_WORKERS ?= 2
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 DEMO_DIR ?= out/demo
@@ -50,7 +53,7 @@ integration: system-deps setup images
 	$(BIN)/pytest -q tests/integration
 
 pytest: system-deps setup images
-	$(BIN)/pytest -q tests/unit tests/integration
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests/unit tests/integration
 
 # Build the Galaxy tarball, check its file list, install it and run it from the installed copy
 package: setup
@@ -84,7 +87,7 @@ molecule: system-deps setup images
 # in one piece.
 test: system-deps setup
 	$(MAKE) --no-print-directory -j2 -O images lint sanity
-	$(BIN)/pytest -q tests/unit tests/integration
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests/unit tests/integration
 	bash scripts/compat.sh --min
 	bash scripts/run-molecule.sh
 

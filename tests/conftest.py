@@ -8,7 +8,10 @@ COLLECTIONS = os.path.join(ROOT, ".cache", "collections")
 LINK = os.path.join(COLLECTIONS, "ansible_collections", "hpc", "slurm_gres")
 if not os.path.exists(LINK):
     os.makedirs(os.path.dirname(LINK), exist_ok=True)
-    os.symlink(ROOT, LINK)
+    try:
+        os.symlink(ROOT, LINK)
+    except FileExistsError:  # another pytest-xdist worker made it first
+        pass
 # helpers/ (fixture loaders, paths), emulator/ (fake sysfs, emulated nvidia-smi machines), integration/ (oracles)
 for path in (COLLECTIONS, os.path.join(TESTS, "helpers"), os.path.join(TESTS, "emulator"),
              os.path.join(TESTS, "integration")):

@@ -170,8 +170,8 @@ ansible_facts:
           description:
             - GPUs nvidia-smi reported but could not reach (fallen off the bus, driver errors), each with the bus id
               and NVML's index where nvidia-smi's message names them (C(null) where it does not) and the message.
-            - Drivers older than R550 print the bus id only (C(for GPU0000:08:00.0)), some messages the index only
-              (C(for GPU0: Unknown Error)).
+            - "Drivers older than R550 print the bus id only (C(for GPU0000:08:00.0)), some messages the index only
+              (C(for GPU0: Unknown Error))."
           type: list
           elements: dict
           sample: [{"pci_bus_id": "00000000:34:00.0", "index": 1,
