@@ -901,7 +901,8 @@ def check_memory(smi_q=None, bus_to_index=None):
       the action (anything but None/N/A counts, not only the names known today);
     - Reset Required Yes -> error; Drain and Reset Recommended Yes (NVML's deprecated field for the recovery action
       Drain and Reset) -> error;
-    - volatile uncorrectable ECC errors since the last reset -> warning (the recovery action says what to do);
+    - volatile uncorrectable ECC errors since the last reset, the GPU's or a MIG device's (each instance counts its
+      own) -> warning (the recovery action says what to do);
     - SRAM Threshold Exceeded Yes (R535 and later) and Unrepairable Memory Yes (R580) are RMA criteria (NVIDIA RMA
       policy) -> error; Channel or TPC Repair Pending Yes (R580: memory marked for repair, Xid 160, repaired at the
       next reset like a pending row remap) -> error, reset the GPU.
@@ -921,8 +922,10 @@ def check_memory(smi_q=None, bus_to_index=None):
         action = gpu.get("recovery_action")
         ecc = gpu.get("ecc") or {}
         repair = gpu.get("memory_repair") or {}
+        instances = [d for d in gpu.get("mig_devices") or [] if d.get("volatile_uncorrectable") is not None]
         if rows or pages or repair or action is not None or gpu.get("reset_required") is not None or \
-                gpu.get("drain_and_reset_recommended") is not None or ecc.get("volatile_uncorrectable") is not None:
+                gpu.get("drain_and_reset_recommended") is not None or ecc.get("volatile_uncorrectable") is not None \
+                or instances:
             judged = True
         if rows.get("pending"):
             findings.append(finding("error", "memory", label, "no remapped rows pending",
@@ -980,6 +983,14 @@ def check_memory(smi_q=None, bus_to_index=None):
             findings.append(finding("warning", "memory", label, "no uncorrectable ECC error since the last reset",
                                     "%d volatile uncorrectable ECC error(s)" % ecc["volatile_uncorrectable"],
                                     "look for Xid 48/94/95 in the kernel log and at the remapped rows"))
+        hit = [d for d in instances if d["volatile_uncorrectable"] > 0]
+        if hit:
+            findings.append(finding(
+                "warning", "memory", label, "no uncorrectable ECC error in a MIG device since the last reset",
+                "; ".join("MIG device %s (GPU instance %s, compute instance %s): %d volatile uncorrectable ECC "
+                          "error(s)" % (d["index"], d["gi_id"], d["ci_id"], d["volatile_uncorrectable"]) for d in hit),
+                "look for Xid 94 (contained: the instance's job failed, the others ran on) or 95 (uncontained: "
+                "reset the GPU) in the kernel log"))
     if not judged:
         return _not_applied("memory", "no GPU reports remapped rows, retired pages, a recovery action or a reset "
                                       "status")

@@ -271,6 +271,28 @@ def _ecc(tree):
     return ecc if any(v is not None for v in ecc.values()) else None
 
 
+def _sections_named(tree, key):
+    """Every section of ``tree`` named ``key`` (a repeated name is a list in the tree)."""
+    want = _norm_key(key)
+    out = []
+    for k, v in (tree.items() if isinstance(tree, dict) else ()):
+        if _norm_key(k) == want:
+            out.extend(item for item in (v if isinstance(v, list) else [v]) if isinstance(item, dict))
+    return out
+
+
+def _mig_devices(tree):
+    """Each MIG device's own ECC count: ``[{"index", "gi_id", "ci_id", "volatile_uncorrectable"}]``, [] without MIG
+    devices. R590 prints the "MIG Device" blocks directly under the GPU; older drivers under "MIG Devices"."""
+    blocks = _sections_named(tree, "MIG Device")
+    for parent in _sections_named(tree, "MIG Devices"):
+        blocks += _sections_named(parent, "MIG Device")
+    return [{"index": _int(find(block, "Index")), "gi_id": _int(find(block, "GPU Instance ID")),
+             "ci_id": _int(find(block, "Compute Instance ID")),
+             "volatile_uncorrectable": _ecc_total(find(block, "ECC Errors", "Volatile"), "uncorrectable")}
+            for block in blocks]
+
+
 def _memory_repair(tree):
     """The memory repair and RMA flags under ECC Errors: SRAM Threshold Exceeded (NVIDIA's SRAM RMA policy; printed
     by R535 and later), Channel/TPC Repair Pending and Unrepairable Memory (NVML's repair status and
@@ -333,7 +355,8 @@ def empty_gpu(bus_id=None):
     """A GPU record with every field the parsers fill, all unknown."""
     return {"bus_id": bus_id, "product_name": None, "uuid": None, "minor_number": None, "persistence_mode": None,
             "mig_mode": None, "fabric": None, "remapped_rows": None, "retired_pages": None, "recovery_action": None,
-            "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "memory_repair": None,
+            "reset_required": None, "drain_and_reset_recommended": None, "ecc": None, "mig_devices": [],
+            "memory_repair": None,
             "clock_events": None, "vgpu_license": None, "errors": [], "inforom_corrupted": False, "sections": {}}
 
 
@@ -370,6 +393,7 @@ def _gpu(bus_id, tree):
         "reset_required": _yes_no(find(tree, "GPU Reset Status", "Reset Required")),
         "drain_and_reset_recommended": _yes_no(find(tree, "GPU Reset Status", "Drain and Reset Recommended")),
         "ecc": _ecc(tree),
+        "mig_devices": _mig_devices(tree),
         "memory_repair": _memory_repair(tree),
         "clock_events": _clock_events(tree),
         "vgpu_license": _vgpu_license(tree),
@@ -392,6 +416,7 @@ def parse_smi_q(text):
     ``"None"``, ``"GPU Reset"``...; None when absent), ``reset_required`` and ``drain_and_reset_recommended``
     (bool or None; "Requested functionality has been deprecated" is None), ``ecc`` (``{"mode",
     "volatile_uncorrectable", "aggregate_uncorrectable", "volatile_correctable", "aggregate_correctable"}``),
+    ``mig_devices`` (each MIG device's ``{"index", "gi_id", "ci_id", "volatile_uncorrectable"}``, [] without MIG),
     ``memory_repair`` (``{"channel_repair_pending", "tpc_repair_pending", "unrepairable_memory",
     "sram_threshold_exceeded"}``, booleans or None; None when the driver prints none), ``vgpu_license`` (a vGPU
     guest's ``{"product", "status"}``, ``status`` as printed: ``Licensed (Expiry: ...)``, ``Unlicensed

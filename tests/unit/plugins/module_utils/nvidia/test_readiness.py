@@ -248,6 +248,22 @@ def test_table_fixtures_through_the_rules():
     assert result["findings"] == [] and "persistence" in result["applied"]
 
 
+def test_an_uncorrectable_ecc_error_in_one_mig_device_is_named():
+    # the real R590 layout of an H200 with five MIG devices, one instance's SRAM counter set and the GPU's own
+    # volatile counters left at 0: only the instance's block says it
+    text = load("nvidia-smi-q", "h200-1gpu-590-mig-5-devices-two-ci-one-gi.txt")
+    lines = text.split("\n")
+    mig_sram = [i for i, line in enumerate(lines) if line.startswith("                SRAM Uncorrectable ")]
+    assert len(mig_sram) == 5
+    lines[mig_sram[3]] = lines[mig_sram[3]].replace(": 0", ": 2")
+    [f] = r.check_memory(smi_q=smi_q.parse_smi_q("\n".join(lines)))["findings"]
+    assert (f["severity"], f["check"], f["gpu"]) == ("warning", "memory", 0)
+    assert f["found"] == ("MIG device 3 (GPU instance 9, compute instance 0): 2 volatile uncorrectable ECC "
+                          "error(s)")
+    assert "Xid 94" in f["hint"] and "95" in f["hint"]
+    assert r.check_memory(smi_q=smi_q.parse_smi_q(text))["findings"] == []
+
+
 # ------------------------------------------------------------------------------------------------ nvidia-smi -q
 
 # file -> [(severity, check, gpu)] of readiness_findings(smi_q=...) alone

@@ -239,6 +239,19 @@ def test_h200_580_recorded_on_our_lent_machine():
     assert smi_q.find(gpu["sections"], "Capabilities", "EGM") == "disabled"
 
 
+def test_mig_devices_each_with_its_own_ecc_count():
+    h200 = smi_q.parse_smi_q(load("h200-1gpu-590-mig-5-devices-two-ci-one-gi.txt"))["gpus"][0]
+    # two MIG devices share GPU instance 2 (compute instances 0 and 1)
+    assert [(d["index"], d["gi_id"], d["ci_id"], d["volatile_uncorrectable"]) for d in h200["mig_devices"]] == [
+        (0, 2, 0, 0), (1, 2, 1, 0), (2, 3, 0, 0), (3, 9, 0, 0), (4, 10, 0, 0)]
+    h100 = smi_q.parse_smi_q(load("h100-1gpu-590-mig-4-devices-r590-layout-idle.txt"))["gpus"][0]
+    assert len(h100["mig_devices"]) == 4
+    # the GPU's own ECC block is not a MIG device's
+    assert h100["ecc"]["volatile_uncorrectable"] == 0
+    a100 = smi_q.parse_smi_q(load("a100-sxm4-80gb-8gpu-510-remapped-rows-pending-excerpt.txt"))["gpus"][0]
+    assert a100["mig_devices"] == []
+
+
 def test_retired_pages_excerpt_lower_case_heading():
     gpu = parse("retired-pages-pending-page-blacklist-yes-excerpt.txt")["gpus"][0]
     assert gpu["retired_pages"] == {"sbe": 2, "dbe": 0, "pending": True}
