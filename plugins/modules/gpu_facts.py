@@ -185,6 +185,8 @@ commands:
 
 from ansible.module_utils.basic import AnsibleModule
 
+# first: the payload's other files are then compiled once, not twice (common/payload_import.py)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import payload_import  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.node import cpu_topology
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.collect import COLLECT_ARGS, CollectError, collect
 

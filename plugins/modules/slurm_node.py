@@ -230,6 +230,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+# first: the payload's other files are then compiled once, not twice (common/payload_import.py)
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.common import payload_import  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.slurm.registrations import (
     failure_message,
     wait_registrations,

@@ -13,6 +13,7 @@ GPU in ``errors`` with the field they were found in.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from ansible_collections.hpc.slurm_gres.plugins.module_utils.nvidia.smi import (
@@ -88,8 +89,10 @@ def mark_inforom(parsed, text):
     return named
 
 
+@functools.lru_cache(maxsize=4096)
 def _norm_key(key):
-    return re.sub(r"\s+", " ", key.strip()).lower()
+    # called thousands of times per -q output, for a few hundred distinct keys
+    return " ".join(key.split()).lower()
 
 
 def find(tree, *path):
