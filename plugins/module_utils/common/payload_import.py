@@ -36,9 +36,13 @@ class SourceZipImporter(zipimport.zipimporter):
             raise zipimport.ZipImportError("not the module's payload: %s" % path)
 
     def get_filename(self, fullname):
-        # zipimport's own search order; a name found as bytecode first is zipimport's to resolve
+        # zipimport's own search order; a name found as bytecode first, or a table of contents that zipfile cannot
+        # read, is zipimport's to resolve
         stem = (self.prefix + fullname.rpartition(".")[2]).replace(os.sep, "/")
-        names = _names(self.archive)
+        try:
+            names = _names(self.archive)
+        except (OSError, zipfile.BadZipFile):
+            names = frozenset()
         for suffix, bytecode in (("/__init__.pyc", True), ("/__init__.py", False), (".pyc", True), (".py", False)):
             if stem + suffix in names:
                 if bytecode:

@@ -150,3 +150,21 @@ def test_installing_twice_adds_one_hook(tmp_path):
             added[0](other)
     finally:
         sys.path_hooks[:] = hooks
+
+
+def test_a_table_of_contents_zipfile_cannot_read_is_left_to_zipimport(tmp_path, monkeypatch):
+    import zipfile
+    archive = str(tmp_path / "payload.zip")
+    with zipfile.ZipFile(archive, "w") as payload:
+        payload.writestr("one/__init__.py", "")
+        payload.writestr("one/two.py", "VALUE = 2\n")
+    stock = zipimport.zipimporter(os.path.join(archive, "one"))
+    ours = payload_import.SourceZipImporter(os.path.join(archive, "one"), archive)
+    assert ours.get_filename("one.two") == stock.get_filename("one.two") == os.path.join(archive, "one", "two.py")
+
+    def unreadable(path):
+        raise zipfile.BadZipFile("File is not a zip file")
+    monkeypatch.setattr(payload_import, "_names", unreadable)
+    assert ours.get_filename("one.two") == stock.get_filename("one.two")
+    with pytest.raises(zipimport.ZipImportError):
+        ours.get_filename("one.missing")
