@@ -4,7 +4,7 @@ An Ansible module runs from a zip of Python source (AnsiballZ) that Python impor
 a module found as source twice: once when the import system asks the importer for the file's name
 (``zipimporter.get_filename`` compiles it to find out which file it is) and again when it loads the code
 (CPython issue gh-141276, open; CPython 3.8 to 3.14). A zip holds no .pyc, so every import from it pays that, and a
-module that imports this collection's parsers (600 KB of source for gres_verify) pays it on every run, on every node.
+module that imports this collection's parsers (about 670 KB of source for gres_verify) pays it on every run, on every node.
 
 ``install()``, imported by each module before the rest of this collection, gives the importer of the module's own
 payload a ``get_filename`` that names a source file from the zip's table of contents without compiling it. It
@@ -21,9 +21,13 @@ _NAMES = {}
 
 
 def _names(archive):
+    """The payload's file names, read once; none where zipfile cannot read them (zipimport then names each file)."""
     if archive not in _NAMES:
-        with zipfile.ZipFile(archive) as payload:
-            _NAMES[archive] = frozenset(payload.namelist())
+        try:
+            with zipfile.ZipFile(archive) as payload:
+                _NAMES[archive] = frozenset(payload.namelist())
+        except (OSError, zipfile.BadZipFile):
+            _NAMES[archive] = frozenset()
     return _NAMES[archive]
 
 
@@ -36,13 +40,9 @@ class SourceZipImporter(zipimport.zipimporter):
             raise zipimport.ZipImportError("not the module's payload: %s" % path)
 
     def get_filename(self, fullname):
-        # zipimport's own search order; a name found as bytecode first, or a table of contents that zipfile cannot
-        # read, is zipimport's to resolve
+        # zipimport's own search order; a name found as bytecode first, or not found, is zipimport's to resolve
         stem = (self.prefix + fullname.rpartition(".")[2]).replace(os.sep, "/")
-        try:
-            names = _names(self.archive)
-        except (OSError, zipfile.BadZipFile):
-            names = frozenset()
+        names = _names(self.archive)
         for suffix, bytecode in (("/__init__.pyc", True), ("/__init__.py", False), (".pyc", True), (".py", False)):
             if stem + suffix in names:
                 if bytecode:

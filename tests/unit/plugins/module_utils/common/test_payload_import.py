@@ -162,9 +162,15 @@ def test_a_table_of_contents_zipfile_cannot_read_is_left_to_zipimport(tmp_path, 
     ours = payload_import.SourceZipImporter(os.path.join(archive, "one"), archive)
     assert ours.get_filename("one.two") == stock.get_filename("one.two") == os.path.join(archive, "one", "two.py")
 
+    reads = []
+
     def unreadable(path):
+        reads.append(path)
         raise zipfile.BadZipFile("File is not a zip file")
-    monkeypatch.setattr(payload_import, "_names", unreadable)
+    monkeypatch.setattr(payload_import, "_NAMES", {})
+    monkeypatch.setattr(payload_import.zipfile, "ZipFile", unreadable)
     assert ours.get_filename("one.two") == stock.get_filename("one.two")
     with pytest.raises(zipimport.ZipImportError):
         ours.get_filename("one.missing")
+    # the failed read is not repeated on every import
+    assert reads == [archive]
