@@ -13,6 +13,7 @@ and a real Slurm on loopback (slurmctld + slurmd, tests/integration/slurm_loopba
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -175,7 +176,8 @@ def test_mig_mode_survives_and_the_gres_check_catches_a_missing_layout(installed
     doc = json.loads(out)
     assert code == 1 and [s["stage"] for s in doc["stages"]] == ["driver", "ready"], out
     assert doc["reason"].startswith("hpc-gres-boot: ready: gres_"), doc["reason"]
-    assert doc["reason"].endswith("(after 0 s)") and len(doc["reason"]) <= 200
+    # wait=0: one pass, however long it took on a loaded machine
+    assert re.search(r" \(after \d+ s\)$", doc["reason"]) and len(doc["reason"]) <= 200, doc["reason"]
 
 
 def test_a_driver_not_loaded_holds_by_the_deadline_and_a_late_one_is_waited_for(installed):

@@ -5,10 +5,13 @@ MultipleFiles lines written from its live devices), the gate, the restart plans 
 in check mode with its diff; restarts are off here (no systemd, no Slurm), and nothing may be written. The real
 deploy of the same shape, on real Slurm, is the molecule scenario deploy-mig.
 """
+import json
 import os
 import re
 
 import pytest
+
+from ansible_collections.hpc.slurm_gres.plugins.module_utils.health import boot
 
 from emulated_node import (
     Node,
@@ -103,6 +106,14 @@ def test_check_mode_plans_both_nodes_the_mig_one_with_its_live_lines_and_writes_
     assert verdicts["gpu-m01"].endswith("left for a later run: hpc_gres_slurmd_restart is false; would install the GPU "
                                         "health check and the boot order of slurmd")
     assert report["restarts"] == []
+    # each node's boot settings as its boot program reads them: seconds as numbers (through ansible-core 2.18 a
+    # template per setting wrote "wait": "300", which the program refuses at every boot)
+    for node in ("gpu-m01", "gpu-p01"):
+        texts = [d["files"]["boot.json"] for d in tasks[VERIFY][node]["plan"]["health_install"]["boot"]["dirs"]
+                 if "boot.json" in d["files"]]
+        assert len(texts) == 1, tasks[VERIFY][node]["plan"]["health_install"]
+        settings = boot.read_settings(json.loads(texts[0]))
+        assert (settings["node"], settings["wait"], settings["interval"]) == (node, 300, 5)
     assert report["verdicts"]["slurmctld"]["ctl01"].startswith("slurmctld host: would install slurm.conf, cgroup.conf;")
     mig = added(result, "/gpu-m01/etc/gres.conf")
     assert len([line for line in mig if "MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/" in line]) == 4, mig
