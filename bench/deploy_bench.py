@@ -291,12 +291,19 @@ def targets(results, sizes):
     return [{"target": t, "value": round(v, 3), "limit": limit, "met": v <= limit} for t, v, limit in out]
 
 
+def seed_plain(bench, nodes, release):
+    """The plain inventory of len(nodes) nodes, its render installed on them and deployed once: the state a
+    no-change deploy of that size starts from. Returns the inventory's path."""
+    inventory = write_inventory(bench.out, nodes, "plain", release)
+    seed_files(bench.out, nodes, bench.render(inventory, len(nodes), "plain"))
+    bench.measured("seed", bench.commands(inventory)["deploy"], len(nodes))
+    return inventory
+
+
 def profile(bench, nodes, release):
     """profile_tasks over verify and a no-change deploy at len(nodes) nodes (seeded as for a measurement)."""
     size = len(nodes)
-    inventory = write_inventory(bench.out, nodes, "plain", release)
-    seed_files(bench.out, nodes, bench.render(inventory, size, "plain"))
-    bench.measured("seed", bench.commands(inventory)["deploy"], size)
+    inventory = seed_plain(bench, nodes, release)
     out = {}
     for name, args in (("verify", bench.commands(inventory)["verify"]),
                        ("no_change", bench.commands(inventory)["deploy"])):

@@ -83,7 +83,7 @@ def main():
         raise SystemExit("worker_cpu: emulated nodes need mknod (run as root)")
     sys.path[:0] = [HERE]
     import deploy_bench
-    from deploy_cluster import build_nodes, seed_files, write_inventory
+    from deploy_cluster import build_nodes
     from deploy_fakes import write_systemctl
     from emulated_node import local_slurm_release
 
@@ -91,10 +91,7 @@ def main():
     write_systemctl(bench.fakebin, bench.ctl)
     inventory = os.path.join(opts.out, "hosts-%d-plain.yml" % opts.size)
     if opts.seed or not os.path.exists(inventory):
-        nodes = build_nodes(opts.out, opts.size)
-        inventory = write_inventory(opts.out, nodes, "plain", local_slurm_release())
-        seed_files(opts.out, nodes, bench.render(inventory, opts.size, "plain"))
-        bench.measured("seed", bench.commands(inventory)["deploy"], opts.size)
+        inventory = deploy_bench.seed_plain(bench, build_nodes(opts.out, opts.size), local_slurm_release())
     print("worker CPU, %s at %d nodes, commit %s" % (opts.command, opts.size, deploy_bench.git_commit()), flush=True)
     deploy_bench.PLAYBOOK_BIN = os.path.join(tempfile.mkdtemp(prefix="worker-cpu-"), "ansible-playbook")
     wrapper = '#!/bin/sh\nexec "%s" "%s" --wrap "$WORKER_CPU_DIR" "$@"\n' % (sys.executable, os.path.abspath(__file__))
